@@ -1,0 +1,26 @@
+GO ?= go
+BIN := bin/plinth
+
+.PHONY: help build run test lint bench fmt
+
+help: ## list targets
+	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+build: ## build bin/plinth
+	$(GO) build -o $(BIN) ./cmd/plinth
+
+run: build ## start the server with embedded defaults (private Postgres, offline AI, demo key printed)
+	./$(BIN) serve
+
+test: ## run every test against a real PostgreSQL, with the race detector
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+lint: ## go vet and gofmt
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
+
+bench: ## run the benchmarks the issues name (see README, Performance)
+	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 30m ./...
+
+fmt: ## format the code
+	gofmt -w .

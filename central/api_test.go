@@ -1,0 +1,118 @@
+package central_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/plinth-dev/plinth/internal/apitest"
+)
+
+func TestProjectsMeAndKeys(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+
+	me := env.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200).JSON(t)
+	if me["id"] != p.ID || me["plan"] != "build" || me["default_language"] != "en" {
+		t.Fatalf("projects/me: %v", me)
+	}
+	for _, f := range []string{"name", "slug", "industry", "target_languages", "timezone", "created_at"} {
+		if _, ok := me[f]; !ok {
+			t.Fatalf("projects/me lacks %s: %v", f, me)
+		}
+	}
+
+	// PATCH
+	got := env.Do("PATCH", "/v1/projects/me", p.Key, map[string]any{"name": "Renamed", "timezone": "Europe/Berlin"}).Expect(t, 200).JSON(t)
+	if got["name"] != "Renamed" || got["timezone"] != "Europe/Berlin" {
+		t.Fatalf("patch: %v", got)
+	}
+	env.Do("PATCH", "/v1/projects/me", p.Key, map[string]any{"timezone": "Mars/Olympus"}).Problem(t, 422, "validation_failed")
+	env.Do("PATCH", "/v1/projects/me", p.Key, map[string]any{"colour": "red"}).Problem(t, 400, "bad_request")
+	env.Do("PATCH", "/v1/projects/me", p.Key, "{not json").Problem(t, 400, "bad_request")
+
+	// create a key: secret once, masked form, then listed without secret
+	k := env.Do("POST", "/v1/projects/me/api-keys", p.Key, map[string]any{"name": "ci", "scopes": []string{"content:*", "blog:read"}}).Expect(t, 201).JSON(t)
+	secret, _ := k["secret"].(string)
+	if !strings.HasPrefix(secret, "pln_live_") || len(secret) != 41 || k["prefix"] != "pln_live_" || k["masked"] != "pln_live_…"+secret[37:] {
+		t.Fatalf("created key: %v", k)
+	}
+	list := env.Do("GET", "/v1/projects/me/api-keys", p.Key, nil).Expect(t, 200)
+	if strings.Contains(string(list.Body), secret) || strings.Contains(string(list.Body), `"secret"`) {
+		t.Fatalf("list leaks a secret: %s", list.Body)
+	}
+
+	// the new key works, and lacks project scopes
+	env.Do("GET", "/v1/projects/me", secret, nil).Problem(t, 403, "forbidden")
+	m := env.Do("POST", "/v1/projects/me/api-keys", secret, map[string]any{"name": "x", "scopes": []string{"*"}}).Problem(t, 403, "forbidden")
+	if !strings.Contains(fmt.Sprint(m["detail"]), "project:admin") {
+		t.Fatalf("403 detail must name the scope: %v", m)
+	}
+
+	// errors of key creation
+	env.Do("POST", "/v1/projects/me/api-keys", p.Key, map[string]any{"name": "x"}).Problem(t, 400, "bad_request")
+	env.Do("POST", "/v1/projects/me/api-keys", p.Key, map[string]any{"name": "x", "scopes": []string{"nope:read"}}).Problem(t, 422, "validation_failed")
+	limited := p.NewKey(false, "project:admin", "content:read")
+	env.Do("POST", "/v1/projects/me/api-keys", limited, map[string]any{"name": "x", "scopes": []string{"content:write"}}).Problem(t, 403, "forbidden")
+	env.Do("POST", "/v1/projects/me/api-keys", limited, map[string]any{"name": "x", "scopes": []string{"content:read"}}).Expect(t, 201)
+
+	// revoke: 204, then 401 at once on this instance, then 404 on repeat
+	env.Do("DELETE", "/v1/api-keys/"+k["id"].(string), p.Key, nil).Expect(t, 204)
+	r := env.Do("GET", "/v1/projects/me", secret, nil)
+	r.Problem(t, 401, "unauthorized")
+	env.Do("DELETE", "/v1/api-keys/"+k["id"].(string), p.Key, nil).Problem(t, 404, "not_found")
+}
+
+func TestUnauthorized(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	for name, h := range map[string]string{
+		"missing":   "",
+		"malformed": "Bearer nope",
+		"unknown":   "Bearer pln_live_" + strings.Repeat("a", 32),
+		"scheme":    "Basic abc",
+	} {
+		r := env.Send(apitest.Request{Method: "GET", Path: "/v1/projects/me", Header: map[string]string{"Authorization": h}})
+		r.Problem(t, 401, "unauthorized")
+		if r.Header.Get("WWW-Authenticate") != `Bearer realm="plinth"` {
+			t.Fatalf("%s: WWW-Authenticate %q", name, r.Header.Get("WWW-Authenticate"))
+		}
+	}
+}
+
+func TestKeyLimit(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("free") // holds 1 key already
+	for i := 0; i < 19; i++ {
+		env.Do("POST", "/v1/projects/me/api-keys", p.Key, map[string]any{"name": fmt.Sprint("k", i), "scopes": []string{"*"}}).Expect(t, 201)
+	}
+	env.Do("POST", "/v1/projects/me/api-keys", p.Key, map[string]any{"name": "21st", "scopes": []string{"*"}}).Problem(t, 409, "key_limit_reached")
+}
+
+func TestRoutingErrors(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("")
+	env.Do("GET", "/v1/no-such-route", p.Key, nil).Problem(t, 404, "not_found")
+	r := env.Do("POST", "/v1/health", "", nil)
+	r.Problem(t, 400, "bad_request")
+	if r.Header.Get("Allow") == "" {
+		t.Fatal("wrong method must carry Allow")
+	}
+	// a caller's request id is kept; a bad one is replaced
+	r = env.Send(apitest.Request{Method: "GET", Path: "/v1/health", Header: map[string]string{"X-Request-Id": "abc-123"}})
+	if r.Header.Get("X-Request-Id") != "abc-123" {
+		t.Fatalf("request id not kept: %q", r.Header.Get("X-Request-Id"))
+	}
+	r = env.Send(apitest.Request{Method: "GET", Path: "/v1/health", Header: map[string]string{"X-Request-Id": "bad id!"}})
+	if r.Header.Get("X-Request-Id") == "bad id!" || r.Header.Get("X-Request-Id") == "" {
+		t.Fatalf("invalid request id kept: %q", r.Header.Get("X-Request-Id"))
+	}
+	h := env.Do("GET", "/v1/health", "", nil).Expect(t, http.StatusOK).JSON(t)
+	if h["status"] != "ok" || h["version"] == "" {
+		t.Fatalf("health: %v", h)
+	}
+}

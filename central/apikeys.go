@@ -1,0 +1,276 @@
+package central
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/id"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// MaxActiveKeys is the number of unrevoked keys a project may hold.
+const MaxActiveKeys = 20
+
+// APIKey is the API key resource; Secret is set only when minted.
+type APIKey struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	Masked     string     `json:"masked"`
+	Secret     string     `json:"secret,omitempty"`
+	Scopes     []string   `json:"scopes"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	CreatedAt  time.Time  `json:"created_at"`
+}
+
+// Permissions of each pillar (decisions.md section 3 and the scope table).
+var Permissions = map[string][]string{
+	"project":   {"read", "write", "admin"},
+	"content":   {"read", "write"},
+	"brand":     {"read", "write"},
+	"images":    {"read", "write"},
+	"blog":      {"read", "write"},
+	"social":    {"read", "write", "publish", "connect"},
+	"booking":   {"read", "write", "admin"},
+	"commerce":  {"read", "write", "admin"},
+	"webhooks":  {"read", "write"},
+	"jobs":      {"read"},
+	"galleries": {"read", "write"},
+	"forms":     {"read", "write"},
+}
+
+// DefaultDashboardScopes is the scope set a dashboard key gets by default.
+var DefaultDashboardScopes = []string{"content:read", "content:write", "blog:read", "blog:write", "social:read", "social:write"}
+
+// ValidScope reports whether s is "*", "pillar:*" or "pillar:permission".
+func ValidScope(s string) bool {
+	if s == "*" {
+		return true
+	}
+	pillar, perm, ok := strings.Cut(s, ":")
+	perms, known := Permissions[pillar]
+	if !ok || !known {
+		return false
+	}
+	if perm == "*" {
+		return true
+	}
+	for _, p := range perms {
+		if p == perm {
+			return true
+		}
+	}
+	return false
+}
+
+// expand lists every concrete scope s covers.
+func expand(s string) []string {
+	if s == "*" {
+		return []string{"*"}
+	}
+	pillar, perm, _ := strings.Cut(s, ":")
+	if perm != "*" {
+		return []string{s}
+	}
+	var out []string
+	for _, p := range Permissions[pillar] {
+		out = append(out, pillar+":"+p)
+	}
+	return out
+}
+
+// Subset reports whether every scope in want is granted by held.
+func Subset(held, want []string) bool {
+	for _, w := range want {
+		if w == "*" {
+			if !tenant.Grants(held, "*") {
+				return false
+			}
+			continue
+		}
+		for _, c := range expand(w) {
+			if !tenant.Grants(held, c) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// MintKey creates a key for a project. creatorScopes, when not nil, bounds
+// the new key's scopes (403 otherwise). At most MaxActiveKeys may be active.
+func (c *Central) MintKey(ctx context.Context, projectID, name string, scopes, creatorScopes []string, test bool) (APIKey, error) {
+	var v httpapi.Validator
+	v.Check(strings.TrimSpace(name) != "" && len(name) <= 100, "name", "must be 1 to 100 characters")
+	v.Check(len(scopes) > 0 && len(scopes) <= 64, "scopes", "must list 1 to 64 scopes")
+	for _, s := range scopes {
+		v.Check(ValidScope(s), "scopes", "unknown scope "+s)
+	}
+	if err := v.Err(); err != nil {
+		return APIKey{}, err
+	}
+	if creatorScopes != nil && !Subset(creatorScopes, scopes) {
+		return APIKey{}, httpapi.NewError(403, httpapi.CodeForbidden, "a new key's scopes must be a subset of this key's scopes")
+	}
+	secret := NewKeySecret(test)
+	k := APIKey{ID: id.New("key_"), Name: name, Prefix: secret[:len(LivePrefix)], Masked: Mask(secret), Secret: secret, Scopes: scopes}
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		// The project row lock serialises concurrent mints, so the limit holds.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM central.projects WHERE id = $1 FOR UPDATE`, projectID); err != nil {
+			return err
+		}
+		var active int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM central.api_keys WHERE project_id = $1 AND revoked_at IS NULL`, projectID).Scan(&active); err != nil {
+			return err
+		}
+		if active >= MaxActiveKeys {
+			return httpapi.Conflict(httpapi.CodeKeyLimitReached, "this project already has 20 active keys; revoke one first")
+		}
+		return tx.QueryRow(ctx, `INSERT INTO central.api_keys (id, project_id, name, prefix, masked, hash, scopes, test)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at`,
+			k.ID, projectID, k.Name, k.Prefix, k.Masked, HashKey(c.secret, secret), scopes, test).Scan(&k.CreatedAt)
+	})
+	return k, err
+}
+
+// ListKeys lists a project's active keys, newest first, without secrets.
+func (c *Central) ListKeys(ctx context.Context, projectID string) ([]APIKey, error) {
+	rows, err := c.pool.Query(ctx, `SELECT id, name, prefix, masked, scopes, last_used_at, created_at FROM central.api_keys
+		WHERE project_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id DESC`, projectID)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (APIKey, error) {
+		var k APIKey
+		return k, r.Scan(&k.ID, &k.Name, &k.Prefix, &k.Masked, &k.Scopes, &k.LastUsedAt, &k.CreatedAt)
+	})
+	if out == nil {
+		out = []APIKey{}
+	}
+	return out, err
+}
+
+// RevokeKey revokes a key of the project for good and invalidates caches
+// on every instance at once.
+func (c *Central) RevokeKey(ctx context.Context, projectID, keyID string) error {
+	tag, err := c.pool.Exec(ctx, `UPDATE central.api_keys SET revoked_at = now() WHERE id = $1 AND project_id = $2 AND revoked_at IS NULL`, keyID, projectID)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return httpapi.NotFound("no active key " + keyID + " in this project")
+	}
+	c.notify(ctx, "key:"+keyID)
+	return nil
+}
+
+var errUnauthorized = httpapi.NewError(401, httpapi.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <key>")
+
+// Unauthorized is the 401 with its WWW-Authenticate challenge.
+func Unauthorized(detail string) *httpapi.Error {
+	e := httpapi.NewError(401, httpapi.CodeUnauthorized, detail)
+	return e.WithHeader("WWW-Authenticate", `Bearer realm="plinth"`)
+}
+
+// Resolve maps a presented key to its scope: from the cache when fresh,
+// else by hash from the database.
+func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error) {
+	test, ok := ParseKey(key)
+	if !ok {
+		return nil, Unauthorized("the API key is malformed")
+	}
+	hash := HashKey(c.secret, key)
+	hk := string(hash)
+	if e, ok := c.keys.get(hk); ok {
+		c.touch(e)
+		return e.scope, nil
+	}
+	var k tenant.Key
+	var revoked *time.Time
+	p, err := scanProject(c.pool.QueryRow(ctx, `SELECT `+projectColumns+`, k.id, k.scopes, k.test, k.revoked_at
+		FROM central.api_keys k JOIN central.projects p ON p.id = k.project_id JOIN central.placements pl ON pl.project_id = p.id
+		WHERE k.hash = $1`, hash), &k.ID, &k.Scopes, &k.Test, &revoked)
+	if errors.Is(err, httpapi.ErrNotFound) {
+		return nil, Unauthorized("the API key is not valid")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if revoked != nil {
+		return nil, Unauthorized("the API key has been revoked")
+	}
+	if k.Test != test {
+		return nil, Unauthorized("the API key is not valid")
+	}
+	pool, err := c.ShardPool(p.Shard)
+	if err != nil {
+		return nil, err
+	}
+	s, err := tenant.NewScope(pool, p, &k)
+	if err != nil {
+		return nil, err
+	}
+	c.touch(c.keys.put(hk, s))
+	return s, nil
+}
+
+// touch records last_used_at at most once a minute per key, off the request path.
+func (c *Central) touch(e *keyEntry) {
+	now := time.Now()
+	c.keys.mu.Lock()
+	stale := now.Sub(e.touched) > time.Minute
+	if stale {
+		e.touched = now
+	}
+	c.keys.mu.Unlock()
+	if !stale {
+		return
+	}
+	keyID := e.scope.Key.ID
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := c.pool.Exec(ctx, `UPDATE central.api_keys SET last_used_at = now() WHERE id = $1`, keyID); err != nil {
+			c.logger.Debug("last_used_at update failed", "key", keyID, "err", err)
+		}
+	}()
+}
+
+// BearerToken returns the token of an "Authorization: Bearer" header.
+func BearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// Authenticate resolves the bearer key and puts the project scope on the
+// request context; anything else is 401 with the Bearer challenge.
+func (c *Central) Authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := BearerToken(r)
+		if !ok {
+			httpapi.WriteError(w, r, Unauthorized("a valid API key is required: Authorization: Bearer <key>"))
+			return
+		}
+		s, err := c.Resolve(r.Context(), tok)
+		if err != nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(tenant.WithScope(r.Context(), s)))
+	})
+}
+
+// hashHex is the hex form of a key hash, for logs and tests.
+func hashHex(h []byte) string { return hex.EncodeToString(h) }

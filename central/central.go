@@ -1,0 +1,483 @@
+// Package central is the control plane: tenants (workspaces), users,
+// projects and their placement, API keys (format, hash, cache, revocation)
+// and the routes that manage them.
+package central
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/id"
+	"github.com/plinth-dev/plinth/internal/slug"
+	"github.com/plinth-dev/plinth/provisioning"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// Central is the control plane over the central database.
+type Central struct {
+	pool   *pgxpool.Pool
+	secret []byte
+	logger *slog.Logger
+	keys   *keyCache
+}
+
+// Open loads (or, on first start, generates and stores) the server secret.
+// An explicit secret (PLINTH_SECRET) wins over the stored one.
+func Open(ctx context.Context, pool *pgxpool.Pool, secret string, keyTTL time.Duration, logger *slog.Logger) (*Central, error) {
+	if secret == "" {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return nil, err
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO central.settings (key, value) VALUES ('secret', $1) ON CONFLICT (key) DO NOTHING`, hex.EncodeToString(b)); err != nil {
+			return nil, fmt.Errorf("store server secret: %w", err)
+		}
+		if err := pool.QueryRow(ctx, `SELECT value FROM central.settings WHERE key = 'secret'`).Scan(&secret); err != nil {
+			return nil, err
+		}
+	}
+	return &Central{pool: pool, secret: []byte(secret), logger: logger, keys: newKeyCache(keyTTL)}, nil
+}
+
+// Secret is the server secret (key-hash pepper, JWT, OAuth state, token encryption).
+func (c *Central) Secret() []byte { return c.secret }
+
+// Pool is the central database pool.
+func (c *Central) Pool() *pgxpool.Pool { return c.pool }
+
+// ShardPool returns the pool of a shard. One machine runs one shard,
+// "default", on the central database.
+func (c *Central) ShardPool(shard string) (*pgxpool.Pool, error) {
+	if shard == "default" {
+		return c.pool, nil
+	}
+	return nil, fmt.Errorf("central: unknown shard %q", shard)
+}
+
+// Tenant is a workspace.
+type Tenant struct {
+	ID        int64     `json:"id"`
+	Name      string    `json:"name"`
+	Domain    string    `json:"domain"`
+	CreatedAt time.Time `json:"-"`
+}
+
+// User is a dashboard user of one tenant.
+type User struct {
+	ID        int64     `json:"id"`
+	TenantID  int64     `json:"-"`
+	Name      string    `json:"name"`
+	Email     string    `json:"email"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+var emailRe = regexp.MustCompile(`^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$`)
+
+// ValidEmail reports whether s looks like an email address.
+func ValidEmail(s string) bool { return len(s) <= 254 && emailRe.MatchString(s) }
+
+// CreateTenant creates a workspace and its owner user.
+func (c *Central) CreateTenant(ctx context.Context, name, domain, ownerEmail, ownerPassword string) (Tenant, User, error) {
+	var v httpapi.Validator
+	v.Check(strings.TrimSpace(name) != "", "name", "is required")
+	v.Check(strings.TrimSpace(domain) != "", "domain", "is required")
+	v.Check(ValidEmail(ownerEmail), "owner_email", "must be an email address")
+	v.Check(len(ownerPassword) >= 8, "owner_password", "must be at least 8 characters")
+	if err := v.Err(); err != nil {
+		return Tenant{}, User{}, err
+	}
+	var t Tenant
+	var u User
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `INSERT INTO central.tenants (name, domain) VALUES ($1, lower($2)) RETURNING id, name, domain, created_at`,
+			name, domain).Scan(&t.ID, &t.Name, &t.Domain, &t.CreatedAt); err != nil {
+			return err
+		}
+		var err error
+		u, err = addUser(ctx, tx, t.ID, name, ownerEmail, ownerPassword)
+		return err
+	})
+	return t, u, err
+}
+
+// AddUser adds a user to a tenant. One email may belong to several tenants.
+func (c *Central) AddUser(ctx context.Context, tenantID int64, name, email, password string) (User, error) {
+	var v httpapi.Validator
+	v.Check(ValidEmail(email), "email", "must be an email address")
+	v.Check(len(password) >= 8, "password", "must be at least 8 characters")
+	if err := v.Err(); err != nil {
+		return User{}, err
+	}
+	if name == "" {
+		name, _, _ = strings.Cut(email, "@")
+	}
+	return addUser(ctx, c.pool, tenantID, name, email, password)
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func addUser(ctx context.Context, q querier, tenantID int64, name, email, password string) (User, error) {
+	hash, err := HashPassword(password)
+	if err != nil {
+		return User{}, err
+	}
+	u := User{TenantID: tenantID}
+	err = q.QueryRow(ctx, `INSERT INTO central.users (tenant_id, name, email, password_hash) VALUES ($1, $2, $3, $4)
+		RETURNING id, name, email, created_at`, tenantID, name, email, hash).Scan(&u.ID, &u.Name, &u.Email, &u.CreatedAt)
+	return u, err
+}
+
+// ProjectParams are the fields of a new project.
+type ProjectParams struct {
+	TenantID        int64
+	Name            string
+	Plan            string
+	DefaultLanguage string
+	TargetLanguages []string
+	Timezone        string
+	Industry        string
+}
+
+var plans = map[string]bool{"free": true, "hobby": true, "build": true, "scale": true, "enterprise": true}
+
+// ValidPlan reports whether p is a plan name.
+func ValidPlan(p string) bool { return plans[p] }
+
+var langRe = regexp.MustCompile(`^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$`)
+
+// ValidLanguage reports whether s is a language code such as en or pt-BR.
+func ValidLanguage(s string) bool { return langRe.MatchString(s) }
+
+// ValidTimezone reports whether s is an IANA zone name.
+func ValidTimezone(s string) bool {
+	if s == "" || s == "Local" {
+		return false
+	}
+	_, err := time.LoadLocation(s)
+	return err == nil
+}
+
+// CreateProject creates a project, places it on the default shard and
+// provisions and migrates its schema.
+func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.Project, error) {
+	if p.Plan == "" {
+		p.Plan = "free"
+	}
+	if p.DefaultLanguage == "" {
+		p.DefaultLanguage = "en"
+	}
+	if p.Timezone == "" {
+		p.Timezone = "UTC"
+	}
+	if p.TargetLanguages == nil {
+		p.TargetLanguages = []string{}
+	}
+	var v httpapi.Validator
+	v.Check(strings.TrimSpace(p.Name) != "" && len(p.Name) <= 255, "name", "must be 1 to 255 characters")
+	v.Check(ValidPlan(p.Plan), "plan", "must be one of free, hobby, build, scale, enterprise")
+	v.Check(ValidLanguage(p.DefaultLanguage), "default_language", "must be a language code")
+	for _, l := range p.TargetLanguages {
+		v.Check(ValidLanguage(l), "target_languages", "must be language codes")
+	}
+	v.Check(ValidTimezone(p.Timezone), "timezone", "must be an IANA time zone name")
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	pid := id.New("prj_")
+	var schema string
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		s, err := slug.Unique(ctx, slug.Make(p.Name), func(ctx context.Context, cand string) (bool, error) {
+			var exists bool
+			err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM central.projects WHERE tenant_id = $1 AND slug = $2)`, p.TenantID, cand).Scan(&exists)
+			return exists, err
+		})
+		if err != nil {
+			return err
+		}
+		var seq int64
+		if err := tx.QueryRow(ctx, `INSERT INTO central.projects (id, tenant_id, name, slug, industry, default_language, target_languages, timezone, plan)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq`,
+			pid, p.TenantID, p.Name, s, p.Industry, p.DefaultLanguage, p.TargetLanguages, p.Timezone, p.Plan).Scan(&seq); err != nil {
+			return err
+		}
+		schema = fmt.Sprintf("project_%d", seq)
+		_, err = tx.Exec(ctx, `INSERT INTO central.placements (project_id, shard, schema_name) VALUES ($1, 'default', $2)`, pid, schema)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	shard, err := c.ShardPool("default")
+	if err != nil {
+		return nil, err
+	}
+	if err := provisioning.MigrateProject(ctx, c.pool, shard, schema); err != nil {
+		return nil, fmt.Errorf("provision %s: %w", pid, err)
+	}
+	return c.Project(ctx, pid)
+}
+
+const projectColumns = `p.id, p.tenant_id, p.name, p.slug, p.industry, p.default_language, p.target_languages, p.timezone, p.plan,
+	p.plan_credits, p.rate_rpm, p.rate_burst, p.created_at, pl.shard, pl.schema_name`
+
+func scanProject(row pgx.Row, extra ...any) (*tenant.Project, error) {
+	p := &tenant.Project{}
+	dest := append([]any{&p.ID, &p.TenantID, &p.Name, &p.Slug, &p.Industry, &p.DefaultLanguage, &p.TargetLanguages, &p.Timezone, &p.Plan,
+		&p.PlanCredits, &p.RateRPM, &p.RateBurst, &p.CreatedAt, &p.Shard, &p.Schema}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, httpapi.ErrNotFound
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// Project loads a project by id (ErrNotFound when absent).
+func (c *Central) Project(ctx context.Context, projectID string) (*tenant.Project, error) {
+	return scanProject(c.pool.QueryRow(ctx, `SELECT `+projectColumns+` FROM central.projects p JOIN central.placements pl ON pl.project_id = p.id WHERE p.id = $1`, projectID))
+}
+
+// Projects lists a tenant's projects, newest first.
+func (c *Central) Projects(ctx context.Context, tenantID int64) ([]*tenant.Project, error) {
+	rows, err := c.pool.Query(ctx, `SELECT `+projectColumns+` FROM central.projects p JOIN central.placements pl ON pl.project_id = p.id
+		WHERE p.tenant_id = $1 ORDER BY p.created_at DESC, p.id DESC`, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*tenant.Project
+	for rows.Next() {
+		p, err := scanProject(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// ScopeFor binds a project, by id, with no key: for jobs and the public surface.
+func (c *Central) ScopeFor(ctx context.Context, projectID string) (*tenant.Scope, error) {
+	if e, ok := c.keys.project(projectID); ok {
+		return tenant.NewScope(c.pool, e, nil)
+	}
+	p, err := c.Project(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	c.keys.putProject(p)
+	pool, err := c.ShardPool(p.Shard)
+	if err != nil {
+		return nil, err
+	}
+	return tenant.NewScope(pool, p, nil)
+}
+
+// ProjectUpdate holds the fields a PATCH may change (nil: unchanged).
+type ProjectUpdate struct {
+	Name            *string   `json:"name"`
+	Industry        *string   `json:"industry"`
+	DefaultLanguage *string   `json:"default_language"`
+	TargetLanguages *[]string `json:"target_languages"`
+	Timezone        *string   `json:"timezone"`
+	Plan            *string   `json:"plan"`
+}
+
+// UpdateProject applies u and tells every instance to drop cached copies.
+func (c *Central) UpdateProject(ctx context.Context, projectID string, u ProjectUpdate) (*tenant.Project, error) {
+	var v httpapi.Validator
+	if u.Name != nil {
+		v.Check(strings.TrimSpace(*u.Name) != "" && len(*u.Name) <= 255, "name", "must be 1 to 255 characters")
+	}
+	if u.Industry != nil {
+		v.Check(len(*u.Industry) <= 100, "industry", "must be at most 100 characters")
+	}
+	if u.DefaultLanguage != nil {
+		v.Check(ValidLanguage(*u.DefaultLanguage), "default_language", "must be a language code")
+	}
+	if u.TargetLanguages != nil {
+		v.Check(len(*u.TargetLanguages) <= 50, "target_languages", "must have at most 50 entries")
+		for _, l := range *u.TargetLanguages {
+			v.Check(ValidLanguage(l), "target_languages", "must be language codes")
+		}
+	}
+	if u.Timezone != nil {
+		v.Check(ValidTimezone(*u.Timezone), "timezone", "must be an IANA time zone name")
+	}
+	if u.Plan != nil {
+		v.Check(ValidPlan(*u.Plan), "plan", "must be one of free, hobby, build, scale, enterprise")
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	tag, err := c.pool.Exec(ctx, `UPDATE central.projects SET
+		name = COALESCE($2, name), industry = COALESCE($3, industry), default_language = COALESCE($4, default_language),
+		target_languages = COALESCE($5, target_languages), timezone = COALESCE($6, timezone), plan = COALESCE($7, plan)
+		WHERE id = $1`, projectID, u.Name, u.Industry, u.DefaultLanguage, u.TargetLanguages, u.Timezone, u.Plan)
+	if err != nil {
+		return nil, err
+	}
+	if tag.RowsAffected() == 0 {
+		return nil, httpapi.ErrNotFound
+	}
+	c.notify(ctx, "project:"+projectID)
+	return c.Project(ctx, projectID)
+}
+
+// SetRateOverride sets an enterprise project's own limits (nil clears).
+func (c *Central) SetRateOverride(ctx context.Context, projectID string, rpm, burst *int, planCredits *int64) error {
+	_, err := c.pool.Exec(ctx, `UPDATE central.projects SET rate_rpm = $2, rate_burst = $3, plan_credits = $4 WHERE id = $1`, projectID, rpm, burst, planCredits)
+	c.notify(ctx, "project:"+projectID)
+	return err
+}
+
+// notify tells every instance (this one included) to drop cached entries.
+func (c *Central) notify(ctx context.Context, payload string) {
+	c.keys.invalidate(payload)
+	if _, err := c.pool.Exec(ctx, `SELECT pg_notify('plinth_central', $1)`, payload); err != nil {
+		c.logger.WarnContext(ctx, "notify failed; other instances rely on the cache TTL", "err", err)
+	}
+}
+
+// Listen keeps a LISTEN connection and applies invalidations from every
+// instance until ctx ends. On a lost connection it drops the whole cache
+// (notifications may have been missed) and reconnects.
+func (c *Central) Listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := c.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		c.keys.clear()
+		c.logger.Warn("central LISTEN connection lost; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (c *Central) listenOnce(ctx context.Context) error {
+	conn, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN plinth_central"); err != nil {
+		return err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "UNLISTEN plinth_central")
+	c.keys.clear() // anything cached before LISTEN began may be stale
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		c.keys.invalidate(n.Payload)
+	}
+}
+
+type keyEntry struct {
+	scope   *tenant.Scope
+	expires time.Time
+	touched time.Time
+}
+
+type projectEntry struct {
+	p       *tenant.Project
+	expires time.Time
+}
+
+// keyCache holds resolved keys (by hash) and projects (by id) for at most ttl.
+type keyCache struct {
+	ttl      time.Duration
+	mu       sync.RWMutex
+	byHash   map[string]*keyEntry
+	projects map[string]projectEntry
+}
+
+func newKeyCache(ttl time.Duration) *keyCache {
+	return &keyCache{ttl: ttl, byHash: map[string]*keyEntry{}, projects: map[string]projectEntry{}}
+}
+
+func (k *keyCache) get(hash string) (*keyEntry, bool) {
+	k.mu.RLock()
+	e, ok := k.byHash[hash]
+	k.mu.RUnlock()
+	if !ok || time.Now().After(e.expires) {
+		return nil, false
+	}
+	return e, true
+}
+
+func (k *keyCache) put(hash string, s *tenant.Scope) *keyEntry {
+	e := &keyEntry{scope: s, expires: time.Now().Add(k.ttl)}
+	k.mu.Lock()
+	if len(k.byHash) > 100_000 {
+		k.byHash = map[string]*keyEntry{}
+	}
+	k.byHash[hash] = e
+	k.mu.Unlock()
+	return e
+}
+
+func (k *keyCache) project(pid string) (*tenant.Project, bool) {
+	k.mu.RLock()
+	e, ok := k.projects[pid]
+	k.mu.RUnlock()
+	if !ok || time.Now().After(e.expires) {
+		return nil, false
+	}
+	return e.p, true
+}
+
+func (k *keyCache) putProject(p *tenant.Project) {
+	k.mu.Lock()
+	if len(k.projects) > 100_000 {
+		k.projects = map[string]projectEntry{}
+	}
+	k.projects[p.ID] = projectEntry{p: p, expires: time.Now().Add(k.ttl)}
+	k.mu.Unlock()
+}
+
+// invalidate drops "key:<id>" or every entry of "project:<id>".
+func (k *keyCache) invalidate(payload string) {
+	kind, ident, _ := strings.Cut(payload, ":")
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch kind {
+	case "key":
+		for h, e := range k.byHash {
+			if e.scope.Key != nil && e.scope.Key.ID == ident {
+				delete(k.byHash, h)
+			}
+		}
+	case "project":
+		delete(k.projects, ident)
+		for h, e := range k.byHash {
+			if e.scope.Project.ID == ident {
+				delete(k.byHash, h)
+			}
+		}
+	default:
+		k.byHash = map[string]*keyEntry{}
+		k.projects = map[string]projectEntry{}
+	}
+}
+
+func (k *keyCache) clear() { k.invalidate("all:") }

@@ -1,0 +1,126 @@
+// Package config reads the process configuration from the environment once.
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of decisions.md section 1, with its default.
+type Config struct {
+	DatabaseURL       string
+	Addr              string
+	PublicURL         string
+	Secret            string
+	ErrorBase         string
+	Dev               bool
+	WebhookRetry      []time.Duration
+	WebhookTimeout    time.Duration
+	SchedulerInterval time.Duration
+	KeyCacheTTL       time.Duration
+	TrustedProxies    []netip.Prefix
+	PublicRPM         int
+	PublicBurst       int
+	AIProvider        string
+	OpenAIBaseURL     string
+	OpenAIAPIKey      string
+	AIModel           string
+	ImageModel        string
+	StripeSecretKey   string
+	StripeWebhookKey  string
+	StripeAPIBase     string
+	Storage           string
+	RedisURL          string
+	// Getenv is kept for settings read per platform (PLINTH_SOCIAL_*).
+	Getenv func(string) string
+}
+
+// Load parses the environment through getenv, applying defaults.
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{
+		DatabaseURL:      getenv("DATABASE_URL"),
+		Addr:             or(getenv("PLINTH_ADDR"), "127.0.0.1:8080"),
+		Secret:           getenv("PLINTH_SECRET"),
+		ErrorBase:        strings.TrimRight(or(getenv("PLINTH_ERROR_BASE"), "https://plinth.dev/errors"), "/"),
+		Dev:              getenv("PLINTH_DEV") == "1",
+		AIProvider:       or(getenv("PLINTH_AI_PROVIDER"), "offline"),
+		OpenAIBaseURL:    or(getenv("OPENAI_BASE_URL"), "https://api.openai.com/v1"),
+		OpenAIAPIKey:     getenv("OPENAI_API_KEY"),
+		AIModel:          or(getenv("PLINTH_AI_MODEL"), "gpt-4o-mini"),
+		ImageModel:       or(getenv("PLINTH_IMAGE_MODEL"), "gpt-image-1"),
+		StripeSecretKey:  getenv("STRIPE_SECRET_KEY"),
+		StripeWebhookKey: getenv("STRIPE_WEBHOOK_SECRET"),
+		StripeAPIBase:    getenv("STRIPE_API_BASE"),
+		Storage:          or(getenv("PLINTH_STORAGE"), "file://./.plinth/media"),
+		RedisURL:         getenv("REDIS_URL"),
+		Getenv:           getenv,
+	}
+	c.PublicURL = strings.TrimRight(or(getenv("PLINTH_PUBLIC_URL"), "http://"+c.Addr), "/")
+	var err error
+	if c.WebhookRetry, err = durations(or(getenv("PLINTH_WEBHOOK_RETRY_DELAYS"), "30s,2m,10m,1h,6h")); err != nil {
+		return c, fmt.Errorf("PLINTH_WEBHOOK_RETRY_DELAYS: %w", err)
+	}
+	if c.WebhookTimeout, err = time.ParseDuration(or(getenv("PLINTH_WEBHOOK_TIMEOUT"), "30s")); err != nil {
+		return c, fmt.Errorf("PLINTH_WEBHOOK_TIMEOUT: %w", err)
+	}
+	if c.SchedulerInterval, err = time.ParseDuration(or(getenv("PLINTH_SCHEDULER_INTERVAL"), "15s")); err != nil {
+		return c, fmt.Errorf("PLINTH_SCHEDULER_INTERVAL: %w", err)
+	}
+	if c.KeyCacheTTL, err = time.ParseDuration(or(getenv("PLINTH_KEY_CACHE_TTL"), "30s")); err != nil {
+		return c, fmt.Errorf("PLINTH_KEY_CACHE_TTL: %w", err)
+	}
+	for _, s := range strings.Split(or(getenv("PLINTH_TRUSTED_PROXIES"), "127.0.0.0/8,::1/128"), ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return c, fmt.Errorf("PLINTH_TRUSTED_PROXIES: %w", err)
+		}
+		c.TrustedProxies = append(c.TrustedProxies, p)
+	}
+	rate := or(getenv("PLINTH_PUBLIC_RATE"), "120/240")
+	rpm, burst, ok := strings.Cut(rate, "/")
+	if c.PublicRPM, err = strconv.Atoi(rpm); err != nil || !ok || c.PublicRPM < 1 {
+		return c, fmt.Errorf("PLINTH_PUBLIC_RATE: want RPM/BURST, got %q", rate)
+	}
+	if c.PublicBurst, err = strconv.Atoi(burst); err != nil || c.PublicBurst < 1 {
+		return c, fmt.Errorf("PLINTH_PUBLIC_RATE: want RPM/BURST, got %q", rate)
+	}
+	return c, nil
+}
+
+// String masks secrets, so a Config can be logged.
+func (c Config) String() string {
+	return fmt.Sprintf("addr=%s public_url=%s database=%s secret=%s ai=%s stripe=%t redis=%t dev=%t",
+		c.Addr, c.PublicURL, mask(c.DatabaseURL), mask(c.Secret), c.AIProvider, c.StripeSecretKey != "", c.RedisURL != "", c.Dev)
+}
+
+func mask(s string) string {
+	if s == "" {
+		return "(unset)"
+	}
+	return "(set)"
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func durations(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, p := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(p))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}

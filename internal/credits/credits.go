@@ -1,0 +1,213 @@
+// Package credits meters the credits a project spends. Balances and the
+// ledger live in the project schema, in hundredths of a credit; every
+// charge runs inside the transaction of the write it pays for.
+package credits
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// Costs in hundredths of a credit.
+const (
+	Unit            int64 = 100
+	WebhookDelivery int64 = 2
+)
+
+// PlanAllowance is the credits (whole) each plan grants per period.
+var PlanAllowance = map[string]int64{
+	"free": 100, "hobby": 2000, "build": 10000, "scale": 50000, "enterprise": 50000,
+}
+
+// Allowance returns the period allowance of p in hundredths.
+func Allowance(p *tenant.Project) int64 {
+	if p.PlanCredits != nil {
+		return *p.PlanCredits * Unit
+	}
+	return PlanAllowance[p.Plan] * Unit
+}
+
+// PeriodStart returns the start of the monthly period containing now: the
+// period resets on the calendar day the project was created (the last day
+// of shorter months), at midnight UTC.
+func PeriodStart(created, now time.Time) time.Time {
+	created, now = created.UTC(), now.UTC()
+	start := anchor(now.Year(), now.Month(), created.Day())
+	if start.After(now) {
+		y, m := now.Year(), now.Month()-1
+		if m < 1 {
+			y, m = y-1, 12
+		}
+		start = anchor(y, m, created.Day())
+	}
+	return start
+}
+
+// NextPeriod returns the start of the period after the one starting at start.
+func NextPeriod(created, start time.Time) time.Time {
+	y, m := start.Year(), start.Month()+1
+	if m > 12 {
+		y, m = y+1, 1
+	}
+	return anchor(y, m, created.UTC().Day())
+}
+
+func anchor(y int, m time.Month, day int) time.Time {
+	last := time.Date(y, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
+	if day > last {
+		day = last
+	}
+	return time.Date(y, m, day, 0, 0, 0, 0, time.UTC)
+}
+
+func pool(s *tenant.Scope) string {
+	if s.Test() {
+		return "test"
+	}
+	return "live"
+}
+
+// ErrInsufficient is wrapped by the 402 returned from Charge.
+var ErrInsufficient = errors.New("insufficient credits")
+
+type state struct {
+	periodStart time.Time
+	planUsed    int64
+	topup       int64
+}
+
+// lock returns the pool row of s locked for this transaction, rolled to
+// the current period.
+func lock(ctx context.Context, tx pgx.Tx, s *tenant.Scope, now time.Time) (state, error) {
+	p := pool(s)
+	cur := PeriodStart(s.Project.CreatedAt, now)
+	if _, err := tx.Exec(ctx, `INSERT INTO credit_pools (pool, period_start) VALUES ($1, $2) ON CONFLICT (pool) DO NOTHING`, p, cur); err != nil {
+		return state{}, err
+	}
+	var st state
+	if err := tx.QueryRow(ctx, `SELECT period_start, plan_used, topup_balance FROM credit_pools WHERE pool = $1 FOR UPDATE`, p).
+		Scan(&st.periodStart, &st.planUsed, &st.topup); err != nil {
+		return state{}, err
+	}
+	if st.periodStart.Before(cur) {
+		st.periodStart, st.planUsed = cur, 0
+		if _, err := tx.Exec(ctx, `UPDATE credit_pools SET period_start = $2, plan_used = 0 WHERE pool = $1`, p, cur); err != nil {
+			return state{}, err
+		}
+	}
+	return st, nil
+}
+
+// Charge debits cost hundredths for op inside tx, plan allowance first and
+// top-up credits after it. When the balance is short it returns 402
+// insufficient_credits with the cost and balance (whole credits) and writes
+// nothing. ref ties the charge to a job or resource, for Refund.
+func Charge(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int64, ref string) error {
+	if cost <= 0 {
+		return nil
+	}
+	st, err := lock(ctx, tx, s, time.Now())
+	if err != nil {
+		return err
+	}
+	planLeft := max(Allowance(s.Project)-st.planUsed, 0)
+	topup := st.topup
+	if s.Test() {
+		topup = 0 // the test pool never bills and has no top-ups
+	}
+	if cost > planLeft+topup {
+		e := httpapi.NewError(402, httpapi.CodeInsufficientCredits,
+			fmt.Sprintf("this operation costs %s credits and the balance is %s", whole(cost, true), whole(planLeft+topup, false)))
+		e.Extra = map[string]any{"cost": ceil(cost), "balance": (planLeft + topup) / Unit}
+		return fmt.Errorf("%w: %w", e, ErrInsufficient)
+	}
+	fromPlan := min(cost, planLeft)
+	fromTopup := cost - fromPlan
+	if _, err := tx.Exec(ctx, `UPDATE credit_pools SET plan_used = plan_used + $2, topup_balance = topup_balance - $3 WHERE pool = $1`,
+		pool(s), fromPlan, fromTopup); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO credit_ledger (pool, op, amount, from_plan, from_topup, period_start, ref) VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''))`,
+		pool(s), op, cost, fromPlan, fromTopup, st.periodStart, ref)
+	return err
+}
+
+// Refund reverses every charge made under ref that is not yet refunded,
+// returning plan credits to the period they came from (when it is still
+// the current one) and top-up credits to the top-up balance.
+func Refund(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string) error {
+	st, err := lock(ctx, tx, s, time.Now())
+	if err != nil {
+		return err
+	}
+	var amount, fromPlan, fromTopup int64
+	var period *time.Time
+	var op *string
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(sum(amount),0), COALESCE(sum(from_plan),0), COALESCE(sum(from_topup),0), max(period_start), max(op)
+		FROM credit_ledger WHERE ref = $1 AND pool = $2`, ref, pool(s)).Scan(&amount, &fromPlan, &fromTopup, &period, &op); err != nil {
+		return err
+	}
+	if amount <= 0 || op == nil {
+		return nil
+	}
+	planBack := fromPlan
+	if period == nil || period.Before(st.periodStart) {
+		planBack = 0 // an old period's allowance is gone
+	}
+	if _, err := tx.Exec(ctx, `UPDATE credit_pools SET plan_used = GREATEST(plan_used - $2, 0), topup_balance = topup_balance + $3 WHERE pool = $1`,
+		pool(s), planBack, fromTopup); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO credit_ledger (pool, op, amount, from_plan, from_topup, period_start, ref) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		pool(s), *op, -amount, -fromPlan, -fromTopup, *period, ref)
+	return err
+}
+
+// TopUp adds whole credits to the live pool's top-up balance.
+func TopUp(ctx context.Context, tx pgx.Tx, s *tenant.Scope, credits int64) error {
+	if credits <= 0 {
+		return httpapi.Invalid("amount", "must be a positive integer")
+	}
+	st, err := lock(ctx, tx, &tenant.Scope{Project: s.Project}, time.Now())
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE credit_pools SET topup_balance = topup_balance + $1 WHERE pool = 'live'`, credits*Unit); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO credit_ledger (pool, op, amount, from_plan, from_topup, period_start) VALUES ('live', 'topup', $1, 0, $1, $2)`,
+		-credits*Unit, st.periodStart)
+	return err
+}
+
+// Balance returns the spendable hundredths of s's pool now.
+func Balance(ctx context.Context, tx pgx.Tx, s *tenant.Scope) (int64, error) {
+	st, err := lock(ctx, tx, s, time.Now())
+	if err != nil {
+		return 0, err
+	}
+	b := max(Allowance(s.Project)-st.planUsed, 0)
+	if !s.Test() {
+		b += st.topup
+	}
+	return b, nil
+}
+
+func ceil(h int64) int64 { return (h + Unit - 1) / Unit }
+
+func whole(h int64, up bool) string {
+	if h%Unit == 0 {
+		return fmt.Sprint(h / Unit)
+	}
+	if up {
+		return fmt.Sprintf("%.2f", float64(h)/float64(Unit))
+	}
+	return fmt.Sprintf("%.2f", float64(h)/float64(Unit))
+}

@@ -1,0 +1,152 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"strings"
+)
+
+// MaxJSONBody bounds a JSON request body (413 above it).
+const MaxJSONBody = 1 << 20
+
+// Decode reads a JSON object body into dst strictly: the content type must
+// be JSON, unknown fields and trailing data are refused, fields tagged
+// `required:"true"` must be present and not null (400 bad_request naming the
+// field), and a value of the wrong type is a 422 for that field. Optional
+// fields should be pointers so a handler can tell absent from zero.
+func Decode(r *http.Request, dst any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return BadRequest("the body must be application/json")
+		}
+	} else {
+		return BadRequest("the body must be application/json (Content-Type header missing)")
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxJSONBody+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return NewError(413, CodeBadRequest, "the body is larger than 1 MiB")
+		}
+		return BadRequest("the body could not be read")
+	}
+	if len(body) > MaxJSONBody {
+		return NewError(413, CodeBadRequest, "the body is larger than 1 MiB")
+	}
+	return DecodeBytes(body, dst)
+}
+
+// DecodeBytes is Decode for a body already read.
+func DecodeBytes(body []byte, dst any) error {
+	var present map[string]json.RawMessage
+	if err := json.Unmarshal(body, &present); err != nil {
+		if len(bytes.TrimSpace(body)) == 0 {
+			return BadRequest("the body is empty; a JSON object is required")
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return BadRequest("the body must be a JSON object")
+		}
+		return BadRequest("the body is not valid JSON: " + err.Error())
+	}
+	if present == nil {
+		return BadRequest("the body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te):
+			field := te.Field
+			if field == "" {
+				field = "body"
+			}
+			return Invalid(field, "must be "+typeName(te.Type))
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return BadRequest(fmt.Sprintf("unknown field %q", name))
+		default:
+			return Invalid("body", err.Error())
+		}
+	}
+	if dec.More() {
+		return BadRequest("the body has data after the JSON object")
+	}
+	return checkRequired(reflect.ValueOf(dst), present)
+}
+
+func checkRequired(v reflect.Value, present map[string]json.RawMessage) error {
+	for v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return nil
+	}
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Tag.Get("required") != "true" {
+			continue
+		}
+		name := strings.Split(f.Tag.Get("json"), ",")[0]
+		if name == "" {
+			name = f.Name
+		}
+		raw, ok := present[name]
+		if !ok || string(bytes.TrimSpace(raw)) == "null" {
+			return BadRequest(fmt.Sprintf("missing required field %q", name))
+		}
+	}
+	return nil
+}
+
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return typeName(t.Elem())
+	}
+	return "of another type"
+}
+
+// Validator collects field errors into one 422.
+type Validator struct{ errs map[string][]string }
+
+// Check records msg for field when ok is false.
+func (v *Validator) Check(ok bool, field, msg string) {
+	if ok {
+		return
+	}
+	if v.errs == nil {
+		v.errs = map[string][]string{}
+	}
+	v.errs[field] = append(v.errs[field], msg)
+}
+
+// Err returns the 422 error, or nil when every check passed.
+func (v *Validator) Err() error {
+	if len(v.errs) == 0 {
+		return nil
+	}
+	return &Error{Status: 422, Code: CodeValidationFailed, Detail: "the request has invalid fields", Errors: v.errs}
+}

@@ -1,0 +1,57 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"net/http"
+	"strconv"
+)
+
+// Page is the list request: limit (1..100, default 20) and an opaque cursor.
+type Page struct {
+	Limit  int
+	Cursor string // decoded cursor text; empty for the first page
+}
+
+// List is the list response shape.
+type List[T any] struct {
+	Data       []T     `json:"data"`
+	HasMore    bool    `json:"has_more"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// ParsePage reads limit and cursor from the query (422 on bad values).
+func ParsePage(r *http.Request) (Page, error) {
+	p := Page{Limit: 20}
+	q := r.URL.Query()
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 100 {
+			return p, Invalid("limit", "must be an integer from 1 to 100")
+		}
+		p.Limit = n
+	}
+	if s := q.Get("cursor"); s != "" {
+		b, err := base64.RawURLEncoding.DecodeString(s)
+		if err != nil || len(b) == 0 {
+			return p, Invalid("cursor", "is not a cursor this API issued")
+		}
+		p.Cursor = string(b)
+	}
+	return p, nil
+}
+
+// NewList builds a page from rows fetched with limit+1: the extra row only
+// tells that more exist; cursorOf gives the cursor text of the last row kept.
+func NewList[T any](rows []T, limit int, cursorOf func(T) string) List[T] {
+	l := List[T]{Data: rows}
+	if l.Data == nil {
+		l.Data = []T{}
+	}
+	if len(rows) > limit {
+		l.Data = rows[:limit]
+		l.HasMore = true
+		c := base64.RawURLEncoding.EncodeToString([]byte(cursorOf(rows[limit-1])))
+		l.NextCursor = &c
+	}
+	return l
+}

@@ -1,0 +1,210 @@
+// Package httpapi holds the HTTP plumbing every route shares: request ids,
+// problem+json errors, strict JSON decoding, validation and pagination.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Stable error codes of the contract.
+const (
+	CodeBadRequest          = "bad_request"
+	CodeUnauthorized        = "unauthorized"
+	CodeInsufficientCredits = "insufficient_credits"
+	CodeForbidden           = "forbidden"
+	CodeNotFound            = "not_found"
+	CodeConflict            = "conflict"
+	CodeSlotUnavailable     = "slot_unavailable"
+	CodeIdempotencyConflict = "idempotency_conflict"
+	CodeConnectNotReady     = "connect_not_ready"
+	CodeKeyLimitReached     = "key_limit_reached"
+	CodeValidationFailed    = "validation_failed"
+	CodeRateLimited         = "rate_limited"
+	CodeInternal            = "internal_error"
+	CodeUpstreamUnavailable = "upstream_unavailable"
+	CodeServiceUnavailable  = "service_unavailable"
+)
+
+// ErrNotFound is returned by stores when a row is absent; it becomes 404.
+var ErrNotFound = errors.New("not found")
+
+// Error is an API error: it becomes one problem+json response.
+type Error struct {
+	Status int
+	Code   string
+	Detail string
+	// Errors maps field names to messages (422 only).
+	Errors map[string][]string
+	// Extra holds additional members, such as cost and balance on 402.
+	Extra map[string]any
+	// Header holds response headers such as Retry-After or Allow.
+	Header http.Header
+}
+
+func (e *Error) Error() string {
+	if e.Detail != "" {
+		return e.Code + ": " + e.Detail
+	}
+	return e.Code
+}
+
+// WithHeader returns e with a response header added.
+func (e *Error) WithHeader(k, v string) *Error {
+	if e.Header == nil {
+		e.Header = http.Header{}
+	}
+	e.Header.Add(k, v)
+	return e
+}
+
+// NewError builds an Error with a status, a code and a detail.
+func NewError(status int, code, detail string) *Error {
+	return &Error{Status: status, Code: code, Detail: detail}
+}
+
+// BadRequest is a 400 bad_request.
+func BadRequest(detail string) *Error { return NewError(400, CodeBadRequest, detail) }
+
+// NotFound is a 404 not_found.
+func NotFound(detail string) *Error { return NewError(404, CodeNotFound, detail) }
+
+// Conflict is a 409 with the given code.
+func Conflict(code, detail string) *Error { return NewError(409, code, detail) }
+
+// Forbidden is a 403 naming the scope the key lacks.
+func Forbidden(scope string) *Error {
+	return NewError(403, CodeForbidden, "this key lacks the scope "+scope)
+}
+
+// Invalid is a 422 validation_failed with one field error.
+func Invalid(field, msg string) *Error {
+	return &Error{Status: 422, Code: CodeValidationFailed, Detail: "the request has invalid fields",
+		Errors: map[string][]string{field: {msg}}}
+}
+
+// RateLimited is a 429 with Retry-After in whole seconds (at least 1).
+func RateLimited(retryAfter int, detail string) *Error {
+	if retryAfter < 1 {
+		retryAfter = 1
+	}
+	return NewError(429, CodeRateLimited, detail).WithHeader("Retry-After", strconv.Itoa(retryAfter))
+}
+
+var titles = map[string]string{
+	CodeBadRequest:          "Bad request",
+	CodeUnauthorized:        "Unauthorized",
+	CodeInsufficientCredits: "Insufficient credits",
+	CodeForbidden:           "Forbidden",
+	CodeNotFound:            "Not found",
+	CodeConflict:            "Conflict",
+	CodeSlotUnavailable:     "Slot unavailable",
+	CodeIdempotencyConflict: "Idempotency key reused",
+	CodeConnectNotReady:     "Payment account not ready",
+	CodeKeyLimitReached:     "Key limit reached",
+	CodeValidationFailed:    "Validation failed",
+	CodeRateLimited:         "Too many requests",
+	CodeInternal:            "Internal error",
+	CodeUpstreamUnavailable: "Upstream unavailable",
+	CodeServiceUnavailable:  "Service unavailable",
+}
+
+// AsError maps any error to the API error it is sent as: an *Error as is,
+// ErrNotFound as 404, a unique violation as 409 conflict, an expired
+// deadline as 503 and everything else as 500.
+func AsError(err error) *Error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	if errors.Is(err, ErrNotFound) {
+		return NotFound("the resource does not exist")
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505":
+			return Conflict(CodeConflict, "a resource with this identifier already exists")
+		case "57014", "40001", "40P01", "55P03":
+			return NewError(503, CodeServiceUnavailable, "the request could not be completed now; retry").WithHeader("Retry-After", "1")
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return NewError(503, CodeServiceUnavailable, "the request timed out").WithHeader("Retry-After", "1")
+	}
+	return NewError(500, CodeInternal, "")
+}
+
+// WriteError writes err as application/problem+json. Causes of 5xx errors
+// are logged with the request id and never sent.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	ae := AsError(err)
+	info := infoFrom(r.Context())
+	if ae.Status >= 500 {
+		info.logger.ErrorContext(r.Context(), "request failed", "request_id", info.id,
+			"method", r.Method, "path", r.URL.Path, "status", ae.Status, "err", err)
+	}
+	body := map[string]any{
+		"type":     info.errorBase + "/" + ae.Code,
+		"title":    titles[ae.Code],
+		"status":   ae.Status,
+		"code":     ae.Code,
+		"instance": info.id,
+	}
+	if ae.Detail != "" {
+		body["detail"] = ae.Detail
+	}
+	if ae.Errors != nil {
+		body["errors"] = ae.Errors
+	}
+	for k, v := range ae.Extra {
+		body[k] = v
+	}
+	for k, vs := range ae.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Del("Content-Length")
+	w.WriteHeader(ae.Status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(body)
+}
+
+// HandlerFunc is a handler that returns its error to one place.
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// H adapts a HandlerFunc to net/http, writing a returned error as problem+json.
+func H(f HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := f(w, r); err != nil {
+			WriteError(w, r, err)
+		}
+	}
+}
+
+// JSON writes v as a JSON response with the given status.
+func JSON(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// NoContent writes 204 with no body.
+func NoContent(w http.ResponseWriter) error {
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// Logger returns the request's logger.
+func Logger(ctx context.Context) *slog.Logger { return infoFrom(ctx).logger }

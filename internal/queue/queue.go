@@ -1,0 +1,71 @@
+// Package queue wires River: its tables live once per database in the
+// schema "river", and one client per process inserts and works every
+// project's jobs.
+package queue
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+// Schema holds River's tables.
+const Schema = "river"
+
+// Client is the River client type used across the service.
+type Client = river.Client[pgx.Tx]
+
+// Migrate creates the river schema and applies River's migrations.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	if _, err := pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS river`); err != nil {
+		return err
+	}
+	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: Schema, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("river migrate: %w", err)
+	}
+	return nil
+}
+
+// Options configure a client.
+type Options struct {
+	// Work makes the client fetch and work jobs; otherwise it only inserts.
+	Work bool
+	// Queues and their concurrency (defaults: "default": 50).
+	Queues       map[string]river.QueueConfig
+	PeriodicJobs []*river.PeriodicJob
+	Logger       *slog.Logger
+	// FetchPoll is the fallback poll interval (LISTEN wakes fetches sooner).
+	FetchPoll time.Duration
+}
+
+// New builds the River client over pool with workers.
+func New(pool *pgxpool.Pool, workers *river.Workers, o Options) (*Client, error) {
+	cfg := &river.Config{
+		Schema:          Schema,
+		Logger:          o.Logger,
+		SoftStopTimeout: 10 * time.Second,
+	}
+	if o.Work {
+		cfg.Workers = workers
+		cfg.Queues = o.Queues
+		if cfg.Queues == nil {
+			cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}}
+		}
+		cfg.PeriodicJobs = o.PeriodicJobs
+		if o.FetchPoll > 0 {
+			cfg.FetchPollInterval = o.FetchPoll
+		}
+	}
+	return river.NewClient(riverpgxv5.New(pool), cfg)
+}

@@ -1,0 +1,122 @@
+// Package server assembles the process: the HTTP handler of /v1 and
+// /central/api, the River client with every pillar's workers, and the
+// background loops. Each pillar is wired here explicitly.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"github.com/plinth-dev/plinth/central"
+	"github.com/plinth-dev/plinth/internal/config"
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/queue"
+)
+
+// Version is the API version reported by /v1/health.
+const Version = "1.0.1"
+
+// Options choose what a process runs.
+type Options struct {
+	// Workers runs River workers and periodic jobs in this process.
+	Workers bool
+}
+
+// Server is one assembled process.
+type Server struct {
+	Handler http.Handler
+	Central *central.Central
+	River   *queue.Client
+	Config  config.Config
+	Pool    *pgxpool.Pool
+
+	logger  *slog.Logger
+	started time.Time
+	opts    Options
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// New builds the server over the central pool (also the default shard).
+// Migrations must have run.
+func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger, opts Options) (*Server, error) {
+	c, err := central.Open(ctx, pool, cfg.Secret, cfg.KeyCacheTTL, logger)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Central: c, Config: cfg, Pool: pool, logger: logger, started: time.Now(), opts: opts}
+
+	workers := river.NewWorkers()
+	var periodic []*river.PeriodicJob
+	registered := 0 // pillars add their workers and periodic jobs here, counting them
+	s.opts.Workers = opts.Workers && registered > 0
+
+	s.River, err = queue.New(pool, workers, queue.Options{Work: s.opts.Workers, Logger: logger, PeriodicJobs: periodic})
+	if err != nil {
+		return nil, fmt.Errorf("river client: %w", err)
+	}
+
+	r := httpapi.NewRouter()
+	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20))
+	r.Route("/v1", func(v1 chi.Router) {
+		v1.Get("/health", s.health)
+		v1.Group(func(api chi.Router) {
+			api.Use(c.Authenticate)
+			c.ProjectRoutes(api)
+		})
+	})
+	s.Handler = r
+	return s, nil
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	status, code := "ok", 200
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.Pool.Ping(ctx); err != nil {
+		status, code = "unavailable", 503
+		w.Header().Set("Retry-After", "5")
+	}
+	_ = httpapi.JSON(w, code, map[string]any{"status": status, "version": Version, "uptime_s": int64(time.Since(s.started).Seconds())})
+}
+
+// Start runs the background parts: cache invalidation and, when enabled,
+// the River workers.
+func (s *Server) Start(ctx context.Context) error {
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		s.Central.Listen(ctx)
+	}()
+	if s.opts.Workers {
+		if err := s.River.Start(ctx); err != nil {
+			return fmt.Errorf("start workers: %w", err)
+		}
+	}
+	return nil
+}
+
+// Stop soft-stops River (running jobs get their soft-stop timeout), then
+// ends the background loops.
+func (s *Server) Stop(ctx context.Context) error {
+	var err error
+	if s.opts.Workers {
+		if e := s.River.Stop(ctx); e != nil && !errors.Is(e, context.Canceled) {
+			err = e
+		}
+	}
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+	}
+	return err
+}

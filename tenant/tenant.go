@@ -1,0 +1,175 @@
+// Package tenant defines the Scope every per-project request and job runs
+// in: the project, the key that reached it, and Tx, the only way to query
+// the project's schema.
+package tenant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+)
+
+// Project is a project as the central plane knows it.
+type Project struct {
+	ID              string
+	TenantID        int64
+	Name            string
+	Slug            string
+	Industry        string
+	DefaultLanguage string
+	TargetLanguages []string
+	Timezone        string
+	Plan            string
+	PlanCredits     *int64 // enterprise allowance override
+	RateRPM         *int   // enterprise rate override
+	RateBurst       *int
+	CreatedAt       time.Time
+	Shard           string
+	Schema          string
+}
+
+// Key is the API key a request came with (nil on the public surface).
+type Key struct {
+	ID     string
+	Scopes []string
+	Test   bool
+}
+
+// Scope binds a request or job to one project.
+type Scope struct {
+	Project *Project
+	Key     *Key
+	pool    *pgxpool.Pool
+}
+
+var schemaRe = regexp.MustCompile(`^project_[0-9]+$`)
+
+// NewScope binds project to the pool of its shard.
+func NewScope(pool *pgxpool.Pool, p *Project, k *Key) (*Scope, error) {
+	if !schemaRe.MatchString(p.Schema) {
+		return nil, fmt.Errorf("tenant: invalid schema %q for project %s", p.Schema, p.ID)
+	}
+	return &Scope{Project: p, Key: k, pool: pool}, nil
+}
+
+// Pool is the shard pool of the project, for work that is not tenant data
+// (River inserts, LISTEN).
+func (s *Scope) Pool() *pgxpool.Pool { return s.pool }
+
+// Test reports whether the request used a test key (separate credit pool).
+func (s *Scope) Test() bool { return s.Key != nil && s.Key.Test }
+
+// Tx runs fn in a transaction whose search_path is the project's schema
+// (then public). It commits when fn returns nil and rolls back otherwise.
+func (s *Scope) Tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT set_config('search_path', $1, true)",
+			pgx.Identifier{s.Project.Schema}.Sanitize()+", public"); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+// Allows reports whether the key grants scope ("pillar:permission"). A key
+// scope "*" grants everything; "pillar:*" grants every permission of the pillar.
+func (s *Scope) Allows(scope string) bool {
+	if s.Key == nil {
+		return false
+	}
+	return Grants(s.Key.Scopes, scope)
+}
+
+// Grants reports whether the scope set held grants scope.
+func Grants(held []string, scope string) bool {
+	pillar, _, _ := strings.Cut(scope, ":")
+	for _, h := range held {
+		if h == "*" || h == scope || h == pillar+":*" {
+			return true
+		}
+	}
+	return false
+}
+
+// Require returns 403 forbidden naming scope when the key lacks it.
+func (s *Scope) Require(scope string) error {
+	if !s.Allows(scope) {
+		return httpapi.Forbidden(scope)
+	}
+	return nil
+}
+
+type ctxKey struct{}
+
+// WithScope returns ctx carrying s.
+func WithScope(ctx context.Context, s *Scope) context.Context {
+	return context.WithValue(ctx, ctxKey{}, s)
+}
+
+// FromContext returns the scope of the request, or nil.
+func FromContext(ctx context.Context) *Scope {
+	s, _ := ctx.Value(ctxKey{}).(*Scope)
+	return s
+}
+
+// ErrNoScope is returned when a tenant route runs without a resolved project.
+var ErrNoScope = errors.New("tenant: no project scope on the request")
+
+// From returns the scope of r; tenant routes are mounted behind the
+// authenticator, so a missing scope is a wiring fault.
+func From(r *http.Request) (*Scope, error) {
+	if s := FromContext(r.Context()); s != nil {
+		return s, nil
+	}
+	return nil, ErrNoScope
+}
+
+// Pillar returns middleware requiring pillar:read for GET and HEAD and
+// pillar:write for every other method, as decisions.md section 3 maps them.
+func Pillar(pillar string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := FromContext(r.Context())
+			if s == nil {
+				httpapi.WriteError(w, r, ErrNoScope)
+				return
+			}
+			need := pillar + ":write"
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				need = pillar + ":read"
+			}
+			if err := s.Require(need); err != nil {
+				httpapi.WriteError(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// RequireScope returns middleware requiring one fixed scope.
+func RequireScope(scope string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := FromContext(r.Context())
+			if s == nil {
+				httpapi.WriteError(w, r, ErrNoScope)
+				return
+			}
+			if err := s.Require(scope); err != nil {
+				httpapi.WriteError(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
