@@ -68,6 +68,11 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20))
 	r.Route("/v1", func(v1 chi.Router) {
 		v1.Get("/health", s.health)
+		// The public read surface: no key; the project is named by
+		// X-Service-Project-Key or ?project_id=.
+		v1.Route("/public", func(pub chi.Router) {
+			pub.Use(c.PublicProject)
+		})
 		v1.Group(func(api chi.Router) {
 			api.Use(c.Authenticate)
 			c.ProjectRoutes(api)

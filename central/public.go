@@ -1,0 +1,46 @@
+package central
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/id"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// PublicProjectID returns the project a public request names: the header
+// X-Service-Project-Key, else the query parameter project_id.
+func PublicProjectID(r *http.Request) string {
+	if v := r.Header.Get("X-Service-Project-Key"); v != "" {
+		return v
+	}
+	return r.URL.Query().Get("project_id")
+}
+
+// PublicProject resolves the project of a keyless public request and puts
+// its scope (with no key) on the context. No project named: 400; an
+// unknown project: 404.
+func (c *Central) PublicProject(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pid := PublicProjectID(r)
+		if pid == "" {
+			httpapi.WriteError(w, r, httpapi.BadRequest("name the project with the X-Service-Project-Key header or the project_id query parameter"))
+			return
+		}
+		if !id.Valid("prj_", pid) {
+			httpapi.WriteError(w, r, httpapi.NotFound("no such project"))
+			return
+		}
+		s, err := c.ScopeFor(r.Context(), pid)
+		if errors.Is(err, httpapi.ErrNotFound) {
+			httpapi.WriteError(w, r, httpapi.NotFound("no such project"))
+			return
+		}
+		if err != nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(tenant.WithScope(r.Context(), s)))
+	})
+}
