@@ -13,12 +13,17 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/idempotency"
 	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/internal/ratelimit"
+	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/usage"
 )
 
 // Version is the API version reported by /v1/health.
@@ -28,6 +33,14 @@ const Version = "1.0.1"
 type Options struct {
 	// Workers runs River workers and periodic jobs in this process.
 	Workers bool
+	// RateStore replaces the rate-limit store chosen from the config
+	// (in-process, or Redis with REDIS_URL); RateClock its clock. Tests
+	// use them to run limits on a simulated clock.
+	RateStore ratelimit.Store
+	RateClock func() time.Time
+	// TestRoutes mounts extra routes inside the authenticated /v1 group,
+	// behind rate limits and idempotency. Only tests set it.
+	TestRoutes func(chi.Router)
 }
 
 // Server is one assembled process.
@@ -43,6 +56,7 @@ type Server struct {
 	opts    Options
 	cancel  context.CancelFunc
 	done    chan struct{}
+	redis   redis.UniversalClient
 }
 
 // New builds the server over the central pool (also the default shard).
@@ -57,6 +71,9 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	workers := river.NewWorkers()
 	var periodic []*river.PeriodicJob
 	registered := 0 // pillars add their workers and periodic jobs here, counting them
+	river.AddWorker(workers, &idempotency.CleanupWorker{Projects: c})
+	periodic = append(periodic, idempotency.PeriodicCleanup())
+	registered++
 	s.opts.Workers = opts.Workers && registered > 0
 
 	s.River, err = queue.New(pool, workers, queue.Options{Work: s.opts.Workers, Logger: logger, PeriodicJobs: periodic})
@@ -64,8 +81,15 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 		return nil, fmt.Errorf("river client: %w", err)
 	}
 
+	limits, err := s.rateLimits(opts)
+	if err != nil {
+		return nil, err
+	}
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20))
+	// Rate limits run before routing, so that every response (401s, 404s
+	// of unknown routes, the public surface) carries the headers.
+	r.Use(limits.Handler)
 	r.Route("/v1", func(v1 chi.Router) {
 		v1.Get("/health", s.health)
 		// The public read surface: no key; the project is named by
@@ -75,11 +99,60 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 		})
 		v1.Group(func(api chi.Router) {
 			api.Use(c.Authenticate)
+			api.Use(idempotency.New(logger).Handler)
 			c.ProjectRoutes(api)
+			usage.Routes(api)
+			if opts.TestRoutes != nil {
+				opts.TestRoutes(api)
+			}
 		})
 	})
 	s.Handler = r
 	return s, nil
+}
+
+// rateLimits builds the limiter of every request: Redis when REDIS_URL
+// is set (shared by every instance), else in-process.
+func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
+	clock := opts.RateClock
+	if clock == nil {
+		clock = time.Now
+	}
+	store := opts.RateStore
+	if store == nil {
+		mem := ratelimit.NewMemory(clock)
+		store = mem
+		if s.Config.RedisURL != "" {
+			rs, client, err := ratelimit.Dial(s.Config.RedisURL, mem, s.logger)
+			if err != nil {
+				return nil, fmt.Errorf("REDIS_URL: %w", err)
+			}
+			store, s.redis = rs, client
+		}
+	}
+	c := s.Central
+	return &ratelimit.Guard{
+		Store: store,
+		Identify: func(r *http.Request) *tenant.Project {
+			tok, ok := central.BearerToken(r)
+			if !ok {
+				return nil
+			}
+			sc, err := c.Resolve(r.Context(), tok)
+			if err != nil {
+				return nil
+			}
+			return sc.Project
+		},
+		Anonymous:    ratelimit.Plans["free"],
+		Public:       ratelimit.Limit{RPM: s.Config.PublicRPM, Burst: s.Config.PublicBurst},
+		PublicPrefix: "/v1/public",
+		Peek:         []string{"/v1/health"},
+		Skip:         []string{"/central/"},
+		Trusted:      s.Config.TrustedProxies,
+		Clock:        clock,
+		Logger:       s.logger,
+	}, nil
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
@@ -122,6 +195,9 @@ func (s *Server) Stop(ctx context.Context) error {
 	if s.cancel != nil {
 		s.cancel()
 		<-s.done
+	}
+	if s.redis != nil {
+		_ = s.redis.Close()
 	}
 	return err
 }
