@@ -158,8 +158,31 @@ func (m *Middleware) answer(w http.ResponseWriter, r *http.Request, prev *stored
 		}
 	}
 	h.Set(ReplayedHeader, "true")
+	body := prev.body
+	if h.Get("Content-Type") == "application/problem+json" {
+		body = reinstance(body, httpapi.RequestID(r.Context()))
+	}
 	w.WriteHeader(*prev.status)
-	_, _ = w.Write(prev.body)
+	_, _ = w.Write(body)
+}
+
+// reinstance sets a replayed problem's instance to this request's id: an
+// error's instance always equals the X-Request-Id it is delivered with.
+func reinstance(body []byte, rid string) []byte {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return body
+	}
+	m["instance"] = rid
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return body
+	}
+	return buf.Bytes()
 }
 
 // run serves a request whose key this process reserved, buffering the
