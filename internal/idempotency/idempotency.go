@@ -233,11 +233,8 @@ func (m *Middleware) renew(s *tenant.Scope, key string, owner [16]byte) func() {
 				return
 			case <-t.C:
 				ctx, cancel := context.WithTimeout(context.Background(), m.Lease/3)
-				err := s.Tx(ctx, func(tx pgx.Tx) error {
-					_, err := tx.Exec(ctx, `UPDATE idempotency_keys SET locked_until = now() + $3 * interval '1 millisecond'
-						WHERE key = $1 AND owner = $2 AND status IS NULL`, key, owner, m.Lease.Milliseconds())
-					return err
-				})
+				_, err := s.Pool().Exec(ctx, `UPDATE `+table(s)+` SET locked_until = now() + $3 * interval '1 millisecond'
+					WHERE key = $1 AND owner = $2 AND status IS NULL`, key, owner, m.Lease.Milliseconds())
 				cancel()
 				if err != nil {
 					m.Logger.Warn("idempotency: renewing a reservation failed", "key", key, "err", err)
@@ -248,52 +245,57 @@ func (m *Middleware) renew(s *tenant.Scope, key string, owner [16]byte) func() {
 	return func() { close(done) }
 }
 
-// asyncCommit makes a bookkeeping transaction commit without waiting for
-// its WAL flush: the write it guards flushes the WAL past it anyway.
-const asyncCommit = `SET LOCAL synchronous_commit TO off`
+// table is the schema-qualified name of the project's idempotency table.
+//
+// The bookkeeping statements below are single statements, each its own
+// transaction (autocommit), rather than Scope.Tx transactions: a request
+// with a key makes two or three of them, and one round trip each instead
+// of four keeps an idempotent write near the cost of a plain one. The
+// schema name was validated by tenant.NewScope and is quoted here.
+func table(s *tenant.Scope) string {
+	return pgx.Identifier{s.Project.Schema, "idempotency_keys"}.Sanitize()
+}
 
 // reserve takes key for this request, returning nil, or returns the row
 // that holds it. An expired row, or a reservation whose lease lapsed, is
-// taken over.
+// taken over. The INSERT commits at once, so concurrent duplicates see
+// the reservation (they wait on the key's index entry until it commits).
 func (m *Middleware) reserve(ctx context.Context, s *tenant.Scope, key string, fp fingerprint, owner [16]byte) (*stored, error) {
+	t := table(s)
 	for attempt := 0; attempt < 3; attempt++ {
-		var prev *stored
-		err := s.Tx(ctx, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, asyncCommit); err != nil {
-				return err
-			}
-			tag, err := tx.Exec(ctx, `INSERT INTO idempotency_keys AS k (key, method, path, body_hash, owner, locked_until, expires_at)
-				VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond', now() + $7 * interval '1 millisecond')
-				ON CONFLICT (key) DO UPDATE SET method = excluded.method, path = excluded.path, body_hash = excluded.body_hash,
-					owner = excluded.owner, locked_until = excluded.locked_until, expires_at = excluded.expires_at,
-					created_at = now(), status = NULL, headers = NULL, body = NULL
-				WHERE k.expires_at <= now() OR (k.status IS NULL AND k.locked_until <= now())`,
-				key, fp.method, fp.path, fp.bodyHash, owner, m.Lease.Milliseconds(), TTL.Milliseconds())
-			if err != nil || tag.RowsAffected() == 1 {
-				return err
-			}
-			prev = &stored{}
-			var headers []byte
-			err = tx.QueryRow(ctx, `SELECT method, path, body_hash, status, headers, body FROM idempotency_keys WHERE key = $1`, key).
-				Scan(&prev.method, &prev.path, &prev.bodyHash, &prev.status, &headers, &prev.body)
-			if errors.Is(err, pgx.ErrNoRows) {
-				prev = nil
-				return errRetry // released between the two statements
-			}
-			if err != nil || headers == nil {
-				return err
-			}
-			return json.Unmarshal(headers, &prev.headers)
-		})
-		if errors.Is(err, errRetry) {
-			continue
+		tag, err := s.Pool().Exec(ctx, `INSERT INTO `+t+` AS k (key, method, path, body_hash, owner, locked_until, expires_at)
+			VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond', now() + $7 * interval '1 millisecond')
+			ON CONFLICT (key) DO UPDATE SET method = excluded.method, path = excluded.path, body_hash = excluded.body_hash,
+				owner = excluded.owner, locked_until = excluded.locked_until, expires_at = excluded.expires_at,
+				created_at = now(), status = NULL, headers = NULL, body = NULL
+			WHERE k.expires_at <= now() OR (k.status IS NULL AND k.locked_until <= now())`,
+			key, fp.method, fp.path, fp.bodyHash, owner, m.Lease.Milliseconds(), TTL.Milliseconds())
+		if err != nil {
+			return nil, err
 		}
-		return prev, err
+		if tag.RowsAffected() == 1 {
+			return nil, nil
+		}
+		prev := &stored{}
+		var headers []byte
+		err = s.Pool().QueryRow(ctx, `SELECT method, path, body_hash, status, headers, body FROM `+t+`
+			WHERE key = $1 AND expires_at > now()`, key).
+			Scan(&prev.method, &prev.path, &prev.bodyHash, &prev.status, &headers, &prev.body)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // released or expired since the INSERT: try again
+		}
+		if err != nil {
+			return nil, err
+		}
+		if headers != nil {
+			if err := json.Unmarshal(headers, &prev.headers); err != nil {
+				return nil, err
+			}
+		}
+		return prev, nil
 	}
 	return nil, httpapi.NewError(503, httpapi.CodeServiceUnavailable, "the Idempotency-Key is contended; retry").WithHeader("Retry-After", "1")
 }
-
-var errRetry = errors.New("idempotency: retry the reservation")
 
 // store records the response of a completed request.
 func (m *Middleware) store(ctx context.Context, s *tenant.Scope, key string, owner [16]byte, status int, h http.Header, body []byte) error {
@@ -307,36 +309,32 @@ func (m *Middleware) store(ctx context.Context, s *tenant.Scope, key string, own
 	if err != nil {
 		return err
 	}
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		lastErr = s.Tx(ctx, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, asyncCommit); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, `UPDATE idempotency_keys SET status = $3, headers = $4, body = $5
-				WHERE key = $1 AND owner = $2`, key, owner, status, headers, body)
-			return err
-		})
-		if lastErr == nil || ctx.Err() != nil {
-			break
-		}
-	}
-	return lastErr
+	return retry(ctx, func() error {
+		_, err := s.Pool().Exec(ctx, `UPDATE `+table(s)+` SET status = $3, headers = $4, body = $5
+			WHERE key = $1 AND owner = $2`, key, owner, status, headers, body)
+		return err
+	})
 }
 
 // release frees a reservation whose request did not complete.
 func (m *Middleware) release(ctx context.Context, s *tenant.Scope, key string, owner [16]byte) error {
-	var lastErr error
+	return retry(ctx, func() error {
+		_, err := s.Pool().Exec(ctx, `DELETE FROM `+table(s)+` WHERE key = $1 AND owner = $2 AND status IS NULL`, key, owner)
+		return err
+	})
+}
+
+// retry runs fn up to three times: after a failure such as a terminated
+// connection the pool hands out a fresh one.
+func retry(ctx context.Context, fn func() error) error {
+	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		lastErr = s.Tx(ctx, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE key = $1 AND owner = $2 AND status IS NULL`, key, owner)
+		if err = fn(); err == nil || ctx.Err() != nil {
 			return err
-		})
-		if lastErr == nil || ctx.Err() != nil {
-			break
 		}
+		time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
 	}
-	return lastErr
+	return err
 }
 
 // Cleanup deletes the project's expired entries and returns how many.
