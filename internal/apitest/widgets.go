@@ -32,17 +32,19 @@ type WidgetRequest struct {
 // before the charge; an error rolls the write back.
 type WidgetHook func(ctx context.Context, tx pgx.Tx, req WidgetRequest) error
 
-// WithWidgets mounts POST /v1/test/widgets, a paid write like a pillar's:
+// WithWidgets mounts POST /v1/test/widgets (and, keyless, POST
+// /v1/public/test/widgets), a paid write like a pillar's:
 // one transaction inserts a row into the project's widgets table (see
 // Project.EnableWidgets) and charges credits through credits.Charge, so
 // tests exercise the real rate-limit, idempotency and credit paths.
 func WithWidgets(hook WidgetHook) Option {
 	return func(_ *config.Config, o *server.Options) {
-		o.TestRoutes = func(r chi.Router) {
+		mount := func(r chi.Router) {
 			r.Post("/test/widgets", httpapi.H(func(w http.ResponseWriter, r *http.Request) error {
 				return createWidget(w, r, hook)
 			}))
 		}
+		o.TestRoutes, o.TestPublicRoutes = mount, mount
 	}
 }
 

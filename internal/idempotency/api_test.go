@@ -361,3 +361,22 @@ func TestServerErrorsAreNotStored(t *testing.T) {
 		t.Fatal("after a 500 the key must run again")
 	}
 }
+
+// TestPublicSurface: keyless public submits accept Idempotency-Key too.
+func TestPublicSurface(t *testing.T) {
+	t.Parallel()
+	env, p := setup(t, nil)
+	send := func(body any) *apitest.Resp {
+		return env.Send(apitest.Request{Method: "POST", Path: "/v1/public/test/widgets", Body: body,
+			Header: map[string]string{"X-Service-Project-Key": p.ID, "Idempotency-Key": "pub-1"}})
+	}
+	first := send(map[string]any{"name": "booking"}).Expect(t, 201)
+	again := send(map[string]any{"name": "booking"}).Expect(t, 201)
+	if again.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(first.Body, again.Body) {
+		t.Fatalf("public replay: %v %s", again.Header, again.Body)
+	}
+	send(map[string]any{"name": "other"}).Problem(t, 409, "idempotency_conflict")
+	if p.Count(`SELECT count(*) FROM widgets`) != 1 {
+		t.Fatal("want one public write")
+	}
+}

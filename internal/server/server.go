@@ -39,8 +39,10 @@ type Options struct {
 	RateStore ratelimit.Store
 	RateClock func() time.Time
 	// TestRoutes mounts extra routes inside the authenticated /v1 group,
-	// behind rate limits and idempotency. Only tests set it.
-	TestRoutes func(chi.Router)
+	// behind rate limits and idempotency; TestPublicRoutes inside
+	// /v1/public. Only tests set them.
+	TestRoutes       func(chi.Router)
+	TestPublicRoutes func(chi.Router)
 }
 
 // Server is one assembled process.
@@ -90,16 +92,21 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	// Rate limits run before routing, so that every response (401s, 404s
 	// of unknown routes, the public surface) carries the headers.
 	r.Use(limits.Handler)
+	idem := idempotency.New(logger)
 	r.Route("/v1", func(v1 chi.Router) {
 		v1.Get("/health", s.health)
 		// The public read surface: no key; the project is named by
 		// X-Service-Project-Key or ?project_id=.
 		v1.Route("/public", func(pub chi.Router) {
 			pub.Use(c.PublicProject)
+			pub.Use(idem.Handler) // public submits (bookings, forms) accept Idempotency-Key too
+			if opts.TestPublicRoutes != nil {
+				opts.TestPublicRoutes(pub)
+			}
 		})
 		v1.Group(func(api chi.Router) {
 			api.Use(c.Authenticate)
-			api.Use(idempotency.New(logger).Handler)
+			api.Use(idem.Handler)
 			c.ProjectRoutes(api)
 			usage.Routes(api)
 			if opts.TestRoutes != nil {
