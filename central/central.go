@@ -31,6 +31,7 @@ type Central struct {
 	secret []byte
 	logger *slog.Logger
 	keys   *keyCache
+	login  loginState
 }
 
 // Open loads (or, on first start, generates and stores) the server secret.
@@ -190,10 +191,12 @@ func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.P
 	v.Check(strings.TrimSpace(p.Name) != "" && len(p.Name) <= 255, "name", "must be 1 to 255 characters")
 	v.Check(ValidPlan(p.Plan), "plan", "must be one of free, hobby, build, scale, enterprise")
 	v.Check(ValidLanguage(p.DefaultLanguage), "default_language", "must be a language code")
+	v.Check(len(p.TargetLanguages) <= 50, "target_languages", "must have at most 50 entries")
 	for _, l := range p.TargetLanguages {
 		v.Check(ValidLanguage(l), "target_languages", "must be language codes")
 	}
 	v.Check(ValidTimezone(p.Timezone), "timezone", "must be an IANA time zone name")
+	v.Check(len(p.Industry) <= 100, "industry", "must be at most 100 characters")
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
