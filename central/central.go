@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -124,7 +125,17 @@ func (c *Central) AddUser(ctx context.Context, tenantID int64, name, email, pass
 	if name == "" {
 		name, _, _ = strings.Cut(email, "@")
 	}
-	return addUser(ctx, c.pool, tenantID, name, email, password)
+	u, err := addUser(ctx, c.pool, tenantID, name, email, password)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23503": // foreign_key_violation
+			return User{}, httpapi.NotFound(fmt.Sprintf("no tenant %d", tenantID))
+		case "23505": // unique_violation
+			return User{}, httpapi.Conflict(httpapi.CodeConflict, "this email already belongs to a user of this tenant")
+		}
+	}
+	return u, err
 }
 
 type querier interface {

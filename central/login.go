@@ -60,15 +60,24 @@ func ErrAuthFailed() *httpapi.Error {
 		Errors: map[string][]string{"email": {AuthFailed}}, Extra: map[string]any{"message": AuthFailed}}
 }
 
+// cleanEmail is a presented email made safe to send to PostgreSQL (which
+// refuses NUL and invalid UTF-8) without making it match another address.
+func cleanEmail(email string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(strings.TrimSpace(email), "\x00", "\uFFFD"), "\uFFFD")
+}
+
 // loginKey is the form of an email the failure limit counts under.
-func loginKey(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
+func loginKey(email string) string { return strings.ToLower(email) }
+
+// maxEmailLen bounds an email (RFC 5321); no user can have a longer one.
+const maxEmailLen = 254
 
 // TenantsForEmail lists the workspaces an email (any case) belongs to, in
 // a stable order: the order login tries them in.
 func (c *Central) TenantsForEmail(ctx context.Context, email string) ([]Tenant, error) {
 	rows, err := c.pool.Query(ctx, `SELECT t.id, t.name, t.domain, t.created_at
 		FROM central.users u JOIN central.tenants t ON t.id = u.tenant_id
-		WHERE lower(u.email) = lower($1) ORDER BY t.id`, strings.TrimSpace(email))
+		WHERE lower(u.email) = lower($1) ORDER BY t.id`, cleanEmail(email))
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +118,10 @@ type loginCandidate struct {
 // count too) and cleared on success; LoginFailureLimit recorded failures
 // within LoginFailureWindow make further attempts 429 on every instance.
 func (c *Central) Login(ctx context.Context, email, password string, tenantID *int64) (LoginResult, error) {
+	email = cleanEmail(email)
+	if len(email) > maxEmailLen {
+		return LoginResult{}, ErrAuthFailed() // matches no user; not worth a row
+	}
 	key := loginKey(email)
 	if err := c.reserveLoginAttempt(ctx, key); err != nil {
 		return LoginResult{}, err
@@ -151,7 +164,7 @@ func (c *Central) loginCandidates(ctx context.Context, email string, tenantID *i
 	rows, err := c.pool.Query(ctx, `SELECT u.id, u.tenant_id, u.name, u.email, u.created_at, u.password_hash, t.id, t.name, t.domain, t.created_at
 		FROM central.users u JOIN central.tenants t ON t.id = u.tenant_id
 		WHERE lower(u.email) = lower($1) AND ($2::bigint IS NULL OR u.tenant_id = $2) ORDER BY t.id`,
-		strings.TrimSpace(email), tenantID)
+		email, tenantID)
 	if err != nil {
 		return nil, err
 	}

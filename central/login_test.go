@@ -76,7 +76,7 @@ func TestLoginMatrix(t *testing.T) {
 	if got := strings.TrimSpace(string(r.Body)); got != want {
 		t.Fatalf("tenants-for-email:\n got %s\nwant %s", got, want)
 	}
-	for _, q := range []string{"?email=nobody@example.com", "?email=", ""} {
+	for _, q := range []string{"?email=nobody@example.com", "?email=", "", "?email=%FF%FE", "?email=multi%00@example.com"} {
 		r := env.Do("GET", "/central/api/tenants-for-email"+q, "", nil).Expect(t, 200)
 		if got := strings.TrimSpace(string(r.Body)); got != `{"tenants":[]}` {
 			t.Fatalf("tenants-for-email%s: %s", q, got)
@@ -142,6 +142,8 @@ func TestLoginMatrix(t *testing.T) {
 		"empty password":          {"email": "multi@example.com", "password": ""},
 		"not an email":            {"email": "multi", "password": "password-bravo"},
 		"other workspace's owner": {"email": "owner@alpha.test", "password": "owner-password", "tenant_id": bravo.ID},
+		"NUL in the email":        {"email": "multi\x00@example.com", "password": "password-bravo"},
+		"overlong email":          {"email": strings.Repeat("m", 5000) + "@example.com", "password": "password-bravo"},
 	} {
 		if got := failed(name, body); fmt.Sprint(got) != fmt.Sprint(ref) {
 			t.Fatalf("%s: body differs from the unknown email's:\n%v\n%v", name, got, ref)
