@@ -62,7 +62,7 @@ func withIP(ip string) map[string]string { return map[string]string{"X-Forwarded
 // shows the caller's bucket without charging it.
 func TestHeadersOnEveryResponse(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
+	env, _ := simulated(t) // time stands still: no refill between requests
 	p := env.NewProject("build")
 
 	rem, _ := limits(t, env.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200), 240)
