@@ -268,11 +268,11 @@ func TestDeadProcessReservation(t *testing.T) {
 func TestLeaseRenewal(t *testing.T) {
 	t.Parallel()
 	_, p := setup(t, nil)
-	m := &idempotency.Middleware{Logger: slog.New(slog.DiscardHandler), Lease: 600 * time.Millisecond}
+	m := &idempotency.Middleware{Logger: slog.New(slog.DiscardHandler), Lease: time.Second}
 	var runs atomic.Int32
 	slow := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)
-		time.Sleep(2 * time.Second)
+		time.Sleep(3 * time.Second)
 		_ = httpapi.JSON(w, 201, map[string]string{"ok": "yes"})
 	}))
 	serve := func() *httptest.ResponseRecorder {
@@ -285,7 +285,7 @@ func TestLeaseRenewal(t *testing.T) {
 	}
 	first := make(chan *httptest.ResponseRecorder)
 	go func() { first <- serve() }()
-	time.Sleep(1500 * time.Millisecond) // past two leases
+	time.Sleep(2500 * time.Millisecond) // past two leases
 	if w := serve(); w.Code != 409 {
 		t.Fatalf("a running request's key was taken over: %d %s", w.Code, w.Body)
 	}

@@ -6,6 +6,7 @@ package ratelimit
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 	"time"
 )
@@ -63,6 +64,7 @@ const shards = 64
 // lookup and allocates nothing for a known key.
 type Memory struct {
 	now    func() time.Time
+	seed   maphash.Seed
 	shards [shards]memShard
 }
 
@@ -80,7 +82,7 @@ func NewMemory(now func() time.Time) *Memory {
 	if now == nil {
 		now = time.Now
 	}
-	m := &Memory{now: now}
+	m := &Memory{now: now, seed: maphash.MakeSeed()}
 	for i := range m.shards {
 		m.shards[i].tat = make(map[string]int64)
 		m.shards[i].sweep = 1024
@@ -94,13 +96,7 @@ func (m *Memory) Take(_ context.Context, key string, l Limit, n int) (Result, er
 }
 
 func (m *Memory) take(key string, l Limit, n int) Result {
-	// FNV-1a, inlined so that hashing the key does not allocate.
-	h := uint32(2166136261)
-	for i := 0; i < len(key); i++ {
-		h ^= uint32(key[i])
-		h *= 16777619
-	}
-	sh := &m.shards[h%shards]
+	sh := &m.shards[maphash.String(m.seed, key)%shards]
 	now := m.now().UnixNano()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
