@@ -45,16 +45,29 @@ type Options struct {
 	Queues       map[string]river.QueueConfig
 	PeriodicJobs []*river.PeriodicJob
 	Logger       *slog.Logger
-	// FetchPoll is the fallback poll interval (LISTEN wakes fetches sooner).
+	// FetchPoll is the fallback poll interval (LISTEN wakes fetches sooner;
+	// default 250ms).
 	FetchPoll time.Duration
+	// FetchCooldown is the least time between two fetches of a queue, and
+	// between two insert notifications (default 5ms, so a job inserted
+	// right after another still starts at once).
+	FetchCooldown time.Duration
+	// TestOnly skips River's start-up jitter of maintenance services.
+	TestOnly bool
 }
 
 // New builds the River client over pool with workers.
 func New(pool *pgxpool.Pool, workers *river.Workers, o Options) (*Client, error) {
 	cfg := &river.Config{
+		ID:              NewClientID(),
 		Schema:          Schema,
 		Logger:          o.Logger,
 		SoftStopTimeout: 10 * time.Second,
+		FetchCooldown:   5 * time.Millisecond,
+		TestOnly:        o.TestOnly,
+	}
+	if o.FetchCooldown > 0 {
+		cfg.FetchCooldown = o.FetchCooldown
 	}
 	if o.Work {
 		cfg.Workers = workers
@@ -63,6 +76,7 @@ func New(pool *pgxpool.Pool, workers *river.Workers, o Options) (*Client, error)
 			cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}}
 		}
 		cfg.PeriodicJobs = o.PeriodicJobs
+		cfg.FetchPollInterval = max(250*time.Millisecond, cfg.FetchCooldown)
 		if o.FetchPoll > 0 {
 			cfg.FetchPollInterval = o.FetchPoll
 		}
