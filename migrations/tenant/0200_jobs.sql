@@ -28,6 +28,6 @@ CREATE TABLE job_events (
     job_id text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
     seq    int NOT NULL,
     kind   text NOT NULL,
-    data   jsonb NOT NULL,
+    data   json NOT NULL, -- json, not jsonb: sent as written
     PRIMARY KEY (job_id, seq)
 );

@@ -3,15 +3,18 @@ package jobs_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/plinth-dev/plinth/internal/apitest"
 	"github.com/plinth-dev/plinth/internal/credits"
+	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/pgtest"
 	"github.com/plinth-dev/plinth/tenant/jobs"
 )
@@ -138,4 +141,15 @@ func riverState(t testing.TB, env *apitest.Env, p *apitest.Project, jobID string
 		t.Fatal(err)
 	}
 	return state
+}
+
+// chiWithAuth mounts api behind the authenticator, as the server does.
+func chiWithAuth(env *apitest.Env, api *jobs.API) http.Handler {
+	r := httpapi.NewRouter()
+	r.Use(httpapi.Base(env.Config.ErrorBase, slog.New(slog.DiscardHandler), 1<<20))
+	r.Route("/v1", func(v1 chi.Router) {
+		v1.Use(env.Server.Central.Authenticate)
+		api.Mount(v1)
+	})
+	return r
 }
