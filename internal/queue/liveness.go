@@ -65,6 +65,15 @@ type Liveness struct {
 	done   chan struct{}
 }
 
+// NewLiveness returns a Liveness that holds no lock yet and runs nothing:
+// Sweep and Alive work on it. StartLiveness is what a worker uses.
+func NewLiveness(pool *pgxpool.Pool, clientID string, logger *slog.Logger) *Liveness {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Liveness{pool: pool, clientID: clientID, logger: logger, done: make(chan struct{})}
+}
+
 // StartLiveness takes clientID's lock (before the client fetches any job)
 // and then, every interval until Stop, checks the lock's connection and
 // rescues orphaned jobs. The first sweep runs at once, so a restarted
@@ -76,7 +85,8 @@ func StartLiveness(ctx context.Context, pool *pgxpool.Pool, clientID string, int
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
-	l := &Liveness{pool: pool, clientID: clientID, logger: logger, interval: interval, done: make(chan struct{})}
+	l := NewLiveness(pool, clientID, logger)
+	l.interval = interval
 	if err := l.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -190,7 +200,7 @@ func (l *Liveness) Sweep(ctx context.Context) (int, error) {
 	}
 	var dead []orphan
 	for client, jobs := range byClient {
-		alive, err := l.alive(ctx, client)
+		alive, err := l.Alive(ctx, client)
 		if err != nil {
 			return 0, err
 		}
@@ -228,9 +238,9 @@ func (l *Liveness) Sweep(ctx context.Context) (int, error) {
 	return len(dead), err
 }
 
-// alive reports whether client holds its liveness lock: trying the lock
+// Alive reports whether client holds its liveness lock: trying the lock
 // in a transaction succeeds only when nobody holds it.
-func (l *Liveness) alive(ctx context.Context, client string) (bool, error) {
+func (l *Liveness) Alive(ctx context.Context, client string) (bool, error) {
 	var free bool
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(`+lockKeySQL+`)`, client).Scan(&free)
