@@ -254,11 +254,7 @@ func promote(ctx context.Context, tx pgx.Tx, client *queue.Client) error {
 	if err := lockAdmission(ctx, tx); err != nil {
 		return err
 	}
-	n, err := activeCount(ctx, tx)
-	if err != nil || n >= MaxActivePerProject {
-		return err
-	}
-	waiting, err := nextWaiting(ctx, tx, MaxActivePerProject-n)
+	waiting, err := admissible(ctx, tx)
 	if err != nil || len(waiting) == 0 {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -129,7 +130,8 @@ func list(ctx context.Context, tx pgx.Tx, f Filter, after string, limit int) ([]
 }
 
 // save writes j as it now stands, appends events (a done event without
-// data carries the job as saved) and notifies listeners on commit.
+// data carries the job as saved) and notifies listeners on commit, in one
+// statement.
 func save(ctx context.Context, tx pgx.Tx, j *row, events ...event) error {
 	steps, err := json.Marshal(j.Steps)
 	if err != nil {
@@ -145,27 +147,27 @@ func save(ctx context.Context, tx pgx.Tx, j *row, events ...event) error {
 	if j.Result != nil {
 		result = j.Result
 	}
-	if err := tx.QueryRow(ctx, `UPDATE jobs SET status = $2, progress = $3, message = $4, steps = $5, result = $6, error = $7,
-		cancel_requested = $8, admitted = $9, event_seq = event_seq + $10, updated_at = clock_timestamp()
-		WHERE id = $1 RETURNING event_seq, updated_at`,
-		j.ID, j.Status, j.Progress, j.Message, steps, result, errBody, j.CancelRequested, j.Admitted, len(events)).
-		Scan(&j.EventSeq, &j.UpdatedAt); err != nil {
-		return err
-	}
-	j.UpdatedAt = j.UpdatedAt.UTC()
-	if len(events) == 0 {
-		return nil
-	}
-	batch := &pgx.Batch{}
-	first := j.EventSeq - len(events) + 1
+	j.UpdatedAt = time.Now().UTC().Truncate(time.Microsecond)
+	kinds, data := make([]string, len(events)), make([]string, len(events))
 	for i, e := range events {
 		if e.Kind == EventDone && e.Data == nil {
 			e.Data, _ = json.Marshal(j.Job)
 		}
-		batch.Queue(`INSERT INTO job_events (job_id, seq, kind, data) VALUES ($1, $2, $3, $4)`, j.ID, first+i, e.Kind, e.Data)
+		kinds[i], data[i] = e.Kind, string(e.Data)
 	}
-	batch.Queue(`SELECT pg_notify($1, $2)`, Channel, j.ID)
-	return tx.SendBatch(ctx, batch).Close()
+	err = tx.QueryRow(ctx, `WITH u AS (
+			UPDATE jobs SET status = $2, progress = $3, message = $4, steps = $5, result = $6, error = $7,
+				cancel_requested = $8, admitted = $9, event_seq = event_seq + cardinality($11::text[]), updated_at = $10
+			WHERE id = $1 RETURNING event_seq
+		), e AS (
+			INSERT INTO job_events (job_id, seq, kind, data)
+			SELECT $1, u.event_seq - cardinality($11::text[]) + k.ord, k.kind, k.data::json
+			FROM u, unnest($11::text[], $12::text[]) WITH ORDINALITY AS k(kind, data, ord)
+		)
+		SELECT event_seq, CASE WHEN cardinality($11::text[]) > 0 THEN pg_notify($13, $1) END IS NULL FROM u`,
+		j.ID, j.Status, j.Progress, j.Message, steps, result, errBody, j.CancelRequested, j.Admitted, j.UpdatedAt,
+		kinds, data, Channel).Scan(&j.EventSeq, new(bool))
+	return err
 }
 
 // eventsAfter returns the job's events numbered above seq, in order.
@@ -204,8 +206,13 @@ type waitingJob struct {
 	riverID int64
 }
 
-func nextWaiting(ctx context.Context, tx pgx.Tx, n int) ([]waitingJob, error) {
-	rows, err := tx.Query(ctx, `SELECT id, river_id FROM jobs WHERE status = 'pending' AND NOT admitted ORDER BY id LIMIT $1 FOR UPDATE`, n)
+// admissible returns the oldest waiting jobs that fit in the project's
+// free slots (run under the admission lock).
+func admissible(ctx context.Context, tx pgx.Tx) ([]waitingJob, error) {
+	rows, err := tx.Query(ctx, `SELECT w.id, w.river_id, a.active FROM
+			(SELECT count(*) AS active FROM (SELECT 1 FROM jobs WHERE status IN ('pending','processing') AND admitted LIMIT $1) x) a,
+			LATERAL (SELECT id, river_id FROM jobs WHERE status = 'pending' AND NOT admitted ORDER BY id LIMIT $1 - a.active FOR UPDATE) w`,
+		MaxActivePerProject)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +220,8 @@ func nextWaiting(ctx context.Context, tx pgx.Tx, n int) ([]waitingJob, error) {
 	var out []waitingJob
 	for rows.Next() {
 		var w waitingJob
-		if err := rows.Scan(&w.id, &w.riverID); err != nil {
+		var active int
+		if err := rows.Scan(&w.id, &w.riverID, &active); err != nil {
 			return nil, err
 		}
 		out = append(out, w)
