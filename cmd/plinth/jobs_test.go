@@ -23,18 +23,16 @@ import (
 	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/apitest"
 	"github.com/plinth-dev/plinth/internal/credits"
-	"github.com/plinth-dev/plinth/internal/pgtest"
 )
 
-// TestMain doubles as the plinth binary: with PLINTH_TEST_MAIN=1 the test
-// binary runs main with its arguments, so a test can start (and kill) a
-// real plinth process.
-func TestMain(m *testing.M) {
+// runAsPlinthIfAsked makes the test binary the plinth binary: with
+// PLINTH_TEST_MAIN=1 it runs main with its arguments and exits, so a test
+// can start (and kill) a real plinth process. TestMain calls it first.
+func runAsPlinthIfAsked() {
 	if os.Getenv("PLINTH_TEST_MAIN") == "1" {
 		main()
 		os.Exit(0)
 	}
-	pgtest.Main(m)
 }
 
 // plinthProcess starts `plinth args...` as a child process with env added

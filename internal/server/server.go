@@ -50,7 +50,7 @@ type Server struct {
 	AI        ai.Provider
 	Media     storage.Store
 
-	live    *queue.Liveness
+	live *queue.Liveness
 
 	logger  *slog.Logger
 	started time.Time
@@ -110,6 +110,8 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 			contentSvc.Mount(api)
 		})
 	})
+	// Dashboard login and the dashboard API (JWT, not API keys).
+	r.Route("/central/api", c.DashboardRoutes)
 	s.Handler = r
 	return s, nil
 }
