@@ -166,7 +166,8 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request) error {
 			last, resumed = n, true
 		}
 	}
-	if Final(j.Status) && !resumed {
+	if Final(j.Status) && (!resumed || last >= j.EventSeq) {
+		// Also when resuming at or past the end: a reconnect after done.
 		_ = a.send(sess, event{Seq: j.EventSeq, Kind: EventDone, Data: mustJSON(j.Job)}, true)
 		return nil
 	}

@@ -294,6 +294,19 @@ func TestFailureAndRetry(t *testing.T) {
 		t.Fatal("the retry must show on the stream")
 	}
 
+	// A panicking handler is retried like a transient error.
+	var panics atomic.Int32
+	env.Server.Jobs.Handle("test.panic", 0, func(ctx context.Context, run *jobs.Run) (jobs.Commit, error) {
+		if panics.Add(1) == 1 {
+			panic("boom")
+		}
+		return nil, nil
+	})
+	pj := submit(t, env, p, jobs.Spec{Type: "test.panic"})
+	if got := waitJob(t, env, p.Key, pj.ID); got["status"] != "completed" || panics.Load() != 2 {
+		t.Fatalf("panicking job: %v after %d runs", got, panics.Load())
+	}
+
 	// A job type no worker knows fails instead of retrying forever.
 	u := submit(t, env, p, jobs.Spec{Type: "test.unknown"})
 	if got := waitJob(t, env, p.Key, u.ID); got["status"] != "failed" || got["error"].(map[string]any)["code"] != "internal_error" {

@@ -123,6 +123,11 @@ func TestLifecycleImageJob(t *testing.T) {
 	if len(evs) != 1 || evs[0].Type != "done" || evs[0].ID != strconv.Itoa(prev) || evs[0].json(t)["status"] != "completed" {
 		t.Fatalf("stream of a finished job: %+v", evs)
 	}
+	// A reconnect after done (an EventSource does that) gets done at once.
+	evs = streamAll(t, env.URL, p.Key, jobID, strconv.Itoa(prev))
+	if len(evs) != 1 || evs[0].Type != "done" {
+		t.Fatalf("stream resumed after done: %+v", evs)
+	}
 	// Last-Event-ID resumes after that event.
 	evs = streamAll(t, env.URL, p.Key, jobID, strconv.Itoa(prev-2))
 	if len(evs) != 2 || evs[0].Type != "progress" || evs[1].Type != "done" {

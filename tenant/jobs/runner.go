@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -241,7 +242,7 @@ func (r *Runner) Work(ctx context.Context, rj *river.Job[Args]) error {
 		return err
 	}
 
-	commit, herr := reg.handler(ctx, run)
+	commit, herr := safely(ctx, reg.handler, run)
 	if herr == nil {
 		herr = r.complete(ctx, s, rj, commit)
 		if herr == nil {
@@ -249,6 +250,26 @@ func (r *Runner) Work(ctx context.Context, rj *river.Job[Args]) error {
 		}
 	}
 	return r.settle(ctx, s, rj, herr)
+}
+
+// safely runs h, turning a panic into an error so the job is retried or
+// failed like any other error instead of being left processing.
+func safely(ctx context.Context, h Handler, run *Run) (c Commit, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("jobs: handler of %s panicked: %v\n%s", run.Type, p, debug.Stack())
+		}
+	}()
+	return h(ctx, run)
+}
+
+func safeCommit(ctx context.Context, tx pgx.Tx, c Commit) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("jobs: commit panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return c(ctx, tx)
 }
 
 // complete commits the handler's effects and the completion together.
@@ -266,7 +287,7 @@ func (r *Runner) complete(ctx context.Context, s *tenant.Scope, rj *river.Job[Ar
 		}
 		var result any = map[string]any{}
 		if commit != nil {
-			if result, err = commit(ctx, tx); err != nil {
+			if result, err = safeCommit(ctx, tx, commit); err != nil {
 				return err
 			}
 		}
