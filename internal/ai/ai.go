@@ -86,6 +86,15 @@ func (e *UpstreamError) Error() string {
 	return fmt.Sprintf("ai provider unreachable after %d attempt(s): %s", e.Attempts, e.Msg)
 }
 
+// Public describes the failure without the provider's own words, which
+// may quote the operator's account details: for the job's error message.
+func (e *UpstreamError) Public() string {
+	if e.Status > 0 {
+		return fmt.Sprintf("the AI provider answered %d after %d attempt(s)", e.Status, e.Attempts)
+	}
+	return fmt.Sprintf("the AI provider could not be reached after %d attempt(s)", e.Attempts)
+}
+
 // Is makes errors.Is(err, ErrUpstream) true.
 func (e *UpstreamError) Is(target error) bool { return target == ErrUpstream }
 

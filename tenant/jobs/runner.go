@@ -341,7 +341,11 @@ func (r *Runner) settle(ctx context.Context, s *tenant.Scope, rj *river.Job[Args
 		r.logger.WarnContext(ctx, "job attempt failed; River retries it", "job", rj.Args.JobID, "type", rj.Args.Type, "attempt", rj.Attempt, "err", herr)
 		return herr
 	}
-	if !permanent && !remote && !errors.Is(herr, ErrCancelled) {
+	switch {
+	case remote || errors.Is(herr, ErrCancelled):
+	case permanent:
+		r.logger.WarnContext(ctx, "job failed", "job", rj.Args.JobID, "type", rj.Args.Type, "code", body.Code, "err", herr)
+	default:
 		r.logger.ErrorContext(ctx, "job failed", "job", rj.Args.JobID, "type", rj.Args.Type, "err", herr)
 	}
 	return nil
@@ -355,7 +359,12 @@ func classify(ctx context.Context, err error) (ErrorBody, bool) {
 	case errors.As(err, &je):
 		return ErrorBody{Code: je.Code, Message: je.Message}, true
 	case errors.Is(err, ai.ErrUpstream):
-		return ErrorBody{Code: CodeUpstreamUnavailable, Message: err.Error()}, true
+		msg := "the AI provider failed"
+		var ue *ai.UpstreamError
+		if errors.As(err, &ue) {
+			msg = ue.Public()
+		}
+		return ErrorBody{Code: CodeUpstreamUnavailable, Message: msg}, true
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return ErrorBody{Code: CodeTimeout, Message: "the job ran longer than its time limit"}, true
 	}
