@@ -11,8 +11,8 @@ CREATE TABLE jobs (
     progress         int NOT NULL DEFAULT 0 CHECK (progress BETWEEN 0 AND 100),
     message          text NOT NULL DEFAULT '',
     steps            jsonb NOT NULL DEFAULT '[]',
-    result           jsonb,
-    error            jsonb,
+    result           json, -- json, not jsonb: kept as the handler wrote it
+    error            json,
     write_scope      text NOT NULL,
     admitted         boolean NOT NULL,
     cancel_requested boolean NOT NULL DEFAULT false,
