@@ -161,7 +161,8 @@ func WriteScopeOf(jobType string) string {
 // Submit enqueues a job in the caller's transaction: it makes spec's
 // charges (402 when the balance is short), inserts the Job row (pending) and the
 // River job (InsertTx), all committed or rolled back with tx. The caller
-// answers 202 with the returned Job.
+// answers 202 with the returned Job. Submit takes the project's admission
+// lock until tx ends, so call it last in the transaction.
 func Submit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, client *queue.Client, spec Spec) (Job, error) {
 	if spec.Type == "" {
 		return Job{}, fmt.Errorf("jobs: submit without a type")
