@@ -118,7 +118,11 @@ func (l *Liveness) Stop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn != nil {
-		// Closing the connection frees the lock even if the unlock fails.
+		// Unlock first (the backend of a closed connection frees its locks
+		// only as it exits); closing frees the lock even if this fails.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = l.conn.Exec(ctx, `SELECT pg_advisory_unlock(`+lockKeySQL+`)`, l.clientID)
+		cancel()
 		_ = l.conn.Conn().Close(context.Background())
 		l.conn.Release()
 		l.conn = nil
