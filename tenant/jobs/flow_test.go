@@ -18,6 +18,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/apitest"
 	"github.com/plinth-dev/plinth/internal/server"
+	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/jobs"
 )
 
@@ -279,6 +280,32 @@ func TestFailureAndRetry(t *testing.T) {
 	evs := streamAll(t, env.URL, p.Key, f.ID, "0")
 	if n := len(evs); n < 2 || evs[n-2].Type != "error" || evs[n-2].Data != `{"code":"validation_failed","message":"the brief is empty"}` || evs[n-1].Type != "done" {
 		t.Fatalf("events of a failed job: %+v", evs)
+	}
+
+	// A job submitted with a test key is charged to, and refunded into,
+	// the test pool, also when its worker (with no key) fails it.
+	testScope, err := tenant.NewScope(p.Scope.Pool(), p.Project, &tenant.Key{ID: "key_test", Test: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tj jobs.Job
+	err = testScope.Tx(context.Background(), func(tx pgx.Tx) error {
+		tj, err = jobs.Submit(context.Background(), tx, testScope, env.Server.River, jobs.Spec{Type: "test.fail", Charges: []jobs.Charge{{Op: "image", Cost: 1000}}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := waitJob(t, env, p.Key, tj.ID); got["status"] != "failed" {
+		t.Fatalf("test-key job: %v", got)
+	}
+	var pools string
+	var net int64
+	err = p.Scope.Tx(context.Background(), func(tx pgx.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT string_agg(DISTINCT pool, ','), sum(amount) FROM credit_ledger WHERE ref = $1`, tj.ID).Scan(&pools, &net)
+	})
+	if err != nil || pools != "test" || net != 0 {
+		t.Fatalf("test-key job ledger: pools %q net %d %v", pools, net, err)
 	}
 
 	fl := submit(t, env, p, jobs.Spec{Type: "test.flaky"})
