@@ -23,6 +23,7 @@ import (
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/pgtest"
+	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
 	"github.com/plinth-dev/plinth/internal/server"
 	"github.com/plinth-dev/plinth/tenant"
@@ -116,7 +117,7 @@ func (e *Env) Instance(opts ...Option) *Env {
 func (e *Env) start(cfg config.Config, opts []Option) {
 	t := e.T
 	t.Helper()
-	so := server.Options{}
+	so := server.Options{Queue: queue.Options{TestOnly: true}}
 	for _, o := range opts {
 		o(&cfg, &so)
 	}

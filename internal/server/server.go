@@ -17,12 +17,16 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/central"
+	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/idempotency"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
+	"github.com/plinth-dev/plinth/internal/storage"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/content"
+	"github.com/plinth-dev/plinth/tenant/jobs"
 	"github.com/plinth-dev/plinth/tenant/usage"
 )
 
@@ -33,6 +37,8 @@ const Version = "1.0.1"
 type Options struct {
 	// Workers runs River workers and periodic jobs in this process.
 	Workers bool
+	// Queue tunes the River client (fetch intervals, test mode).
+	Queue queue.Options
 	// RateStore replaces the rate-limit store chosen from the config
 	// (in-process, or Redis with REDIS_URL); RateClock its clock. Tests
 	// use them to run limits on a simulated clock.
@@ -52,6 +58,14 @@ type Server struct {
 	River   *queue.Client
 	Config  config.Config
 	Pool    *pgxpool.Pool
+	// Jobs runs every job type; pillars register their handlers on it.
+	Jobs *jobs.Runner
+	// JobEvents wakes SSE streams on job events from any instance.
+	JobEvents *jobs.Hub
+	AI        ai.Provider
+	Media     storage.Store
+
+	live *queue.Liveness
 
 	logger  *slog.Logger
 	started time.Time
@@ -76,12 +90,27 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	river.AddWorker(workers, &idempotency.CleanupWorker{Projects: c})
 	periodic = append(periodic, idempotency.PeriodicCleanup())
 	registered++
+	s.Jobs = jobs.NewRunner(c, logger)
+	river.AddWorker(workers, s.Jobs)
+	registered++
 	s.opts.Workers = opts.Workers && registered > 0
 
-	s.River, err = queue.New(pool, workers, queue.Options{Work: s.opts.Workers, Logger: logger, PeriodicJobs: periodic})
+	qo := opts.Queue
+	qo.Work, qo.Logger, qo.PeriodicJobs = s.opts.Workers, logger, periodic
+	s.River, err = queue.New(pool, workers, qo)
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
+	s.JobEvents = jobs.NewHub(pool, logger)
+	jobsAPI := &jobs.API{Hub: s.JobEvents, River: s.River}
+	if s.AI, err = ai.New(cfg, logger); err != nil {
+		return nil, err
+	}
+	if s.Media, err = storage.Open(cfg.Storage); err != nil {
+		return nil, err
+	}
+	contentSvc := &content.Service{AI: s.AI, Media: s.Media, River: s.River, PublicURL: cfg.PublicURL}
+	contentSvc.Register(s.Jobs)
 
 	limits, err := s.rateLimits(opts)
 	if err != nil {
@@ -100,6 +129,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 		v1.Route("/public", func(pub chi.Router) {
 			pub.Use(c.PublicProject)
 			pub.Use(idem.Handler) // public submits (bookings, forms) accept Idempotency-Key too
+			contentSvc.MountPublic(pub)
 			if opts.TestPublicRoutes != nil {
 				opts.TestPublicRoutes(pub)
 			}
@@ -109,6 +139,8 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 			api.Use(idem.Handler)
 			c.ProjectRoutes(api)
 			usage.Routes(api)
+			jobsAPI.Mount(api)
+			contentSvc.Mount(api)
 			if opts.TestRoutes != nil {
 				opts.TestRoutes(api)
 			}
@@ -184,7 +216,14 @@ func (s *Server) Start(ctx context.Context) error {
 		defer close(s.done)
 		s.Central.Listen(ctx)
 	}()
+	go s.JobEvents.Run(ctx)
 	if s.opts.Workers {
+		// The liveness lock is held before the first fetch, so a job this
+		// process runs is never taken for an orphan while it lives.
+		var err error
+		if s.live, err = queue.StartLiveness(ctx, s.Pool, s.River.ID(), 5*time.Second, s.logger); err != nil {
+			return fmt.Errorf("start workers: %w", err)
+		}
 		if err := s.River.Start(ctx); err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
@@ -199,6 +238,9 @@ func (s *Server) Stop(ctx context.Context) error {
 	if s.opts.Workers {
 		if e := s.River.Stop(ctx); e != nil && !errors.Is(e, context.Canceled) {
 			err = e
+		}
+		if s.live != nil {
+			s.live.Stop() // after River: its running jobs are done or handed back
 		}
 	}
 	if s.cancel != nil {
