@@ -19,6 +19,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/tenant/forms"
 )
 
 // Version is the API version reported by /v1/health.
@@ -71,11 +72,14 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 		// The public read surface: no key; the project is named by
 		// X-Service-Project-Key or ?project_id=.
 		v1.Route("/public", func(pub chi.Router) {
+			pub.Use(forms.CORS) // before PublicProject: preflights name no project
 			pub.Use(c.PublicProject)
+			forms.PublicRoutes(pub)
 		})
 		v1.Group(func(api chi.Router) {
 			api.Use(c.Authenticate)
 			c.ProjectRoutes(api)
+			forms.Routes(api)
 		})
 	})
 	s.Handler = r
