@@ -155,10 +155,10 @@ func wantsCSV(r *http.Request) bool {
 }
 
 // exportCSV streams every genuine newsletter subscriber (spam excluded) as
-// CSV: email, name, source, created_at (RFC 3339 UTC, as in JSON). Once the body has started an error
-// cannot become a problem+json any more, so the connection is aborted and
-// the client sees a truncated transfer rather than a short, valid-looking
-// file.
+// CSV: email, name, source, created_at (RFC 3339 UTC, as in JSON). Once the
+// body has started, an error cannot become a problem+json any more, so the
+// connection is aborted: the client sees a truncated transfer rather than a
+// short, valid-looking file.
 func exportCSV(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	cw := csv.NewWriter(w)
 	started := false
