@@ -67,12 +67,13 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20))
+	r.Use(forms.CORS) // before the limiter: a 429 of a public form is readable in a browser
 	r.Route("/v1", func(v1 chi.Router) {
 		v1.Get("/health", s.health)
 		// The public read surface: no key; the project is named by
 		// X-Service-Project-Key or ?project_id=.
 		v1.Route("/public", func(pub chi.Router) {
-			pub.Use(forms.CORS) // before PublicProject: preflights name no project
+			pub.Use(forms.Preflight) // preflights name no project
 			pub.Use(c.PublicProject)
 			forms.PublicRoutes(pub)
 		})

@@ -15,8 +15,8 @@ import (
 )
 
 // PublicRoutes mounts the keyless submit endpoints on the /v1/public router,
-// which has already resolved the project (central.PublicProject). Wrap that
-// router with CORS so browsers on any site can post to them.
+// which has already resolved the project (central.PublicProject). CORS and
+// Preflight let browsers on any site post to them.
 func PublicRoutes(r chi.Router) {
 	r.Post("/forms/newsletter", httpapi.H(subscribe))
 	r.Post("/forms/contact", httpapi.H(contact))
