@@ -192,7 +192,7 @@ func checkFields(v *httpapi.Validator, in map[string]json.RawMessage) []byte {
 	for k, raw := range in {
 		key := "fields." + k
 		if k == "" || utf8.RuneCountInString(k) > MaxFieldKey || strings.ContainsRune(k, 0) {
-			v.Check(false, "fields", fmt.Sprintf("keys must be 1 to %d characters", MaxFieldKey))
+			v.Check(false, "fields", fmt.Sprintf("keys must be 1 to %d characters, without NUL", MaxFieldKey))
 			continue
 		}
 		dec := json.NewDecoder(bytes.NewReader(raw))
@@ -202,17 +202,21 @@ func checkFields(v *httpapi.Validator, in map[string]json.RawMessage) []byte {
 			v.Check(false, key, "must be valid JSON")
 			continue
 		}
-		switch x := val.(type) {
-		case []any:
-			v.Check(len(x) <= MaxFieldValues, key, fmt.Sprintf("must have at most %d items", MaxFieldValues))
-			for _, item := range x {
-				if !scalar(v, key, item) {
+		if items, ok := val.([]any); ok {
+			v.Check(len(items) <= MaxFieldValues, key, fmt.Sprintf("must have at most %d items", MaxFieldValues))
+			for _, item := range items {
+				switch msg := scalarProblem(item); {
+				case msg == "":
+					continue
+				case isNested(item):
 					v.Check(false, key, "items must be strings, numbers, booleans or null")
-					break
+				default:
+					v.Check(false, key, "items "+msg)
 				}
+				break
 			}
-		default:
-			v.Check(scalar(v, key, val), key, "must be a string, number, boolean, null or an array of those")
+		} else if msg := scalarProblem(val); msg != "" {
+			v.Check(false, key, msg)
 		}
 		out[k] = val
 	}
@@ -224,14 +228,28 @@ func checkFields(v *httpapi.Validator, in map[string]json.RawMessage) []byte {
 	return b
 }
 
-// scalar reports whether val is a JSON scalar, checking string lengths.
-func scalar(v *httpapi.Validator, key string, val any) bool {
-	switch x := val.(type) {
-	case string:
-		checkText(v, key, x, MaxFieldValue)
-		return true
-	case json.Number, bool, nil:
+func isNested(val any) bool {
+	switch val.(type) {
+	case []any, map[string]any:
 		return true
 	}
 	return false
+}
+
+// scalarProblem says what is wrong with a fields value that should be a
+// JSON scalar, or "" when nothing is.
+func scalarProblem(val any) string {
+	switch x := val.(type) {
+	case string:
+		if utf8.RuneCountInString(x) > MaxFieldValue {
+			return fmt.Sprintf("must be at most %d characters", MaxFieldValue)
+		}
+		if strings.ContainsRune(x, 0) {
+			return "must not contain NUL characters"
+		}
+		return ""
+	case json.Number, bool, nil:
+		return ""
+	}
+	return "must be a string, number, boolean, null or an array of those"
 }
