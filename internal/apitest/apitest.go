@@ -39,6 +39,13 @@ type Env struct {
 	Config config.Config
 
 	tenantID int64
+	// testRoutes are the patterns of test-only routes (WithTestRoutes,
+	// WithWidgets): not part of the API, so not checked against the
+	// OpenAPI document.
+	testRoutes map[string]bool
+	// Contract checks every Send; DefaultContract unless a test of the
+	// check itself sets another.
+	Contract *Contract
 }
 
 var seq atomic.Int64
@@ -109,7 +116,7 @@ func New(t testing.TB, opts ...Option) *Env {
 // Projects of e are reached through either.
 func (e *Env) Instance(opts ...Option) *Env {
 	e.T.Helper()
-	o := &Env{T: e.T, DB: e.DB, tenantID: e.tenantID}
+	o := &Env{T: e.T, DB: e.DB, tenantID: e.tenantID, Contract: e.Contract}
 	o.start(e.Config, opts)
 	return o
 }
@@ -124,6 +131,25 @@ func (e *Env) start(cfg config.Config, opts []Option) {
 	level := slog.LevelError
 	if os.Getenv("PLINTH_TEST_LOG") != "" {
 		level = slog.LevelDebug
+	}
+	e.testRoutes = map[string]bool{}
+	for prefix, fn := range map[string]func(chi.Router){"/v1": so.TestRoutes, "/v1/public": so.TestPublicRoutes} {
+		if fn == nil {
+			continue
+		}
+		mux := chi.NewRouter()
+		fn(mux)
+		_ = chi.Walk(mux, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+			e.testRoutes[method+" "+prefix+route] = true
+			return nil
+		})
+	}
+	if e.Contract == nil {
+		c, err := DefaultContract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Contract = c
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx := context.Background()
@@ -208,23 +234,28 @@ func (e *Env) Do(method, path, key string, body any) *Resp {
 	return e.Send(Request{Method: method, Path: path, Key: key, Body: body})
 }
 
-// Send sends r.
+// Send sends r, and fails the test (Errorf) when the request or the
+// response is not what the OpenAPI document describes (see Contract.Check).
 func (e *Env) Send(r Request) *Resp {
 	e.T.Helper()
-	var rd io.Reader
+	var body []byte
 	ct := ""
 	switch b := r.Body.(type) {
 	case nil:
 	case string:
-		rd, ct = strings.NewReader(b), "application/json"
+		body, ct = []byte(b), "application/json"
 	case []byte:
-		rd, ct = bytes.NewReader(b), "application/json"
+		body, ct = b, "application/json"
 	default:
 		buf, err := json.Marshal(b)
 		if err != nil {
 			e.T.Fatal(err)
 		}
-		rd, ct = bytes.NewReader(buf), "application/json"
+		body, ct = buf, "application/json"
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequest(r.Method, e.URL+r.Path, rd)
 	if err != nil {
@@ -248,7 +279,26 @@ func (e *Env) Send(r Request) *Resp {
 	if err != nil {
 		e.T.Fatal(err)
 	}
+	e.checkContract(req, body, res, b)
 	return &Resp{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+// checkContract checks one exchange against the OpenAPI document.
+func (e *Env) checkContract(req *http.Request, reqBody []byte, res *http.Response, resBody []byte) {
+	e.T.Helper()
+	rctx := chi.NewRouteContext()
+	routed := e.Server.Router.Match(rctx, req.Method, req.URL.Path)
+	if routed && e.testRoutes[req.Method+" "+rctx.RoutePattern()] {
+		return
+	}
+	path := req.URL.Path
+	if req.URL.RawQuery != "" {
+		path += "?" + req.URL.RawQuery
+	}
+	for _, msg := range e.Contract.Check(Exchange{Method: req.Method, Path: path, ReqHeader: req.Header, ReqBody: reqBody,
+		Status: res.StatusCode, RespHeader: res.Header, RespBody: resBody, Routed: routed}) {
+		e.T.Errorf("OpenAPI contract: %s", msg)
+	}
 }
 
 // JSON decodes the body into a map.

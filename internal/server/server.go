@@ -21,6 +21,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/idempotency"
+	"github.com/plinth-dev/plinth/internal/openapi"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
 	"github.com/plinth-dev/plinth/internal/storage"
@@ -55,6 +56,8 @@ type Options struct {
 // Server is one assembled process.
 type Server struct {
 	Handler http.Handler
+	// Router is Handler as the router, for the route-coverage test.
+	Router  *chi.Mux
 	Central *central.Central
 	River   *queue.Client
 	Config  config.Config
@@ -126,6 +129,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	idem := idempotency.New(logger)
 	r.Route("/v1", func(v1 chi.Router) {
 		v1.Get("/health", s.health)
+		v1.Get("/openapi.json", openapi.Handler) // no key
 		// The public read surface: no key; the project is named by
 		// X-Service-Project-Key or ?project_id=.
 		v1.Route("/public", func(pub chi.Router) {
@@ -153,7 +157,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	})
 	// Dashboard login and the dashboard API (JWT, not API keys).
 	r.Route("/central/api", c.DashboardRoutes)
-	s.Handler = r
+	s.Handler, s.Router = r, r
 	return s, nil
 }
 
