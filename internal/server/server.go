@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,8 @@ import (
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/internal/webhook"
+	"github.com/plinth-dev/plinth/tenant/webhooks"
 )
 
 // Version is the API version reported by /v1/health.
@@ -28,6 +31,9 @@ const Version = "1.0.1"
 type Options struct {
 	// Workers runs River workers and periodic jobs in this process.
 	Workers bool
+	// RootCAs, when set, replaces the system roots for outgoing HTTPS
+	// (webhook receivers); tests trust their httptest servers with it.
+	RootCAs *x509.CertPool
 }
 
 // Server is one assembled process.
@@ -35,8 +41,10 @@ type Server struct {
 	Handler http.Handler
 	Central *central.Central
 	River   *queue.Client
-	Config  config.Config
-	Pool    *pgxpool.Pool
+	// Outbox emits webhook events inside a pillar's transaction.
+	Outbox *webhook.Outbox
+	Config config.Config
+	Pool   *pgxpool.Pool
 
 	logger  *slog.Logger
 	started time.Time
@@ -57,12 +65,22 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	workers := river.NewWorkers()
 	var periodic []*river.PeriodicJob
 	registered := 0 // pillars add their workers and periodic jobs here, counting them
+	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}}
+
+	// Webhooks: deliveries run on their own queue.
+	hookSecrets := webhook.NewSecrets(c.Secret())
+	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
+		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger}, c, hookSecrets))
+	registered++
+	queues[webhook.Queue] = webhook.QueueConfig
+
 	s.opts.Workers = opts.Workers && registered > 0
 
-	s.River, err = queue.New(pool, workers, queue.Options{Work: s.opts.Workers, Logger: logger, PeriodicJobs: periodic})
+	s.River, err = queue.New(pool, workers, queue.Options{Work: s.opts.Workers, Logger: logger, PeriodicJobs: periodic, Queues: queues})
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
+	s.Outbox = webhook.NewOutbox(s.River)
 
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20))
@@ -76,6 +94,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 		v1.Group(func(api chi.Router) {
 			api.Use(c.Authenticate)
 			c.ProjectRoutes(api)
+			api.Route("/webhook-endpoints", webhooks.New(s.Outbox, hookSecrets, cfg.Dev).Routes)
 		})
 	})
 	s.Handler = r

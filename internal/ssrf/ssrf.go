@@ -154,15 +154,15 @@ func newClient(o Options, allow func(netip.AddrPort) bool) *http.Client {
 		},
 	}
 	tr := &http.Transport{
-		Proxy:                 nil, // a proxy would make the dial check meaningless
-		DialContext:           dialer.DialContext,
-		TLSClientConfig:       &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:   10 * time.Second,
-		MaxIdleConns:          200,
-		MaxIdleConnsPerHost:   32,
-		MaxConnsPerHost:       o.MaxConnsPerHost,
-		IdleConnTimeout:       90 * time.Second,
-		ForceAttemptHTTP2:     true,
+		Proxy:               nil, // a proxy would make the dial check meaningless
+		DialContext:         dialer.DialContext,
+		TLSClientConfig:     &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout: 10 * time.Second,
+		MaxIdleConns:        200,
+		MaxIdleConnsPerHost: 32,
+		MaxConnsPerHost:     o.MaxConnsPerHost,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   true,
 	}
 	return &http.Client{
 		Transport: &schemeGuard{rt: tr, dev: o.Dev},

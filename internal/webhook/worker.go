@@ -1,0 +1,380 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/plinth-dev/plinth/internal/credits"
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/ssrf"
+	"github.com/plinth-dev/plinth/signature"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// Pacing of one endpoint, shared by every process through the endpoint
+// row (a GCRA: each send reserves the next slot, Pace after the previous).
+// A send happens at its slot or at most LateTolerance after it, so with
+// Pace = 1s/96 no window of one second ever holds more than 100 sends.
+const (
+	Pace          = time.Second / 96
+	LateTolerance = 10 * time.Millisecond
+	// a slot nearer than horizon is waited for in the worker; a later one
+	// snoozes the job until early before it (more than the poll interval)
+	horizon = 100 * time.Millisecond
+	early   = 75 * time.Millisecond
+)
+
+// Headers of a delivery.
+const (
+	UserAgent      = "Service-Webhooks/1.0"
+	HeaderEvent    = "X-Service-Event"
+	HeaderDelivery = "X-Service-Delivery"
+)
+
+// ScopeSource resolves a project for a job (central.Central satisfies it).
+type ScopeSource interface {
+	ScopeFor(ctx context.Context, projectID string) (*tenant.Scope, error)
+}
+
+// WorkerConfig configures deliveries.
+type WorkerConfig struct {
+	// Dev allows http:// and loopback receivers (PLINTH_DEV=1).
+	Dev bool
+	// Timeout is how long a receiver has to answer (PLINTH_WEBHOOK_TIMEOUT).
+	Timeout time.Duration
+	// Retry holds the delays before each retry (PLINTH_WEBHOOK_RETRY_DELAYS):
+	// a delivery gets 1+len(Retry) attempts.
+	Retry []time.Duration
+	// RootCAs replaces the system roots for receivers' certificates (tests).
+	RootCAs *x509.CertPool
+	Logger  *slog.Logger
+}
+
+// Worker delivers one delivery per job: it sends attempts until one
+// succeeds or the schedule is exhausted, snoozing between them.
+type Worker struct {
+	river.WorkerDefaults[DeliverArgs]
+	cfg     WorkerConfig
+	scopes  ScopeSource
+	secrets *Secrets
+	client  *http.Client
+	limits  *limits
+}
+
+// NewWorker builds the delivery worker.
+func NewWorker(cfg WorkerConfig, scopes ScopeSource, secrets *Secrets) *Worker {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{
+		cfg:     cfg,
+		scopes:  scopes,
+		secrets: secrets,
+		client:  ssrf.NewClient(ssrf.Options{Dev: cfg.Dev, Timeout: cfg.Timeout, RootCAs: cfg.RootCAs, MaxConnsPerHost: MaxInFlight}),
+		limits:  newLimits(MaxInFlight, cfg.Timeout),
+	}
+}
+
+// MaxAttempts is the number of attempts of a delivery before it fails.
+func (w *Worker) MaxAttempts() int { return len(w.cfg.Retry) + 1 }
+
+// Timeout bounds one run of the job: the receiver timeout, a pacing wait
+// and two short transactions.
+func (w *Worker) Timeout(*river.Job[DeliverArgs]) time.Duration { return w.cfg.Timeout + time.Minute }
+
+// NextRetry spaces River's own retries, which only follow a failure of the
+// job itself (database unreachable): 1 s doubling to 5 minutes, so a
+// database restart delays deliveries by seconds.
+func (w *Worker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
+	d := time.Second << min(job.Attempt-1, 9)
+	return time.Now().Add(min(d, 5*time.Minute))
+}
+
+// plan is what the first transaction of a run decided.
+type plan struct {
+	wait     time.Duration // snooze this long (send is false)
+	send     bool
+	attempt  int
+	sleep    time.Duration // until the pacing slot
+	url      string
+	typ      string
+	payload  []byte
+	secrets  []string
+	testPool bool
+}
+
+// outcome is the result of one attempt.
+type outcome struct {
+	status int    // HTTP status, 0 when none
+	err    string // why it failed, "" when it succeeded
+}
+
+func (o outcome) ok() bool { return o.err == "" && o.status >= 200 && o.status < 300 }
+
+// Work runs one step of a delivery.
+func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
+	a := job.Args
+	sc, err := w.scopes.ScopeFor(ctx, a.ProjectID)
+	if errors.Is(err, httpapi.ErrNotFound) {
+		return river.JobCancel(fmt.Errorf("project %s no longer exists", a.ProjectID))
+	}
+	if err != nil {
+		return err
+	}
+	p := w.limits.acquire(a.EndpointID)
+	if p == nil {
+		return river.JobSnooze(w.limits.backoff(a.EndpointID))
+	}
+	var took time.Duration
+	defer func() { p.release(took) }()
+
+	var pl plan
+	if err := sc.Tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		pl, err = w.begin(ctx, tx, sc, job)
+		return err
+	}); err != nil {
+		return err
+	}
+	if !pl.send {
+		if pl.wait > 0 {
+			return river.JobSnooze(pl.wait)
+		}
+		return nil
+	}
+	if pl.sleep > 0 {
+		t := time.NewTimer(pl.sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err() // the attempt stays in flight and is sent on the next run
+		case <-t.C:
+		}
+	}
+	start := time.Now()
+	out := w.send(ctx, a.DeliveryID, pl)
+	took = time.Since(start)
+	if ctx.Err() != nil {
+		return ctx.Err() // stopped, not the receiver's fault: send again on the next run
+	}
+	var wait time.Duration
+	var final bool
+	if err := sc.Tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		final, wait, err = w.record(ctx, tx, job, pl.attempt, out)
+		return err
+	}); err != nil {
+		return err // River retries; the attempt is still in flight and is sent again
+	}
+	if !final {
+		return river.JobSnooze(wait)
+	}
+	return nil
+}
+
+// begin locks the endpoint and the delivery, decides whether an attempt
+// is due, reserves its pacing slot, charges it and marks it in flight.
+func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *river.Job[DeliverArgs]) (plan, error) {
+	a := job.Args
+	var (
+		pl                 plan
+		active, prevValid  bool
+		secret, prevSecret []byte
+	)
+	// The endpoint first: the order of an endpoint deletion's cascade.
+	err := tx.QueryRow(ctx, `SELECT url, is_active, secret, previous_secret, COALESCE(previous_until > now(), false)
+		FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE`, a.EndpointID).Scan(&pl.url, &active, &secret, &prevSecret, &prevValid)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return plan{}, nil // endpoint deleted: its deliveries went with it
+	}
+	if err != nil {
+		return plan{}, err
+	}
+	var (
+		status   string
+		attempts int
+		inFlight bool
+		slotIn   *time.Duration // slot_at - now
+		dueIn    *time.Duration // next_attempt_at - now
+		payload  string
+	)
+	err = tx.QueryRow(ctx, `SELECT d.status, d.attempts, d.in_flight,
+			d.slot_at - clock_timestamp(), d.next_attempt_at - clock_timestamp(), e.type, e.payload, e.test
+		FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+		WHERE d.id = $1 AND d.endpoint_id = $2 FOR UPDATE OF d`, a.DeliveryID, a.EndpointID).
+		Scan(&status, &attempts, &inFlight, &slotIn, &dueIn, &pl.typ, &payload, &pl.testPool)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && status != "pending") {
+		return plan{}, nil // gone, or already settled
+	}
+	if err != nil {
+		return plan{}, err
+	}
+	pl.payload = []byte(payload)
+	if !inFlight && dueIn != nil && *dueIn > 50*time.Millisecond {
+		return plan{wait: *dueIn}, nil // woke before the retry is due
+	}
+	if !active {
+		return plan{}, w.settle(ctx, tx, job, attempts, "failed", outcome{err: "the endpoint is disabled"})
+	}
+
+	// Pacing: use the reserved slot, or reserve one.
+	if slotIn != nil {
+		switch {
+		case *slotIn < -LateTolerance:
+			slotIn = nil // missed it: a late send could exceed the rate
+		case *slotIn > horizon:
+			return plan{wait: *slotIn - early}, nil
+		}
+	}
+	if slotIn == nil {
+		var in time.Duration
+		if err := tx.QueryRow(ctx, `UPDATE webhook_endpoints SET next_slot = GREATEST(next_slot, clock_timestamp()) + $2::interval
+			WHERE id = $1 RETURNING next_slot - $2::interval - clock_timestamp()`, a.EndpointID, Pace).Scan(&in); err != nil {
+			return plan{}, err
+		}
+		if in > horizon {
+			if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET slot_at = clock_timestamp() + $2::interval WHERE id = $1`, a.DeliveryID, in); err != nil {
+				return plan{}, err
+			}
+			return plan{wait: in - early}, nil
+		}
+		slotIn = &in
+	}
+	pl.sleep = max(*slotIn, 0)
+
+	// The attempt. One whose outcome was lost (the process stopped while
+	// it was in flight) is sent again without a new charge: receivers
+	// dedupe by X-Service-Delivery.
+	pl.attempt = attempts
+	if !inFlight {
+		pl.attempt++
+		charge := sc
+		if pl.testPool {
+			if charge, err = tenant.NewScope(sc.Pool(), sc.Project, &tenant.Key{Test: true}); err != nil {
+				return plan{}, err
+			}
+		}
+		err := credits.Charge(ctx, tx, charge, "webhook_delivery", credits.WebhookDelivery, a.DeliveryID)
+		if errors.Is(err, credits.ErrInsufficient) {
+			// Nothing is sent; the attempt counts, so a project that stays
+			// out of credits ends with a failed delivery it can redeliver.
+			final, wait, err := w.record(ctx, tx, job, pl.attempt, outcome{err: "insufficient_credits: the balance cannot pay for a delivery attempt; nothing was sent"})
+			if final {
+				return plan{}, err
+			}
+			return plan{wait: max(wait, time.Nanosecond)}, err
+		}
+		if err != nil {
+			return plan{}, err
+		}
+	}
+	cur, err := w.secrets.Open(a.EndpointID, secret)
+	if err != nil {
+		return plan{}, err
+	}
+	pl.secrets = []string{cur}
+	if prevValid && prevSecret != nil {
+		if prev, err := w.secrets.Open(a.EndpointID, prevSecret); err == nil {
+			pl.secrets = append(pl.secrets, prev)
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET attempts = $2, in_flight = true, slot_at = NULL, updated_at = now() WHERE id = $1`,
+		a.DeliveryID, pl.attempt); err != nil {
+		return plan{}, err
+	}
+	pl.send = true
+	return pl, nil
+}
+
+// send makes one attempt.
+func (w *Worker) send(ctx context.Context, deliveryID string, pl plan) outcome {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, pl.url, bytes.NewReader(pl.payload))
+	if err != nil {
+		return outcome{err: "invalid endpoint url: " + err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", UserAgent)
+	req.Header.Set(HeaderEvent, pl.typ)
+	req.Header.Set(HeaderDelivery, deliveryID)
+	req.Header.Set(signature.Header, signature.Sign(time.Now(), pl.payload, pl.secrets...))
+	res, err := w.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return outcome{err: fmt.Sprintf("no response within %s", w.cfg.Timeout)}
+		}
+		return outcome{err: err.Error()}
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	res.Body.Close()
+	out := outcome{status: res.StatusCode}
+	if !out.ok() {
+		out.err = fmt.Sprintf("the receiver answered %d %s", res.StatusCode, http.StatusText(res.StatusCode))
+		if res.StatusCode >= 300 && res.StatusCode < 400 {
+			out.err += " (redirects are not followed)"
+		}
+	}
+	return out
+}
+
+// record stores the outcome of attempt n: succeeded, failed after the
+// last attempt (both complete the job in tx), or pending until the next
+// attempt is due in wait.
+func (w *Worker) record(ctx context.Context, tx pgx.Tx, job *river.Job[DeliverArgs], n int, out outcome) (final bool, wait time.Duration, err error) {
+	switch {
+	case out.ok():
+		return true, 0, w.settle(ctx, tx, job, n, "succeeded", out)
+	case n >= w.MaxAttempts():
+		return true, 0, w.settle(ctx, tx, job, n, "failed", out)
+	}
+	wait = w.cfg.Retry[n-1]
+	if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET attempts = $2, in_flight = false, last_status_code = $3, last_error = $4,
+		next_attempt_at = now() + $5::interval, updated_at = now() WHERE id = $1`,
+		job.Args.DeliveryID, n, nullStatus(out.status), out.err, wait); err != nil {
+		return false, 0, err
+	}
+	_, err = tx.Exec(ctx, `UPDATE webhook_endpoints SET last_delivery_status = 'failed' WHERE id = $1`, job.Args.EndpointID)
+	return false, wait, err
+}
+
+// settle ends the delivery with status and completes its job in tx.
+func (w *Worker) settle(ctx context.Context, tx pgx.Tx, job *river.Job[DeliverArgs], n int, status string, out outcome) error {
+	var lastErr *string
+	if out.err != "" {
+		lastErr = &out.err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET status = $2, attempts = $3, in_flight = false, last_status_code = $4,
+		last_error = $5, next_attempt_at = NULL, slot_at = NULL, updated_at = now() WHERE id = $1`,
+		job.Args.DeliveryID, status, n, nullStatus(out.status), lastErr); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET last_delivery_status = $2 WHERE id = $1`, job.Args.EndpointID, status); err != nil {
+		return err
+	}
+	_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+	return err
+}
+
+func nullStatus(s int) *int {
+	if s == 0 {
+		return nil
+	}
+	return &s
+}
