@@ -13,7 +13,7 @@ import (
 // endpoint keeps the rest: a slow endpoint never delays another unless
 // more than MaxWorkers/MaxInFlight endpoints hang at the same moment. At
 // 16 a receiver answering within 150 ms can still take its full 96/s.
-const MaxInFlight = 16
+const MaxInFlight = 24
 
 // limits is the per-process, per-endpoint concurrency bound. A job that
 // finds its endpoint full is snoozed (it frees its worker) for about half

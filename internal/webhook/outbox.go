@@ -33,7 +33,7 @@ const Queue = "webhooks"
 // transactions, so many are cheap; one endpoint never holds more than
 // MaxInFlight of them (see limits.go). The short fetch cooldown and poll
 // keep commit-to-send latency low and let paced jobs wake on time.
-var QueueConfig = river.QueueConfig{MaxWorkers: 200, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond}
+var QueueConfig = river.QueueConfig{MaxWorkers: 200, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 25 * time.Millisecond}
 
 // infraAttempts bounds River's own retries of a delivery job, which happen
 // only when the job itself fails (database unreachable, process stopped):

@@ -32,8 +32,8 @@ const (
 	LateTolerance = 10 * time.Millisecond
 	// a slot nearer than horizon is waited for in the worker; a later one
 	// snoozes the job until early before it (more than the poll interval)
-	horizon = 100 * time.Millisecond
-	early   = 75 * time.Millisecond
+	horizon = 150 * time.Millisecond
+	early   = 125 * time.Millisecond
 )
 
 // Headers of a delivery.
@@ -107,7 +107,7 @@ type plan struct {
 	wait     time.Duration // snooze this long (send is false)
 	send     bool
 	attempt  int
-	sleep    time.Duration // until the pacing slot
+	slot     time.Time // the pacing slot, on this process's clock
 	url      string
 	typ      string
 	payload  []byte
@@ -133,17 +133,20 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	if err != nil {
 		return err
 	}
+	// p is nil when the endpoint is at MaxInFlight: the job then only
+	// reserves its pacing slot and snoozes.
 	p := w.limits.acquire(a.EndpointID)
-	if p == nil {
-		return river.JobSnooze(w.limits.backoff(a.EndpointID))
-	}
 	var took time.Duration
-	defer func() { p.release(took) }()
+	defer func() {
+		if p != nil {
+			p.release(took)
+		}
+	}()
 
 	var pl plan
 	if err := sc.Tx(ctx, func(tx pgx.Tx) error {
 		var err error
-		pl, err = w.begin(ctx, tx, sc, job)
+		pl, err = w.begin(ctx, tx, sc, job, p)
 		return err
 	}); err != nil {
 		return err
@@ -154,14 +157,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		}
 		return nil
 	}
-	if pl.sleep > 0 {
-		t := time.NewTimer(pl.sleep)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err() // the attempt stays in flight and is sent on the next run
-		case <-t.C:
+	if wait, err := w.pace(ctx, sc, job, pl.slot); err != nil || wait > 0 {
+		if err != nil {
+			return err // the attempt stays in flight and is sent on the next run
 		}
+		return river.JobSnooze(wait)
 	}
 	start := time.Now()
 	out := w.send(ctx, a.DeliveryID, pl)
@@ -186,37 +186,31 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 
 // begin locks the endpoint and the delivery, decides whether an attempt
 // is due, reserves its pacing slot, charges it and marks it in flight.
-func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *river.Job[DeliverArgs]) (plan, error) {
+func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *river.Job[DeliverArgs], p *permit) (plan, error) {
 	a := job.Args
 	var (
 		pl                 plan
+		status             string
+		attempts           int
+		inFlight           bool
+		slotIn             *time.Duration // slot_at - now
+		dueIn              *time.Duration // next_attempt_at - now
+		payload            string
 		active, prevValid  bool
 		secret, prevSecret []byte
 	)
-	// The endpoint first: the order of an endpoint deletion's cascade.
-	err := tx.QueryRow(ctx, `SELECT url, is_active, secret, previous_secret, COALESCE(previous_until > now(), false)
-		FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE`, a.EndpointID).Scan(&pl.url, &active, &secret, &prevSecret, &prevValid)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return plan{}, nil // endpoint deleted: its deliveries went with it
-	}
-	if err != nil {
-		return plan{}, err
-	}
-	var (
-		status   string
-		attempts int
-		inFlight bool
-		slotIn   *time.Duration // slot_at - now
-		dueIn    *time.Duration // next_attempt_at - now
-		payload  string
-	)
-	err = tx.QueryRow(ctx, `SELECT d.status, d.attempts, d.in_flight,
-			d.slot_at - clock_timestamp(), d.next_attempt_at - clock_timestamp(), e.type, e.payload, e.test
-		FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+	// Only the delivery is locked: the endpoint row is touched (at the end,
+	// by a reservation) only by a job without a slot, so jobs waking for
+	// their reserved slots never queue behind a burst of new ones.
+	err := tx.QueryRow(ctx, `SELECT d.status, d.attempts, d.in_flight,
+			d.slot_at - clock_timestamp(), d.next_attempt_at - clock_timestamp(), e.type, e.payload, e.test,
+			ep.url, ep.is_active, ep.secret, ep.previous_secret, COALESCE(ep.previous_until > now(), false)
+		FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id JOIN webhook_endpoints ep ON ep.id = d.endpoint_id
 		WHERE d.id = $1 AND d.endpoint_id = $2 FOR UPDATE OF d`, a.DeliveryID, a.EndpointID).
-		Scan(&status, &attempts, &inFlight, &slotIn, &dueIn, &pl.typ, &payload, &pl.testPool)
+		Scan(&status, &attempts, &inFlight, &slotIn, &dueIn, &pl.typ, &payload, &pl.testPool,
+			&pl.url, &active, &secret, &prevSecret, &prevValid)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && status != "pending") {
-		return plan{}, nil // gone, or already settled
+		return plan{}, nil // gone (with its endpoint), or already settled
 	}
 	if err != nil {
 		return plan{}, err
@@ -229,7 +223,10 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *ri
 		return plan{}, w.settle(ctx, tx, job, attempts, "failed", outcome{err: "the endpoint is disabled"})
 	}
 
-	// Pacing: use the reserved slot, or reserve one.
+	// Pacing: use the reserved slot, or reserve one. A job without a
+	// permit still reserves, so a backlog queues up in slot order and each
+	// job wakes once, near its turn.
+	fresh := false
 	if slotIn != nil {
 		switch {
 		case *slotIn < -LateTolerance:
@@ -239,20 +236,29 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *ri
 		}
 	}
 	if slotIn == nil {
-		var in time.Duration
-		if err := tx.QueryRow(ctx, `UPDATE webhook_endpoints SET next_slot = GREATEST(next_slot, clock_timestamp()) + $2::interval
-			WHERE id = $1 RETURNING next_slot - $2::interval - clock_timestamp()`, a.EndpointID, Pace).Scan(&in); err != nil {
+		in, err := reserve(ctx, tx, a.EndpointID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return plan{}, nil // the endpoint is being deleted
+		}
+		if err != nil {
 			return plan{}, err
 		}
-		if in > horizon {
-			if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET slot_at = clock_timestamp() + $2::interval WHERE id = $1`, a.DeliveryID, in); err != nil {
+		slotIn, fresh = &in, true
+	}
+	if *slotIn > horizon || p == nil {
+		if fresh {
+			if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET slot_at = clock_timestamp() + $2::interval WHERE id = $1`, a.DeliveryID, *slotIn); err != nil {
 				return plan{}, err
 			}
-			return plan{wait: in - early}, nil
 		}
-		slotIn = &in
+		if *slotIn > horizon {
+			return plan{wait: *slotIn - early}, nil
+		}
+		// Due now, but the endpoint already holds MaxInFlight workers of
+		// this process: it is slow. Free the worker for a while.
+		return plan{wait: w.limits.backoff(a.EndpointID)}, nil
 	}
-	pl.sleep = max(*slotIn, 0)
+	pl.slot = time.Now().Add(*slotIn)
 
 	// The attempt. One whose outcome was lost (the process stopped while
 	// it was in flight) is sent again without a new charge: receivers
@@ -296,6 +302,54 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *ri
 	}
 	pl.send = true
 	return pl, nil
+}
+
+// reserve books the endpoint's next pacing slot and returns how far from
+// now it is (ErrNoRows when the endpoint is gone).
+func reserve(ctx context.Context, tx pgx.Tx, endpointID string) (time.Duration, error) {
+	var in time.Duration
+	err := tx.QueryRow(ctx, `UPDATE webhook_endpoints SET next_slot = GREATEST(next_slot, clock_timestamp()) + $2::interval
+		WHERE id = $1 RETURNING next_slot - $2::interval - clock_timestamp()`, endpointID, Pace).Scan(&in)
+	return in, err
+}
+
+// pace waits for the slot of an attempt in flight. A slot missed by more
+// than LateTolerance (a slow transaction, a busy machine) is not used: a
+// new one is booked, and when that is far the job snoozes until shortly
+// before it (returning the wait), to send the attempt on its next run.
+func (w *Worker) pace(ctx context.Context, sc *tenant.Scope, job *river.Job[DeliverArgs], slot time.Time) (time.Duration, error) {
+	for {
+		d := time.Until(slot)
+		switch {
+		case d < -LateTolerance:
+			var in time.Duration
+			err := sc.Tx(ctx, func(tx pgx.Tx) error {
+				var err error
+				if in, err = reserve(ctx, tx, job.Args.EndpointID); err != nil || in <= horizon {
+					return err
+				}
+				_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET slot_at = clock_timestamp() + $2::interval WHERE id = $1`, job.Args.DeliveryID, in)
+				return err
+			})
+			if err != nil {
+				return 0, err
+			}
+			if in > horizon {
+				return in - early, nil
+			}
+			slot = time.Now().Add(in)
+		case d > 0:
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return 0, ctx.Err()
+			case <-t.C:
+			}
+		default:
+			return 0, nil
+		}
+	}
 }
 
 // send makes one attempt.
@@ -350,8 +404,7 @@ func (w *Worker) record(ctx context.Context, tx pgx.Tx, job *river.Job[DeliverAr
 		job.Args.DeliveryID, n, nullStatus(out.status), out.err, wait); err != nil {
 		return false, 0, err
 	}
-	_, err = tx.Exec(ctx, `UPDATE webhook_endpoints SET last_delivery_status = 'failed' WHERE id = $1`, job.Args.EndpointID)
-	return false, wait, err
+	return false, wait, setLastStatus(ctx, tx, job.Args.EndpointID, "failed")
 }
 
 // settle ends the delivery with status and completes its job in tx.
@@ -365,10 +418,18 @@ func (w *Worker) settle(ctx context.Context, tx pgx.Tx, job *river.Job[DeliverAr
 		job.Args.DeliveryID, status, n, nullStatus(out.status), lastErr); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET last_delivery_status = $2 WHERE id = $1`, job.Args.EndpointID, status); err != nil {
+	if err := setLastStatus(ctx, tx, job.Args.EndpointID, status); err != nil {
 		return err
 	}
 	_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+	return err
+}
+
+// setLastStatus records the outcome of the endpoint's latest attempt. The
+// row is written (and locked) only when the status changes, so a healthy
+// endpoint's deliveries do not contend on it.
+func setLastStatus(ctx context.Context, tx pgx.Tx, endpointID, status string) error {
+	_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET last_delivery_status = $2 WHERE id = $1 AND last_delivery_status <> $2`, endpointID, status)
 	return err
 }
 

@@ -279,6 +279,11 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		// Lock the deliveries before the endpoint, in the order a delivery
+		// worker takes them, so the cascade cannot deadlock with one.
+		if _, err := tx.Exec(r.Context(), `SELECT FROM webhook_deliveries WHERE endpoint_id = $1 FOR UPDATE`, eid); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(r.Context(), `DELETE FROM webhook_endpoints WHERE id = $1`, eid)
 		if err == nil && tag.RowsAffected() == 0 {
 			return httpapi.ErrNotFound
