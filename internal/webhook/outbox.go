@@ -29,11 +29,13 @@ import (
 const Queue = "webhooks"
 
 // QueueConfig sizes the delivery queue of one process. A worker is a
-// goroutine that holds a database connection only inside its two short
-// transactions, so many are cheap; one endpoint never holds more than
-// MaxInFlight of them (see limits.go). The short fetch cooldown and poll
-// keep commit-to-send latency low and let paced jobs wake on time.
-var QueueConfig = river.QueueConfig{MaxWorkers: 200, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 25 * time.Millisecond}
+// goroutine that holds a database connection only inside its short
+// transactions (at most half the pool at once), so many are cheap: a
+// paced job waits for its slot in a worker for up to 150 ms, and a busy
+// endpoint at 96/s keeps about 15 of them waiting. One endpoint never
+// holds more than MaxInFlight (see limits.go). The short fetch cooldown
+// and poll keep commit-to-send latency low and let paced jobs wake on time.
+var QueueConfig = river.QueueConfig{MaxWorkers: 1000, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 25 * time.Millisecond}
 
 // infraAttempts bounds River's own retries of a delivery job, which happen
 // only when the job itself fails (database unreachable, process stopped):

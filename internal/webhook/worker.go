@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -71,6 +72,8 @@ type Worker struct {
 	secrets *Secrets
 	client  *http.Client
 	limits  *limits
+	txOnce  sync.Once
+	txSem   chan struct{}
 }
 
 // NewWorker builds the delivery worker.
@@ -144,7 +147,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	}()
 
 	var pl plan
-	if err := sc.Tx(ctx, func(tx pgx.Tx) error {
+	if err := w.tx(ctx, sc, func(tx pgx.Tx) error {
 		var err error
 		pl, err = w.begin(ctx, tx, sc, job, p)
 		return err
@@ -171,7 +174,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	}
 	var wait time.Duration
 	var final bool
-	if err := sc.Tx(ctx, func(tx pgx.Tx) error {
+	if err := w.tx(ctx, sc, func(tx pgx.Tx) error {
 		var err error
 		final, wait, err = w.record(ctx, tx, job, pl.attempt, out)
 		return err
@@ -226,7 +229,6 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *ri
 	// Pacing: use the reserved slot, or reserve one. A job without a
 	// permit still reserves, so a backlog queues up in slot order and each
 	// job wakes once, near its turn.
-	fresh := false
 	if slotIn != nil {
 		switch {
 		case *slotIn < -LateTolerance:
@@ -236,21 +238,16 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *ri
 		}
 	}
 	if slotIn == nil {
-		in, err := reserve(ctx, tx, a.EndpointID)
+		in, err := reserve(ctx, tx, a)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return plan{}, nil // the endpoint is being deleted
 		}
 		if err != nil {
 			return plan{}, err
 		}
-		slotIn, fresh = &in, true
+		slotIn = &in
 	}
 	if *slotIn > horizon || p == nil {
-		if fresh {
-			if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET slot_at = clock_timestamp() + $2::interval WHERE id = $1`, a.DeliveryID, *slotIn); err != nil {
-				return plan{}, err
-			}
-		}
 		if *slotIn > horizon {
 			return plan{wait: *slotIn - early}, nil
 		}
@@ -304,13 +301,30 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *ri
 	return pl, nil
 }
 
-// reserve books the endpoint's next pacing slot and returns how far from
-// now it is (ErrNoRows when the endpoint is gone).
-func reserve(ctx context.Context, tx pgx.Tx, endpointID string) (time.Duration, error) {
+// reserve books the endpoint's next pacing slot for the delivery (slot_at)
+// and returns how far from now it is (ErrNoRows when the endpoint is gone).
+func reserve(ctx context.Context, tx pgx.Tx, a DeliverArgs) (time.Duration, error) {
 	var in time.Duration
-	err := tx.QueryRow(ctx, `UPDATE webhook_endpoints SET next_slot = GREATEST(next_slot, clock_timestamp()) + $2::interval
-		WHERE id = $1 RETURNING next_slot - $2::interval - clock_timestamp()`, endpointID, Pace).Scan(&in)
+	err := tx.QueryRow(ctx, `WITH r AS (
+			UPDATE webhook_endpoints SET next_slot = GREATEST(next_slot, clock_timestamp()) + $3::interval
+			WHERE id = $2 RETURNING next_slot - $3::interval AS slot)
+		UPDATE webhook_deliveries d SET slot_at = r.slot FROM r WHERE d.id = $1
+		RETURNING r.slot - clock_timestamp()`, a.DeliveryID, a.EndpointID, Pace).Scan(&in)
 	return in, err
+}
+
+// tx runs fn in a transaction of sc, at most txSlots at a time per
+// process: a burst of deliveries must not take every connection of the
+// pool from the API.
+func (w *Worker) tx(ctx context.Context, sc *tenant.Scope, fn func(pgx.Tx) error) error {
+	w.txOnce.Do(func() { w.txSem = make(chan struct{}, max(2, sc.Pool().Config().MaxConns/2)) })
+	select {
+	case w.txSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-w.txSem }()
+	return sc.Tx(ctx, fn)
 }
 
 // pace waits for the slot of an attempt in flight. A slot missed by more
@@ -323,12 +337,9 @@ func (w *Worker) pace(ctx context.Context, sc *tenant.Scope, job *river.Job[Deli
 		switch {
 		case d < -LateTolerance:
 			var in time.Duration
-			err := sc.Tx(ctx, func(tx pgx.Tx) error {
+			err := w.tx(ctx, sc, func(tx pgx.Tx) error {
 				var err error
-				if in, err = reserve(ctx, tx, job.Args.EndpointID); err != nil || in <= horizon {
-					return err
-				}
-				_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET slot_at = clock_timestamp() + $2::interval WHERE id = $1`, job.Args.DeliveryID, in)
+				in, err = reserve(ctx, tx, job.Args)
 				return err
 			})
 			if err != nil {
@@ -399,12 +410,12 @@ func (w *Worker) record(ctx context.Context, tx pgx.Tx, job *river.Job[DeliverAr
 		return true, 0, w.settle(ctx, tx, job, n, "failed", out)
 	}
 	wait = w.cfg.Retry[n-1]
-	if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET attempts = $2, in_flight = false, last_status_code = $3, last_error = $4,
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE webhook_deliveries SET attempts = $2, in_flight = false, slot_at = NULL, last_status_code = $3, last_error = $4,
 		next_attempt_at = now() + $5::interval, updated_at = now() WHERE id = $1`,
-		job.Args.DeliveryID, n, nullStatus(out.status), out.err, wait); err != nil {
-		return false, 0, err
-	}
-	return false, wait, setLastStatus(ctx, tx, job.Args.EndpointID, "failed")
+		job.Args.DeliveryID, n, nullStatus(out.status), out.err, wait)
+	queueLastStatus(b, job.Args.EndpointID, "failed")
+	return false, wait, tx.SendBatch(ctx, b).Close()
 }
 
 // settle ends the delivery with status and completes its job in tx.
@@ -413,24 +424,23 @@ func (w *Worker) settle(ctx context.Context, tx pgx.Tx, job *river.Job[DeliverAr
 	if out.err != "" {
 		lastErr = &out.err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET status = $2, attempts = $3, in_flight = false, last_status_code = $4,
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE webhook_deliveries SET status = $2, attempts = $3, in_flight = false, last_status_code = $4,
 		last_error = $5, next_attempt_at = NULL, slot_at = NULL, updated_at = now() WHERE id = $1`,
-		job.Args.DeliveryID, status, n, nullStatus(out.status), lastErr); err != nil {
-		return err
-	}
-	if err := setLastStatus(ctx, tx, job.Args.EndpointID, status); err != nil {
+		job.Args.DeliveryID, status, n, nullStatus(out.status), lastErr)
+	queueLastStatus(b, job.Args.EndpointID, status)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}
 	_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 	return err
 }
 
-// setLastStatus records the outcome of the endpoint's latest attempt. The
-// row is written (and locked) only when the status changes, so a healthy
-// endpoint's deliveries do not contend on it.
-func setLastStatus(ctx context.Context, tx pgx.Tx, endpointID, status string) error {
-	_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET last_delivery_status = $2 WHERE id = $1 AND last_delivery_status <> $2`, endpointID, status)
-	return err
+// queueLastStatus records the outcome of the endpoint's latest attempt.
+// The row is written (and locked) only when the status changes, so a
+// healthy endpoint's deliveries do not contend on it.
+func queueLastStatus(b *pgx.Batch, endpointID, status string) {
+	b.Queue(`UPDATE webhook_endpoints SET last_delivery_status = $2 WHERE id = $1 AND last_delivery_status <> $2`, endpointID, status)
 }
 
 func nullStatus(s int) *int {
