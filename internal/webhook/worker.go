@@ -26,11 +26,16 @@ import (
 
 // Pacing of one endpoint, shared by every process through the endpoint
 // row (a GCRA: each send reserves the next slot, Pace after the previous).
-// A send happens at its slot or at most LateTolerance after it, so with
-// Pace = 1s/96 no window of one second ever holds more than 100 sends.
+// A send happens at its slot or at most LateTolerance after it (a later
+// one books a new slot), so no window of one second holds more than
+// (1s + LateTolerance)/Pace + 1 = 93 sends: under 100 with room for the
+// jitter of the network and the receiver's clock.
 const (
-	Pace          = time.Second / 96
-	LateTolerance = 10 * time.Millisecond
+	Pace          = time.Second / 90
+	LateTolerance = 25 * time.Millisecond
+	// a new slot is at least lead ahead, so the commit of its reservation
+	// does not make it late
+	lead = 10 * time.Millisecond
 	// a slot nearer than horizon is waited for in the worker; a later one
 	// snoozes the job until early before it (more than the poll interval)
 	horizon = 150 * time.Millisecond
@@ -108,6 +113,7 @@ func (w *Worker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
 // plan is what the first transaction of a run decided.
 type plan struct {
 	wait     time.Duration // snooze this long (send is false)
+	again    bool          // begin again in a new transaction
 	send     bool
 	attempt  int
 	slot     time.Time // the pacing slot, on this process's clock
@@ -147,12 +153,14 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	}()
 
 	var pl plan
-	if err := w.tx(ctx, sc, func(tx pgx.Tx) error {
-		var err error
-		pl, err = w.begin(ctx, tx, sc, job, p)
-		return err
-	}); err != nil {
-		return err
+	for first := true; first || pl.again; first = false {
+		if err := w.tx(ctx, sc, func(tx pgx.Tx) error {
+			var err error
+			pl, err = w.begin(ctx, tx, sc, job, p)
+			return err
+		}); err != nil {
+			return err
+		}
 	}
 	if !pl.send {
 		if pl.wait > 0 {
@@ -212,6 +220,9 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *ri
 		WHERE d.id = $1 AND d.endpoint_id = $2 FOR UPDATE OF d`, a.DeliveryID, a.EndpointID).
 		Scan(&status, &attempts, &inFlight, &slotIn, &dueIn, &pl.typ, &payload, &pl.testPool,
 			&pl.url, &active, &secret, &prevSecret, &prevValid)
+	if slotIn != nil {
+		pl.slot = time.Now().Add(*slotIn) // on our clock; never early, late by at most the reply's transit
+	}
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && status != "pending") {
 		return plan{}, nil // gone (with its endpoint), or already settled
 	}
@@ -228,14 +239,10 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *ri
 
 	// Pacing: use the reserved slot, or reserve one. A job without a
 	// permit still reserves, so a backlog queues up in slot order and each
-	// job wakes once, near its turn.
-	if slotIn != nil {
-		switch {
-		case *slotIn < -LateTolerance:
-			slotIn = nil // missed it: a late send could exceed the rate
-		case *slotIn > horizon:
-			return plan{wait: *slotIn - early}, nil
-		}
+	// job wakes once, near its turn. A slot already past is kept here:
+	// whether the send is on time is decided just before it (pace).
+	if slotIn != nil && *slotIn > horizon {
+		return plan{wait: *slotIn - early}, nil // woke early
 	}
 	if slotIn == nil {
 		in, err := reserve(ctx, tx, a)
@@ -244,6 +251,12 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *ri
 		}
 		if err != nil {
 			return plan{}, err
+		}
+		pl.slot = time.Now().Add(in)
+		if in <= horizon && p != nil {
+			// Commit the reservation before charging, so the endpoint row
+			// is not held while the balance row is awaited.
+			return plan{again: true}, nil
 		}
 		slotIn = &in
 	}
@@ -255,14 +268,31 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *ri
 		// this process: it is slow. Free the worker for a while.
 		return plan{wait: w.limits.backoff(a.EndpointID)}, nil
 	}
-	pl.slot = time.Now().Add(*slotIn)
 
 	// The attempt. One whose outcome was lost (the process stopped while
 	// it was in flight) is sent again without a new charge: receivers
 	// dedupe by X-Service-Delivery.
+	cur, err := w.secrets.Open(a.EndpointID, secret)
+	if err != nil {
+		return plan{}, err
+	}
+	pl.secrets = []string{cur}
+	if prevValid && prevSecret != nil {
+		if prev, err := w.secrets.Open(a.EndpointID, prevSecret); err == nil {
+			pl.secrets = append(pl.secrets, prev)
+		}
+	}
 	pl.attempt = attempts
 	if !inFlight {
 		pl.attempt++
+	}
+	if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET attempts = $2, in_flight = true, slot_at = NULL, updated_at = now() WHERE id = $1`,
+		a.DeliveryID, pl.attempt); err != nil {
+		return plan{}, err
+	}
+	if !inFlight {
+		// The charge comes last: the project's balance row stays locked
+		// only from here to the commit.
 		charge := sc
 		if pl.testPool {
 			if charge, err = tenant.NewScope(sc.Pool(), sc.Project, &tenant.Key{Test: true}); err != nil {
@@ -283,20 +313,6 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *ri
 			return plan{}, err
 		}
 	}
-	cur, err := w.secrets.Open(a.EndpointID, secret)
-	if err != nil {
-		return plan{}, err
-	}
-	pl.secrets = []string{cur}
-	if prevValid && prevSecret != nil {
-		if prev, err := w.secrets.Open(a.EndpointID, prevSecret); err == nil {
-			pl.secrets = append(pl.secrets, prev)
-		}
-	}
-	if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET attempts = $2, in_flight = true, slot_at = NULL, updated_at = now() WHERE id = $1`,
-		a.DeliveryID, pl.attempt); err != nil {
-		return plan{}, err
-	}
 	pl.send = true
 	return pl, nil
 }
@@ -306,10 +322,10 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *ri
 func reserve(ctx context.Context, tx pgx.Tx, a DeliverArgs) (time.Duration, error) {
 	var in time.Duration
 	err := tx.QueryRow(ctx, `WITH r AS (
-			UPDATE webhook_endpoints SET next_slot = GREATEST(next_slot, clock_timestamp()) + $3::interval
+				UPDATE webhook_endpoints SET next_slot = GREATEST(next_slot, clock_timestamp() + $4::interval) + $3::interval
 			WHERE id = $2 RETURNING next_slot - $3::interval AS slot)
 		UPDATE webhook_deliveries d SET slot_at = r.slot FROM r WHERE d.id = $1
-		RETURNING r.slot - clock_timestamp()`, a.DeliveryID, a.EndpointID, Pace).Scan(&in)
+		RETURNING r.slot - clock_timestamp()`, a.DeliveryID, a.EndpointID, Pace, lead).Scan(&in)
 	return in, err
 }
 
@@ -340,6 +356,7 @@ func (w *Worker) pace(ctx context.Context, sc *tenant.Scope, job *river.Job[Deli
 			err := w.tx(ctx, sc, func(tx pgx.Tx) error {
 				var err error
 				in, err = reserve(ctx, tx, job.Args)
+				slot = time.Now().Add(in)
 				return err
 			})
 			if err != nil {
@@ -348,7 +365,6 @@ func (w *Worker) pace(ctx context.Context, sc *tenant.Scope, job *river.Job[Deli
 			if in > horizon {
 				return in - early, nil
 			}
-			slot = time.Now().Add(in)
 		case d > 0:
 			t := time.NewTimer(d)
 			select {
