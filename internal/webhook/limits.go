@@ -27,7 +27,7 @@ type limits struct {
 }
 
 type endpointLimit struct {
-	started []time.Time   // start of each held permit
+	held []*permit        // permits held now
 	ewma    time.Duration // smoothed latency of finished attempts
 }
 
@@ -51,11 +51,11 @@ func (l *limits) acquire(ep string) *permit {
 		e = &endpointLimit{}
 		l.m[ep] = e
 	}
-	if len(e.started) >= l.max {
+	if len(e.held) >= l.max {
 		return nil
 	}
 	p := &permit{l: l, ep: ep, start: time.Now()}
-	e.started = append(e.started, p.start)
+	e.held = append(e.held, p)
 	return p
 }
 
@@ -69,9 +69,9 @@ func (p *permit) release(took time.Duration) {
 	if e == nil {
 		return
 	}
-	for i, s := range e.started {
-		if s.Equal(p.start) {
-			e.started = append(e.started[:i], e.started[i+1:]...)
+	for i, h := range e.held {
+		if h == p {
+			e.held = append(e.held[:i], e.held[i+1:]...)
 			break
 		}
 	}
@@ -82,7 +82,7 @@ func (p *permit) release(took time.Duration) {
 			e.ewma = (e.ewma*7 + took) / 8
 		}
 	}
-	if len(e.started) == 0 && e.ewma < l.ceiling/4 {
+	if len(e.held) == 0 && e.ewma < l.ceiling/4 {
 		delete(l.m, p.ep) // an idle, healthy endpoint needs no state
 	}
 }
@@ -96,8 +96,8 @@ func (l *limits) backoff(ep string) time.Duration {
 	est := time.Duration(0)
 	if e := l.m[ep]; e != nil {
 		est = e.ewma
-		for _, s := range e.started {
-			est = max(est, time.Since(s))
+		for _, h := range e.held {
+			est = max(est, time.Since(h.start))
 		}
 	}
 	l.mu.Unlock()

@@ -170,7 +170,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	}
 	if wait, err := w.pace(ctx, sc, job, pl.slot); err != nil || wait > 0 {
 		if err != nil {
-			return err // the attempt stays in flight and is sent on the next run
+			return stopped(ctx, err) // the attempt stays in flight and is sent on the next run
 		}
 		return river.JobSnooze(wait)
 	}
@@ -178,7 +178,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	out := w.send(ctx, a.DeliveryID, pl)
 	took = time.Since(start)
 	if ctx.Err() != nil {
-		return ctx.Err() // stopped, not the receiver's fault: send again on the next run
+		return stopped(ctx, ctx.Err()) // not the receiver's fault: send again on the next run
 	}
 	var wait time.Duration
 	var final bool
@@ -195,8 +195,19 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	return nil
 }
 
-// begin locks the endpoint and the delivery, decides whether an attempt
-// is due, reserves its pacing slot, charges it and marks it in flight.
+// stopped turns the error of an interrupted run into an immediate snooze
+// when the process is shutting down, so another process (or this one when
+// it starts again) resumes the delivery at once without spending one of
+// River's attempts.
+func stopped(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return river.JobSnooze(0)
+	}
+	return err
+}
+
+// begin locks the delivery, decides whether an attempt is due, reserves
+// its pacing slot, marks it in flight and charges it.
 func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *river.Job[DeliverArgs], p *permit) (plan, error) {
 	a := job.Args
 	var (
