@@ -27,8 +27,8 @@ type limits struct {
 }
 
 type endpointLimit struct {
-	held []*permit        // permits held now
-	ewma    time.Duration // smoothed latency of finished attempts
+	held []*permit     // permits held now
+	ewma time.Duration // smoothed latency of finished attempts
 }
 
 func newLimits(max int, ceiling time.Duration) *limits {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -113,7 +112,6 @@ func (w *Worker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
 // plan is what the first transaction of a run decided.
 type plan struct {
 	wait     time.Duration // snooze this long (send is false)
-	again    bool          // begin again in a new transaction
 	send     bool
 	attempt  int
 	slot     time.Time // the pacing slot, on this process's clock
@@ -153,14 +151,12 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	}()
 
 	var pl plan
-	for first := true; first || pl.again; first = false {
-		if err := w.tx(ctx, sc, func(tx pgx.Tx) error {
-			var err error
-			pl, err = w.begin(ctx, tx, sc, job, p)
-			return err
-		}); err != nil {
-			return err
-		}
+	if err := w.tx(ctx, sc, func(tx pgx.Tx) error {
+		var err error
+		pl, err = w.begin(ctx, tx, sc, job, p)
+		return err
+	}); err != nil {
+		return err
 	}
 	if !pl.send {
 		if pl.wait > 0 {
@@ -264,11 +260,6 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *ri
 			return plan{}, err
 		}
 		pl.slot = time.Now().Add(in)
-		if in <= horizon && p != nil {
-			// Commit the reservation before charging, so the endpoint row
-			// is not held while the balance row is awaited.
-			return plan{again: true}, nil
-		}
 		slotIn = &in
 	}
 	if *slotIn > horizon || p == nil {
@@ -297,11 +288,11 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *ri
 	if !inFlight {
 		pl.attempt++
 	}
-	if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET attempts = $2, in_flight = true, slot_at = NULL, updated_at = now() WHERE id = $1`,
-		a.DeliveryID, pl.attempt); err != nil {
-		return plan{}, err
-	}
 	if !inFlight {
+		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET attempts = $2, in_flight = true, slot_at = NULL, updated_at = now() WHERE id = $1`,
+			a.DeliveryID, pl.attempt); err != nil {
+			return plan{}, err
+		}
 		// The charge comes last: the project's balance row stays locked
 		// only from here to the commit.
 		charge := sc
@@ -427,8 +418,7 @@ func (w *Worker) send(ctx context.Context, deliveryID string, pl plan) outcome {
 }
 
 // record stores the outcome of attempt n: succeeded, failed after the
-// last attempt (both complete the job in tx), or pending until the next
-// attempt is due in wait.
+// last attempt (final), or pending until the next attempt is due in wait.
 func (w *Worker) record(ctx context.Context, tx pgx.Tx, job *river.Job[DeliverArgs], n int, out outcome) (final bool, wait time.Duration, err error) {
 	switch {
 	case out.ok():
@@ -445,7 +435,9 @@ func (w *Worker) record(ctx context.Context, tx pgx.Tx, job *river.Job[DeliverAr
 	return false, wait, tx.SendBatch(ctx, b).Close()
 }
 
-// settle ends the delivery with status and completes its job in tx.
+// settle ends the delivery with status. The job completes when the run
+// returns; should that be lost, the job's next run finds the delivery
+// settled and does nothing.
 func (w *Worker) settle(ctx context.Context, tx pgx.Tx, job *river.Job[DeliverArgs], n int, status string, out outcome) error {
 	var lastErr *string
 	if out.err != "" {
@@ -456,11 +448,7 @@ func (w *Worker) settle(ctx context.Context, tx pgx.Tx, job *river.Job[DeliverAr
 		last_error = $5, next_attempt_at = NULL, slot_at = NULL, updated_at = now() WHERE id = $1`,
 		job.Args.DeliveryID, status, n, nullStatus(out.status), lastErr)
 	queueLastStatus(b, job.Args.EndpointID, status)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return err
-	}
-	_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-	return err
+	return tx.SendBatch(ctx, b).Close()
 }
 
 // queueLastStatus records the outcome of the endpoint's latest attempt.
