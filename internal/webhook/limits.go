@@ -101,6 +101,6 @@ func (l *limits) backoff(ep string) time.Duration {
 		}
 	}
 	l.mu.Unlock()
-	d := min(max(est/2, 50*time.Millisecond), l.ceiling)
-	return time.Duration(float64(d) * (0.75 + rand.Float64()/2))
+	d := time.Duration(float64(max(est/2, 50*time.Millisecond)) * (0.75 + rand.Float64()/2))
+	return min(d, l.ceiling)
 }

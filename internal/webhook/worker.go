@@ -23,20 +23,10 @@ import (
 	"github.com/plinth-dev/plinth/tenant"
 )
 
-// Pacing of one endpoint, shared by every process through the endpoint
-// row (a GCRA: each send reserves the next slot, Pace after the previous).
-// A send happens at its slot or at most LateTolerance after it (a later
-// one books a new slot), so no window of one second holds more than
-// (1s + LateTolerance)/Pace + 1 = 93 sends: under 100 with room for the
-// jitter of the network and the receiver's clock.
 const (
-	Pace          = time.Second / 90
-	LateTolerance = 25 * time.Millisecond
-	// a new slot is at least lead ahead, so the commit of its reservation
-	// does not make it late
-	lead = 10 * time.Millisecond
 	// a slot nearer than horizon is waited for in the worker; a later one
-	// snoozes the job until early before it (more than the poll interval)
+	// snoozes the job until early before it (more than River's poll
+	// interval plus its completer's batching)
 	horizon = 150 * time.Millisecond
 	early   = 125 * time.Millisecond
 )
@@ -67,8 +57,8 @@ type WorkerConfig struct {
 	Logger  *slog.Logger
 }
 
-// Worker delivers one delivery per job: it sends attempts until one
-// succeeds or the schedule is exhausted, snoozing between them.
+// Worker delivers one delivery per job: it makes attempts until one
+// succeeds or the schedule is exhausted, snoozing in between.
 type Worker struct {
 	river.WorkerDefaults[DeliverArgs]
 	cfg     WorkerConfig
@@ -76,6 +66,7 @@ type Worker struct {
 	secrets *Secrets
 	client  *http.Client
 	limits  *limits
+	pacer   *pacer
 	txOnce  sync.Once
 	txSem   chan struct{}
 }
@@ -91,6 +82,7 @@ func NewWorker(cfg WorkerConfig, scopes ScopeSource, secrets *Secrets) *Worker {
 		secrets: secrets,
 		client:  ssrf.NewClient(ssrf.Options{Dev: cfg.Dev, Timeout: cfg.Timeout, RootCAs: cfg.RootCAs, MaxConnsPerHost: MaxInFlight}),
 		limits:  newLimits(MaxInFlight, cfg.Timeout),
+		pacer:   newPacer(),
 	}
 }
 
@@ -98,7 +90,7 @@ func NewWorker(cfg WorkerConfig, scopes ScopeSource, secrets *Secrets) *Worker {
 func (w *Worker) MaxAttempts() int { return len(w.cfg.Retry) + 1 }
 
 // Timeout bounds one run of the job: the receiver timeout, a pacing wait
-// and two short transactions.
+// and a few short transactions.
 func (w *Worker) Timeout(*river.Job[DeliverArgs]) time.Duration { return w.cfg.Timeout + time.Minute }
 
 // NextRetry spaces River's own retries, which only follow a failure of the
@@ -109,17 +101,16 @@ func (w *Worker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
 	return time.Now().Add(min(d, 5*time.Minute))
 }
 
-// plan is what the first transaction of a run decided.
-type plan struct {
-	wait     time.Duration // snooze this long (send is false)
-	send     bool
-	attempt  int
-	slot     time.Time // the pacing slot, on this process's clock
+// attempt is an attempt ready to send.
+type attempt struct {
+	n        int
 	url      string
 	typ      string
 	payload  []byte
 	secrets  []string
-	testPool bool
+	snooze   time.Duration // instead of sending: snooze this long (0: done)
+	skip     bool          // nothing to send
+	resuming bool          // an attempt in flight whose outcome was lost
 }
 
 // outcome is the result of one attempt.
@@ -130,7 +121,8 @@ type outcome struct {
 
 func (o outcome) ok() bool { return o.err == "" && o.status >= 200 && o.status < 300 }
 
-// Work runs one step of a delivery.
+// Work runs one step of a delivery: wait for its pacing slot, make an
+// attempt, record it; or snooze until the next attempt is due.
 func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	a := job.Args
 	sc, err := w.scopes.ScopeFor(ctx, a.ProjectID)
@@ -140,38 +132,52 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	if err != nil {
 		return err
 	}
-	// p is nil when the endpoint is at MaxInFlight: the job then only
-	// reserves its pacing slot and snoozes.
+	// Every run takes a pacing slot first; a far one snoozes the job
+	// without touching the delivery, so a burst queues up in slot order
+	// and each job wakes once, near its turn.
+	slot, err := w.slot(ctx, sc, a)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // the endpoint is gone, and its deliveries with it
+	}
+	if err != nil {
+		return stopped(ctx, err)
+	}
+	if d := time.Until(slot); d > horizon {
+		return river.JobSnooze(d - early)
+	}
+	// p is nil when the endpoint already holds MaxInFlight workers of this
+	// process: it is slow, so free the worker for a while.
 	p := w.limits.acquire(a.EndpointID)
+	if p == nil {
+		return river.JobSnooze(w.limits.backoff(a.EndpointID))
+	}
 	var took time.Duration
-	defer func() {
-		if p != nil {
-			p.release(took)
-		}
-	}()
+	defer func() { p.release(took) }()
 
-	var pl plan
+	var at attempt
 	if err := w.tx(ctx, sc, func(tx pgx.Tx) error {
 		var err error
-		pl, err = w.begin(ctx, tx, sc, job, p)
+		at, err = w.begin(ctx, tx, sc, job)
 		return err
 	}); err != nil {
-		return err
+		return stopped(ctx, err)
 	}
-	if !pl.send {
-		if pl.wait > 0 {
-			return river.JobSnooze(pl.wait)
+	if at.skip {
+		w.pacer.drop(a.EndpointID, a.DeliveryID) // the slot goes unused
+		if at.snooze > 0 {
+			return river.JobSnooze(at.snooze)
 		}
 		return nil
 	}
-	if wait, err := w.pace(ctx, sc, job, pl.slot); err != nil || wait > 0 {
+	if wait, err := w.pace(ctx, sc, a, slot); err != nil || wait > 0 {
 		if err != nil {
 			return stopped(ctx, err) // the attempt stays in flight and is sent on the next run
 		}
 		return river.JobSnooze(wait)
 	}
+	w.pacer.drop(a.EndpointID, a.DeliveryID)
 	start := time.Now()
-	out := w.send(ctx, a.DeliveryID, pl)
+	out := w.send(ctx, a.DeliveryID, at)
 	took = time.Since(start)
 	if ctx.Err() != nil {
 		return stopped(ctx, ctx.Err()) // not the receiver's fault: send again on the next run
@@ -180,7 +186,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	var final bool
 	if err := w.tx(ctx, sc, func(tx pgx.Tx) error {
 		var err error
-		final, wait, err = w.record(ctx, tx, job, pl.attempt, out)
+		final, wait, err = w.record(ctx, tx, a, at.n, out)
 		return err
 	}); err != nil {
 		return err // River retries; the attempt is still in flight and is sent again
@@ -202,170 +208,35 @@ func stopped(ctx context.Context, err error) error {
 	return err
 }
 
-// begin locks the delivery, decides whether an attempt is due, reserves
-// its pacing slot, marks it in flight and charges it.
-func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *river.Job[DeliverArgs], p *permit) (plan, error) {
-	a := job.Args
-	var (
-		pl                 plan
-		status             string
-		attempts           int
-		inFlight           bool
-		slotIn             *time.Duration // slot_at - now
-		dueIn              *time.Duration // next_attempt_at - now
-		payload            string
-		active, prevValid  bool
-		secret, prevSecret []byte
-	)
-	// Only the delivery is locked: the endpoint row is touched (at the end,
-	// by a reservation) only by a job without a slot, so jobs waking for
-	// their reserved slots never queue behind a burst of new ones.
-	err := tx.QueryRow(ctx, `SELECT d.status, d.attempts, d.in_flight,
-			d.slot_at - clock_timestamp(), d.next_attempt_at - clock_timestamp(), e.type, e.payload, e.test,
-			ep.url, ep.is_active, ep.secret, ep.previous_secret, COALESCE(ep.previous_until > now(), false)
-		FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id JOIN webhook_endpoints ep ON ep.id = d.endpoint_id
-		WHERE d.id = $1 AND d.endpoint_id = $2 FOR UPDATE OF d`, a.DeliveryID, a.EndpointID).
-		Scan(&status, &attempts, &inFlight, &slotIn, &dueIn, &pl.typ, &payload, &pl.testPool,
-			&pl.url, &active, &secret, &prevSecret, &prevValid)
-	if slotIn != nil {
-		pl.slot = time.Now().Add(*slotIn) // on our clock; never early, late by at most the reply's transit
-	}
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && status != "pending") {
-		return plan{}, nil // gone (with its endpoint), or already settled
-	}
-	if err != nil {
-		return plan{}, err
-	}
-	pl.payload = []byte(payload)
-	if !inFlight && dueIn != nil && *dueIn > 50*time.Millisecond {
-		return plan{wait: *dueIn}, nil // woke before the retry is due
-	}
-	if !active {
-		return plan{}, w.settle(ctx, tx, job, attempts, "failed", outcome{err: "the endpoint is disabled"})
-	}
-
-	// Pacing: use the reserved slot, or reserve one. A job without a
-	// permit still reserves, so a backlog queues up in slot order and each
-	// job wakes once, near its turn. A slot already past is kept here:
-	// whether the send is on time is decided just before it (pace).
-	if slotIn != nil && *slotIn > horizon {
-		return plan{wait: *slotIn - early}, nil // woke early
-	}
-	if slotIn == nil {
-		in, err := reserve(ctx, tx, a)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return plan{}, nil // the endpoint is being deleted
-		}
-		if err != nil {
-			return plan{}, err
-		}
-		pl.slot = time.Now().Add(in)
-		slotIn = &in
-	}
-	if *slotIn > horizon || p == nil {
-		if *slotIn > horizon {
-			return plan{wait: *slotIn - early}, nil
-		}
-		// Due now, but the endpoint already holds MaxInFlight workers of
-		// this process: it is slow. Free the worker for a while.
-		return plan{wait: w.limits.backoff(a.EndpointID)}, nil
-	}
-
-	// The attempt. One whose outcome was lost (the process stopped while
-	// it was in flight) is sent again without a new charge: receivers
-	// dedupe by X-Service-Delivery.
-	cur, err := w.secrets.Open(a.EndpointID, secret)
-	if err != nil {
-		return plan{}, err
-	}
-	pl.secrets = []string{cur}
-	if prevValid && prevSecret != nil {
-		if prev, err := w.secrets.Open(a.EndpointID, prevSecret); err == nil {
-			pl.secrets = append(pl.secrets, prev)
-		}
-	}
-	pl.attempt = attempts
-	if !inFlight {
-		pl.attempt++
-	}
-	if !inFlight {
-		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET attempts = $2, in_flight = true, slot_at = NULL, updated_at = now() WHERE id = $1`,
-			a.DeliveryID, pl.attempt); err != nil {
-			return plan{}, err
-		}
-		// The charge comes last: the project's balance row stays locked
-		// only from here to the commit.
-		charge := sc
-		if pl.testPool {
-			if charge, err = tenant.NewScope(sc.Pool(), sc.Project, &tenant.Key{Test: true}); err != nil {
-				return plan{}, err
-			}
-		}
-		err := credits.Charge(ctx, tx, charge, "webhook_delivery", credits.WebhookDelivery, a.DeliveryID)
-		if errors.Is(err, credits.ErrInsufficient) {
-			// Nothing is sent; the attempt counts, so a project that stays
-			// out of credits ends with a failed delivery it can redeliver.
-			final, wait, err := w.record(ctx, tx, job, pl.attempt, outcome{err: "insufficient_credits: the balance cannot pay for a delivery attempt; nothing was sent"})
-			if final {
-				return plan{}, err
-			}
-			return plan{wait: max(wait, time.Nanosecond)}, err
-		}
-		if err != nil {
-			return plan{}, err
-		}
-	}
-	pl.send = true
-	return pl, nil
-}
-
-// reserve books the endpoint's next pacing slot for the delivery (slot_at)
-// and returns how far from now it is (ErrNoRows when the endpoint is gone).
-func reserve(ctx context.Context, tx pgx.Tx, a DeliverArgs) (time.Duration, error) {
-	var in time.Duration
-	err := tx.QueryRow(ctx, `WITH r AS (
-				UPDATE webhook_endpoints SET next_slot = GREATEST(next_slot, clock_timestamp() + $4::interval) + $3::interval
-			WHERE id = $2 RETURNING next_slot - $3::interval AS slot)
-		UPDATE webhook_deliveries d SET slot_at = r.slot FROM r WHERE d.id = $1
-		RETURNING r.slot - clock_timestamp()`, a.DeliveryID, a.EndpointID, Pace, lead).Scan(&in)
-	return in, err
-}
-
-// tx runs fn in a transaction of sc, at most txSlots at a time per
-// process: a burst of deliveries must not take every connection of the
-// pool from the API.
-func (w *Worker) tx(ctx context.Context, sc *tenant.Scope, fn func(pgx.Tx) error) error {
-	w.txOnce.Do(func() { w.txSem = make(chan struct{}, max(2, sc.Pool().Config().MaxConns/2)) })
-	select {
-	case w.txSem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-w.txSem }()
-	return sc.Tx(ctx, fn)
+// slot returns the delivery's pacing slot, leasing a block from the
+// endpoint row when this process has none free.
+func (w *Worker) slot(ctx context.Context, sc *tenant.Scope, a DeliverArgs) (time.Time, error) {
+	return w.pacer.slot(a.EndpointID, a.DeliveryID, func(n int) (time.Duration, error) {
+		var off time.Duration
+		err := w.tx(ctx, sc, func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, `UPDATE webhook_endpoints SET next_slot = GREATEST(next_slot, clock_timestamp() + $3::interval) + $2 * $4::interval
+				WHERE id = $1 RETURNING next_slot - $2 * $4::interval - clock_timestamp()`, a.EndpointID, n, leaseLead, Pace).Scan(&off)
+		})
+		return off, err
+	})
 }
 
 // pace waits for the slot of an attempt in flight. A slot missed by more
-// than LateTolerance (a slow transaction, a busy machine) is not used: a
-// new one is booked, and when that is far the job snoozes until shortly
-// before it (returning the wait), to send the attempt on its next run.
-func (w *Worker) pace(ctx context.Context, sc *tenant.Scope, job *river.Job[DeliverArgs], slot time.Time) (time.Duration, error) {
+// than LateTolerance (a slow transaction, a busy machine) is not used: the
+// job takes a new one and, when that is far, snoozes until shortly before
+// it (returning the wait) to send the attempt on its next run.
+func (w *Worker) pace(ctx context.Context, sc *tenant.Scope, a DeliverArgs, slot time.Time) (time.Duration, error) {
 	for {
 		d := time.Until(slot)
 		switch {
 		case d < -LateTolerance:
-			var in time.Duration
-			err := w.tx(ctx, sc, func(tx pgx.Tx) error {
-				var err error
-				in, err = reserve(ctx, tx, job.Args)
-				slot = time.Now().Add(in)
-				return err
-			})
-			if err != nil {
+			w.pacer.drop(a.EndpointID, a.DeliveryID)
+			var err error
+			if slot, err = w.slot(ctx, sc, a); err != nil {
 				return 0, err
 			}
-			if in > horizon {
-				return in - early, nil
+			if d := time.Until(slot); d > horizon {
+				return d - early, nil
 			}
 		case d > 0:
 			t := time.NewTimer(d)
@@ -381,19 +252,120 @@ func (w *Worker) pace(ctx context.Context, sc *tenant.Scope, job *river.Job[Deli
 	}
 }
 
+// tx runs fn in a transaction of sc, at most half the pool's connections
+// at a time per process: a burst of deliveries must not take every
+// connection from the API.
+func (w *Worker) tx(ctx context.Context, sc *tenant.Scope, fn func(pgx.Tx) error) error {
+	w.txOnce.Do(func() { w.txSem = make(chan struct{}, max(2, sc.Pool().Config().MaxConns/2)) })
+	select {
+	case w.txSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-w.txSem }()
+	return sc.Tx(ctx, fn)
+}
+
+// begin locks the delivery and, in the same statement, starts the attempt
+// when one is due (attempts+1, in flight); it then charges the attempt.
+// An attempt whose outcome was lost (the process stopped while it was in
+// flight) is resumed without a new charge: receivers dedupe by
+// X-Service-Delivery.
+func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *river.Job[DeliverArgs]) (attempt, error) {
+	a := job.Args
+	var (
+		at                 attempt
+		status             string
+		attempts           int
+		started            *int
+		dueIn              *time.Duration
+		payload            string
+		testPool           bool
+		active, prevValid  bool
+		secret, prevSecret []byte
+	)
+	err := tx.QueryRow(ctx, `WITH cur AS (
+			SELECT id, event_id, endpoint_id, status, attempts, in_flight, next_attempt_at
+			FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2 FOR UPDATE),
+		start AS (
+			UPDATE webhook_deliveries d SET attempts = cur.attempts + 1, in_flight = true, updated_at = now()
+			FROM cur, webhook_endpoints ep
+			WHERE d.id = cur.id AND ep.id = cur.endpoint_id AND ep.is_active AND cur.status = 'pending' AND NOT cur.in_flight
+				AND (cur.next_attempt_at IS NULL OR cur.next_attempt_at <= clock_timestamp() + interval '50 ms')
+			RETURNING d.attempts)
+		SELECT cur.status, cur.attempts, cur.in_flight, (SELECT attempts FROM start), cur.next_attempt_at - clock_timestamp(),
+			e.type, e.payload, e.test, ep.url, ep.is_active, ep.secret, ep.previous_secret, COALESCE(ep.previous_until > now(), false)
+		FROM cur JOIN webhook_events e ON e.id = cur.event_id JOIN webhook_endpoints ep ON ep.id = cur.endpoint_id`,
+		a.DeliveryID, a.EndpointID).
+		Scan(&status, &attempts, &at.resuming, &started, &dueIn, &at.typ, &payload, &testPool,
+			&at.url, &active, &secret, &prevSecret, &prevValid)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows) || (err == nil && status != "pending"):
+		return attempt{skip: true}, nil // gone (with its endpoint), or already settled
+	case err != nil:
+		return attempt{}, err
+	case !active:
+		return attempt{skip: true}, w.settle(ctx, tx, a, attempts, "failed", outcome{err: "the endpoint is disabled"})
+	case started == nil && !at.resuming:
+		wait := time.Millisecond
+		if dueIn != nil {
+			wait = max(*dueIn, wait)
+		}
+		return attempt{skip: true, snooze: wait}, nil // woke before the retry is due
+	}
+	cur, err := w.secrets.Open(a.EndpointID, secret)
+	if err != nil {
+		// The server secret changed since the endpoint's secret was sealed:
+		// no attempt can be signed until the secret is rotated.
+		return attempt{skip: true}, w.settle(ctx, tx, a, attempts, "failed",
+			outcome{err: "the signing secret cannot be decrypted with the current server secret; rotate the endpoint's secret and redeliver"})
+	}
+	at.secrets = []string{cur}
+	if prevValid && prevSecret != nil {
+		if prev, err := w.secrets.Open(a.EndpointID, prevSecret); err == nil {
+			at.secrets = append(at.secrets, prev)
+		}
+	}
+	at.payload = []byte(payload)
+	at.n = attempts
+	if at.resuming {
+		return at, nil
+	}
+	at.n = *started
+	// The charge comes last: the project's balance row stays locked only
+	// from here to the commit.
+	charge := sc
+	if testPool {
+		if charge, err = tenant.NewScope(sc.Pool(), sc.Project, &tenant.Key{Test: true}); err != nil {
+			return attempt{}, err
+		}
+	}
+	err = credits.Charge(ctx, tx, charge, "webhook_delivery", credits.WebhookDelivery, a.DeliveryID)
+	if errors.Is(err, credits.ErrInsufficient) {
+		// Nothing is sent; the attempt counts, so a project that stays out
+		// of credits ends with a failed delivery it can redeliver.
+		final, wait, err := w.record(ctx, tx, a, at.n, outcome{err: "insufficient_credits: the balance cannot pay for a delivery attempt; nothing was sent"})
+		if final {
+			return attempt{skip: true}, err
+		}
+		return attempt{skip: true, snooze: max(wait, time.Nanosecond)}, err
+	}
+	return at, err
+}
+
 // send makes one attempt.
-func (w *Worker) send(ctx context.Context, deliveryID string, pl plan) outcome {
+func (w *Worker) send(ctx context.Context, deliveryID string, at attempt) outcome {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, pl.url, bytes.NewReader(pl.payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, at.url, bytes.NewReader(at.payload))
 	if err != nil {
 		return outcome{err: "invalid endpoint url: " + err.Error()}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", UserAgent)
-	req.Header.Set(HeaderEvent, pl.typ)
+	req.Header.Set(HeaderEvent, at.typ)
 	req.Header.Set(HeaderDelivery, deliveryID)
-	req.Header.Set(signature.Header, signature.Sign(time.Now(), pl.payload, pl.secrets...))
+	req.Header.Set(signature.Header, signature.Sign(time.Now(), at.payload, at.secrets...))
 	res, err := w.client.Do(req)
 	if err != nil {
 		var ue *url.Error
@@ -419,35 +391,35 @@ func (w *Worker) send(ctx context.Context, deliveryID string, pl plan) outcome {
 
 // record stores the outcome of attempt n: succeeded, failed after the
 // last attempt (final), or pending until the next attempt is due in wait.
-func (w *Worker) record(ctx context.Context, tx pgx.Tx, job *river.Job[DeliverArgs], n int, out outcome) (final bool, wait time.Duration, err error) {
+func (w *Worker) record(ctx context.Context, tx pgx.Tx, a DeliverArgs, n int, out outcome) (final bool, wait time.Duration, err error) {
 	switch {
 	case out.ok():
-		return true, 0, w.settle(ctx, tx, job, n, "succeeded", out)
+		return true, 0, w.settle(ctx, tx, a, n, "succeeded", out)
 	case n >= w.MaxAttempts():
-		return true, 0, w.settle(ctx, tx, job, n, "failed", out)
+		return true, 0, w.settle(ctx, tx, a, n, "failed", out)
 	}
 	wait = w.cfg.Retry[n-1]
 	b := &pgx.Batch{}
-	b.Queue(`UPDATE webhook_deliveries SET attempts = $2, in_flight = false, slot_at = NULL, last_status_code = $3, last_error = $4,
+	b.Queue(`UPDATE webhook_deliveries SET attempts = $2, in_flight = false, last_status_code = $3, last_error = $4,
 		next_attempt_at = now() + $5::interval, updated_at = now() WHERE id = $1`,
-		job.Args.DeliveryID, n, nullStatus(out.status), out.err, wait)
-	queueLastStatus(b, job.Args.EndpointID, "failed")
+		a.DeliveryID, n, nullStatus(out.status), out.err, wait)
+	queueLastStatus(b, a.EndpointID, "failed")
 	return false, wait, tx.SendBatch(ctx, b).Close()
 }
 
 // settle ends the delivery with status. The job completes when the run
 // returns; should that be lost, the job's next run finds the delivery
 // settled and does nothing.
-func (w *Worker) settle(ctx context.Context, tx pgx.Tx, job *river.Job[DeliverArgs], n int, status string, out outcome) error {
+func (w *Worker) settle(ctx context.Context, tx pgx.Tx, a DeliverArgs, n int, status string, out outcome) error {
 	var lastErr *string
 	if out.err != "" {
 		lastErr = &out.err
 	}
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE webhook_deliveries SET status = $2, attempts = $3, in_flight = false, last_status_code = $4,
-		last_error = $5, next_attempt_at = NULL, slot_at = NULL, updated_at = now() WHERE id = $1`,
-		job.Args.DeliveryID, status, n, nullStatus(out.status), lastErr)
-	queueLastStatus(b, job.Args.EndpointID, status)
+		last_error = $5, next_attempt_at = NULL, updated_at = now() WHERE id = $1`,
+		a.DeliveryID, status, n, nullStatus(out.status), lastErr)
+	queueLastStatus(b, a.EndpointID, status)
 	return tx.SendBatch(ctx, b).Close()
 }
 

@@ -12,7 +12,7 @@ CREATE TABLE webhook_endpoints (
     previous_secret      bytea,
     previous_until       timestamptz,
     last_delivery_status text NOT NULL DEFAULT 'none',
-    -- pacing: the earliest time the next delivery may be sent (GCRA)
+    -- pacing: the next free send slot, leased by delivery workers (GCRA)
     next_slot            timestamptz NOT NULL DEFAULT '-infinity',
     created_at           timestamptz NOT NULL DEFAULT now(),
     updated_at           timestamptz NOT NULL DEFAULT now()
@@ -36,8 +36,6 @@ CREATE TABLE webhook_deliveries (
     attempts         integer NOT NULL DEFAULT 0,
     -- an attempt was started and its outcome is not recorded yet
     in_flight        boolean NOT NULL DEFAULT false,
-    -- a pacing slot reserved for the next attempt
-    slot_at          timestamptz,
     last_status_code integer,
     last_error       text,
     next_attempt_at  timestamptz,
