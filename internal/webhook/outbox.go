@@ -30,11 +30,12 @@ const Queue = "webhooks"
 
 // QueueConfig sizes the delivery queue of one process. A worker is a
 // goroutine that holds a database connection only inside its short
-// transactions (at most half the pool at once), so many are cheap: a
-// paced job waits for its slot in a worker for up to 150 ms, and a busy
-// endpoint at 96/s keeps about 15 of them waiting. One endpoint never
-// holds more than MaxInFlight (see limits.go). The short fetch cooldown
-// and poll keep commit-to-send latency low and let paced jobs wake on time.
+// transactions (at most half the pool at once), so many are cheap: a job
+// near its pacing slot waits for it in a worker for up to 150 ms, so an
+// endpoint sending at its full 85/s keeps about 13 workers. One endpoint
+// never holds more than MaxInFlight (see limits.go). The short fetch
+// cooldown and poll keep commit-to-send latency low and let paced jobs
+// wake on time.
 var QueueConfig = river.QueueConfig{MaxWorkers: 1000, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 25 * time.Millisecond}
 
 // infraAttempts bounds River's own retries of a delivery job, which happen

@@ -11,10 +11,11 @@ import (
 // to its jobs without a database round trip. A send happens at its slot
 // or at most LateTolerance after it (a job that misses its slot takes a
 // new one), so no window of one second holds more than
-// (1s + LateTolerance)/Pace + 1 = 93 sends: under 100 with room for the
-// jitter of the network and of the receiver's clock.
+// (1s + LateTolerance)/Pace + 1 = 88 sends: under 100 with room for the
+// jitter of the network, such as the first requests of a burst arriving
+// together once their connections are set up.
 const (
-	Pace          = time.Second / 90
+	Pace          = time.Second / 85
 	LateTolerance = 25 * time.Millisecond
 	// maxLease bounds a lease to one second of slots; a lease starts at
 	// least leaseLead ahead, so the commit of the lease does not make its

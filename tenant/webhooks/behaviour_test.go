@@ -191,7 +191,8 @@ func TestPacing(t *testing.T) {
 	if worst > 100 {
 		t.Fatalf("%d deliveries within one second", worst)
 	}
-	if span < time.Duration(n-1)*webhook.Pace-50*time.Millisecond {
+	// the first requests may arrive bunched while connections are set up
+	if span < time.Duration(n-1)*webhook.Pace-150*time.Millisecond {
 		t.Fatalf("%d deliveries in %s: faster than the pace", n, span)
 	}
 }
