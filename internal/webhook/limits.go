@@ -7,8 +7,8 @@ import (
 )
 
 // MaxInFlight bounds how many delivery workers of one process one endpoint
-// may hold at once: from the attempt's transaction to the receiver's
-// answer, including a wait of up to 150 ms for its pacing slot. A
+// may hold at once: from the binding of a pacing slot to the receiver's
+// answer, including the wait of up to 150 ms for the slot. A
 // receiver that hangs therefore holds at most this many of the
 // QueueConfig.MaxWorkers workers until the timeout, and every other
 // endpoint keeps the rest: a slow endpoint never delays another unless
@@ -58,6 +58,14 @@ func (l *limits) acquire(ep string) *permit {
 	p := &permit{l: l, ep: ep, start: time.Now()}
 	e.held = append(e.held, p)
 	return p
+}
+
+// full reports whether endpoint ep holds all its slots now.
+func (l *limits) full(ep string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.m[ep]
+	return e != nil && len(e.held) >= l.max
 }
 
 // release frees the slot; took > 0 is the latency of an attempt made

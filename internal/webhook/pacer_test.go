@@ -1,41 +1,96 @@
 package webhook
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
 
-func TestPacerLeasesInGrowingBlocks(t *testing.T) {
-	pc := newPacer()
-	var leases []int
-	next := time.Duration(0)
-	lease := func(n int) (time.Duration, error) {
-		leases = append(leases, n)
-		off := next
-		next += time.Duration(n) * Pace
-		return off + 50*time.Millisecond, nil
+// fakeLease books slots on a simulated endpoint row, as the UPDATE does.
+type fakeLease struct {
+	next   time.Time
+	leases []int
+}
+
+func (f *fakeLease) lease(n int) (time.Duration, error) {
+	now := time.Now()
+	first := f.next
+	if first.Before(now.Add(leaseLead)) {
+		first = now.Add(leaseLead)
 	}
-	var last time.Time
-	for i := range 100 {
-		d := string(rune('a'+i%26)) + string(rune('A'+i/26))
-		s, err := pc.slot("e", d, lease)
+	f.next = first.Add(time.Duration(n) * Pace)
+	f.leases = append(f.leases, n)
+	return time.Until(first), nil
+}
+
+func TestPacerBurst(t *testing.T) {
+	pc := newPacer()
+	f := &fakeLease{}
+	var bound []time.Time
+	var tickets []time.Duration
+	for i := range 200 {
+		d := fmt.Sprint("whd_", i)
+		if w := pc.wait("e", d); w > 0 {
+			tickets = append(tickets, w)
+			// asking again before the turn keeps the place in the queue
+			if again := pc.wait("e", d); again > w || again < w-50*time.Millisecond {
+				t.Fatalf("ticket moved: %s then %s", w, again)
+			}
+			continue
+		}
+		s, w, err := pc.take("e", d, f.lease)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if i > 0 && s.Sub(last) < Pace-time.Millisecond {
-			t.Fatalf("slot %d only %s after the previous", i, s.Sub(last))
+		if w > 0 {
+			tickets = append(tickets, w)
+			continue
 		}
-		last = s
-		if again, _ := pc.slot("e", d, lease); !again.Equal(s) {
-			t.Fatal("a delivery's slot changed")
+		if time.Until(s) > horizon {
+			t.Fatalf("slot %s ahead, beyond the horizon", time.Until(s))
+		}
+		bound = append(bound, s)
+	}
+	for i := 1; i < len(bound); i++ {
+		if bound[i].Sub(bound[i-1]) < Pace-time.Millisecond {
+			t.Fatalf("bound slots %d and %d only %s apart", i-1, i, bound[i].Sub(bound[i-1]))
 		}
 	}
-	// 1+2+4+8+16+32+64 >= 100: seven leases for a burst of 100
-	if len(leases) != 7 || leases[6] != 64 {
-		t.Fatalf("leases %v", leases)
+	if len(bound) == 0 || len(bound) > 2*maxLease || len(bound)+len(tickets) != 200 {
+		t.Fatalf("%d bound, %d queued", len(bound), len(tickets))
 	}
-	pc.drop("e", "aA")
-	if s, _ := pc.slot("e", "aA", lease); !s.After(last) {
-		t.Fatal("a dropped delivery must get a new slot")
+	for i := 1; i < len(tickets); i++ {
+		if gap := tickets[i] - tickets[i-1]; gap < Pace-5*time.Millisecond || gap > Pace+5*time.Millisecond {
+			t.Fatalf("tickets %d and %d %s apart, want %s", i-1, i, gap, Pace)
+		}
+	}
+	for _, n := range f.leases {
+		if n > maxLease {
+			t.Fatalf("lease of %d slots", n)
+		}
+	}
+	// the last queued job waits about its place in line
+	if last := tickets[len(tickets)-1]; last < time.Duration(len(tickets))*Pace {
+		t.Fatalf("last ticket in %s for %d queued", last, len(tickets))
+	}
+}
+
+func TestPacerTicketTurn(t *testing.T) {
+	pc := newPacer()
+	e := pc.endpoint("e")
+	e.tail = time.Now().Add(time.Second)
+	if w := pc.wait("e", "d1"); w < time.Second-early-10*time.Millisecond {
+		t.Fatalf("queued behind a 1 s tail: wait %s", w)
+	}
+	e.tickets["d1"] = time.Now().Add(horizon / 2) // its turn comes
+	if w := pc.wait("e", "d1"); w != 0 {
+		t.Fatalf("turn came, wait %s", w)
+	}
+	f := &fakeLease{}
+	if _, w, err := pc.take("e", "d1", f.lease); err != nil || w != 0 {
+		t.Fatalf("take at its turn: %s %v", w, err)
+	}
+	if _, ok := e.tickets["d1"]; ok {
+		t.Fatal("ticket kept after its slot was bound")
 	}
 }

@@ -132,27 +132,16 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	if err != nil {
 		return err
 	}
-	// Every run takes a pacing slot first; a far one snoozes the job
-	// without touching the delivery, so a burst queues up in slot order
-	// and each job wakes once, near its turn.
-	slot, err := w.slot(ctx, sc, a)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil // the endpoint is gone, and its deliveries with it
+	// A job queued behind others of its endpoint snoozes until its turn
+	// without touching the database.
+	if wait := w.pacer.wait(a.EndpointID, a.DeliveryID); wait > 0 {
+		return river.JobSnooze(wait)
 	}
-	if err != nil {
-		return stopped(ctx, err)
-	}
-	if d := time.Until(slot); d > horizon {
-		return river.JobSnooze(d - early)
-	}
-	// p is nil when the endpoint already holds MaxInFlight workers of this
-	// process: it is slow, so free the worker for a while.
-	p := w.limits.acquire(a.EndpointID)
-	if p == nil {
+	// An endpoint that already holds MaxInFlight workers of this process
+	// is slow: free the worker for a while rather than start an attempt.
+	if w.limits.full(a.EndpointID) {
 		return river.JobSnooze(w.limits.backoff(a.EndpointID))
 	}
-	var took time.Duration
-	defer func() { p.release(took) }()
 
 	var at attempt
 	if err := w.tx(ctx, sc, func(tx pgx.Tx) error {
@@ -163,19 +152,26 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		return stopped(ctx, err)
 	}
 	if at.skip {
-		w.pacer.drop(a.EndpointID, a.DeliveryID) // the slot goes unused
+		w.pacer.done(a.EndpointID, a.DeliveryID)
 		if at.snooze > 0 {
 			return river.JobSnooze(at.snooze)
 		}
 		return nil
 	}
-	if wait, err := w.pace(ctx, sc, a, slot); err != nil || wait > 0 {
+	// The permit covers the wait for the slot and the request.
+	p := w.limits.acquire(a.EndpointID)
+	if p == nil {
+		return river.JobSnooze(w.limits.backoff(a.EndpointID)) // the attempt in flight is sent later
+	}
+	var took time.Duration
+	defer func() { p.release(took) }()
+	if wait, err := w.pace(ctx, sc, a); err != nil || wait > 0 {
 		if err != nil {
 			return stopped(ctx, err) // the attempt stays in flight and is sent on the next run
 		}
-		return river.JobSnooze(wait)
+		return river.JobSnooze(wait) // queued: the attempt in flight is sent on its turn
 	}
-	w.pacer.drop(a.EndpointID, a.DeliveryID)
+	w.pacer.done(a.EndpointID, a.DeliveryID)
 	start := time.Now()
 	out := w.send(ctx, a.DeliveryID, at)
 	took = time.Since(start)
@@ -208,37 +204,25 @@ func stopped(ctx context.Context, err error) error {
 	return err
 }
 
-// slot returns the delivery's pacing slot, leasing a block from the
-// endpoint row when this process has none free.
-func (w *Worker) slot(ctx context.Context, sc *tenant.Scope, a DeliverArgs) (time.Time, error) {
-	return w.pacer.slot(a.EndpointID, a.DeliveryID, func(n int) (time.Duration, error) {
+// pace binds a pacing slot to the attempt and waits for it. A slot missed
+// by more than LateTolerance (the machine was busy) is not used: another
+// is taken. When the endpoint is booked beyond the horizon the attempt is
+// queued instead, and pace returns how long to snooze.
+func (w *Worker) pace(ctx context.Context, sc *tenant.Scope, a DeliverArgs) (time.Duration, error) {
+	lease := func(n int) (time.Duration, error) {
 		var off time.Duration
 		err := w.tx(ctx, sc, func(tx pgx.Tx) error {
 			return tx.QueryRow(ctx, `UPDATE webhook_endpoints SET next_slot = GREATEST(next_slot, clock_timestamp() + $3::interval) + $2 * $4::interval
 				WHERE id = $1 RETURNING next_slot - $2 * $4::interval - clock_timestamp()`, a.EndpointID, n, leaseLead, Pace).Scan(&off)
 		})
 		return off, err
-	})
-}
-
-// pace waits for the slot of an attempt in flight. A slot missed by more
-// than LateTolerance (a slow transaction, a busy machine) is not used: the
-// job takes a new one and, when that is far, snoozes until shortly before
-// it (returning the wait) to send the attempt on its next run.
-func (w *Worker) pace(ctx context.Context, sc *tenant.Scope, a DeliverArgs, slot time.Time) (time.Duration, error) {
+	}
 	for {
-		d := time.Until(slot)
-		switch {
-		case d < -LateTolerance:
-			w.pacer.drop(a.EndpointID, a.DeliveryID)
-			var err error
-			if slot, err = w.slot(ctx, sc, a); err != nil {
-				return 0, err
-			}
-			if d := time.Until(slot); d > horizon {
-				return d - early, nil
-			}
-		case d > 0:
+		slot, wait, err := w.pacer.take(a.EndpointID, a.DeliveryID, lease)
+		if err != nil || wait > 0 {
+			return wait, err
+		}
+		if d := time.Until(slot); d > 0 {
 			t := time.NewTimer(d)
 			select {
 			case <-ctx.Done():
@@ -246,7 +230,8 @@ func (w *Worker) pace(ctx context.Context, sc *tenant.Scope, a DeliverArgs, slot
 				return 0, ctx.Err()
 			case <-t.C:
 			}
-		default:
+		}
+		if time.Since(slot) <= LateTolerance {
 			return 0, nil
 		}
 	}
