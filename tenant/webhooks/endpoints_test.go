@@ -1,6 +1,7 @@
 package webhooks_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -172,4 +173,41 @@ func TestEndpointURLsSSRF(t *testing.T) {
 		}
 	}
 	env.Do("POST", "/v1/webhook-endpoints", p.Key, map[string]any{"url": "https://93.184.216.34/hook", "events": []string{"order.paid"}}).Expect(t, 201)
+}
+
+// The signing secret is shown once: an idempotent replay of a creation or
+// a rotation returns the endpoint without it, and it is never stored in
+// the idempotency table.
+func TestSecretNotStoredForReplay(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	create := apitest.Request{Method: "POST", Path: "/v1/webhook-endpoints", Key: p.Key,
+		Body:   map[string]any{"url": "https://hooks.example.com/a", "events": []string{"order.paid"}},
+		Header: map[string]string{"Idempotency-Key": "hook-1"}}
+	first := env.Send(create).Expect(t, 201).JSON(t)
+	rotate := apitest.Request{Method: "POST", Path: "/v1/webhook-endpoints/" + first["id"].(string) + "/rotate-secret", Key: p.Key,
+		Header: map[string]string{"Idempotency-Key": "rotate-1"}}
+	rotated := env.Send(rotate).Expect(t, 200).JSON(t)
+	for _, c := range []struct {
+		req    apitest.Request
+		status int
+		secret string
+	}{{create, 201, first["signing_secret"].(string)}, {rotate, 200, rotated["signing_secret"].(string)}} {
+		replay := env.Send(c.req).Expect(t, c.status)
+		if replay.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("not a replay: %v", replay.Header)
+		}
+		if m := replay.JSON(t); m["id"] != first["id"] || m["signing_secret"] != nil || strings.Contains(string(replay.Body), c.secret) {
+			t.Fatalf("replay: %s", replay.Body)
+		}
+		var stored int
+		if err := env.DB.Pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM `+p.Schema+`.idempotency_keys WHERE convert_from(body, 'UTF8') LIKE '%' || $1 || '%'`, c.secret).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		if stored != 0 {
+			t.Fatal("a signing secret is stored in the idempotency table")
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/id"
+	"github.com/plinth-dev/plinth/internal/idempotency"
 	"github.com/plinth-dev/plinth/internal/ssrf"
 	"github.com/plinth-dev/plinth/internal/webhook"
 	"github.com/plinth-dev/plinth/tenant"
@@ -184,6 +185,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	e.SigningSecret = secret
+	idempotency.OmitFromReplay(r.Context(), "signing_secret") // shown once, never stored
 	return httpapi.JSON(w, http.StatusCreated, e)
 }
 
@@ -320,6 +322,7 @@ func (h *Handler) rotate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	e.SigningSecret = secret
+	idempotency.OmitFromReplay(r.Context(), "signing_secret")
 	return httpapi.JSON(w, http.StatusOK, e)
 }
 
