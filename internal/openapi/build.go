@@ -20,6 +20,7 @@ func Build() M {
 	d.jobs()
 	d.content()
 	d.forms()
+	d.webhooks()
 	return M{
 		"openapi": "3.1.0",
 		"info": M{
@@ -35,7 +36,7 @@ func Build() M {
 		"servers": []any{M{"url": "/", "description": "the Plinth host; /v1 is the API, /central/api the dashboard"}},
 		"tags": []any{
 			M{"name": "system"}, M{"name": "dashboard"}, M{"name": "project"}, M{"name": "jobs"},
-			M{"name": "content"}, M{"name": "forms"}, M{"name": "public"},
+			M{"name": "content"}, M{"name": "forms"}, M{"name": "webhooks"}, M{"name": "public"},
 		},
 		"security": []any{M{"apiKey": []any{}}},
 		"paths":    d.paths,
@@ -441,6 +442,42 @@ func (d *doc) forms() {
 		ok: []resp{{status: 204, desc: "Deleted."}}})
 }
 
+func (d *doc) webhooks() {
+	endpointBody := M{
+		"url":       M{"type": "string", "minLength": 1, "maxLength": 2048, "description": "https:// (http:// and loopback with PLINTH_DEV=1)"},
+		"events":    M{"type": "array", "minItems": 1, "items": str(), "description": "Topics of the contract, e.g. content.changed."},
+		"is_active": M{"type": "boolean"},
+	}
+	withSecret := M{"oneOf": []any{ref("WebhookEndpointWithSecret"), ref("WebhookEndpoint")}}
+	d.add("GET", "/v1/webhook-endpoints", op{id: "listWebhookEndpoints", summary: "Webhook endpoints, newest first", tag: "webhooks", scope: "webhooks:read",
+		query: pageParams(), errs: []int{422},
+		ok: []resp{{status: 200, desc: "The endpoints (no secrets).", content: jsonOf(list(ref("WebhookEndpoint")))}}})
+	d.add("POST", "/v1/webhook-endpoints", op{id: "createWebhookEndpoint", summary: "Create an endpoint", tag: "webhooks", scope: "webhooks:write",
+		idempotent: true, body: jsonOf(obj(endpointBody, "url", "events")), errs: []int{422},
+		ok: []resp{{status: 201, desc: "The endpoint with its signing secret, shown once (a replay answers without it).", content: jsonOf(withSecret)}}})
+	d.add("GET", "/v1/webhook-endpoints/{id}", op{id: "getWebhookEndpoint", summary: "An endpoint", tag: "webhooks", scope: "webhooks:read",
+		errs: []int{404},
+		ok:   []resp{{status: 200, desc: "The endpoint.", content: jsonOf(ref("WebhookEndpoint"))}}})
+	d.add("PATCH", "/v1/webhook-endpoints/{id}", op{id: "updateWebhookEndpoint", summary: "Update an endpoint", tag: "webhooks", scope: "webhooks:write",
+		idempotent: true, body: jsonOf(obj(endpointBody)), errs: []int{404, 422},
+		ok: []resp{{status: 200, desc: "The endpoint.", content: jsonOf(ref("WebhookEndpoint"))}}})
+	d.add("DELETE", "/v1/webhook-endpoints/{id}", op{id: "deleteWebhookEndpoint", summary: "Delete an endpoint", tag: "webhooks", scope: "webhooks:write",
+		idempotent: true, errs: []int{404},
+		ok: []resp{{status: 204, desc: "Deleted."}}})
+	d.add("POST", "/v1/webhook-endpoints/{id}/rotate-secret", op{id: "rotateWebhookSecret", summary: "Rotate the signing secret", tag: "webhooks", scope: "webhooks:write",
+		desc:       "The new secret is returned once; the old one also signs for 24 h (two v1= entries in X-Service-Signature).",
+		idempotent: true, errs: []int{404},
+		ok: []resp{{status: 200, desc: "The endpoint with its new secret (a replay answers without it).", content: jsonOf(withSecret)}}})
+	d.add("GET", "/v1/webhook-endpoints/{id}/deliveries", op{id: "listWebhookDeliveries", summary: "Deliveries of an endpoint, newest first", tag: "webhooks", scope: "webhooks:read",
+		query: append(pageParams(), M{"name": "status", "in": "query", "schema": M{"type": "string", "enum": []any{"pending", "succeeded", "failed"}}}),
+		errs:  []int{404, 422},
+		ok:    []resp{{status: 200, desc: "The deliveries.", content: jsonOf(list(ref("WebhookDelivery")))}}})
+	d.add("POST", "/v1/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver", op{id: "redeliverWebhook", summary: "Deliver an event again", tag: "webhooks", scope: "webhooks:write",
+		desc:       "A new delivery (new whd_ id) of the same frozen envelope: same evt_ id, same data.",
+		idempotent: true, errs: []int{402, 404, 409, 422},
+		ok: []resp{{status: 202, desc: "The new delivery.", content: jsonOf(ref("WebhookDelivery"))}}})
+}
+
 func schemas() M {
 	job := obj(M{
 		"id": prefixed("job_"), "type": str(), "status": M{"type": "string", "enum": jobStatuses()},
@@ -458,7 +495,22 @@ func schemas() M {
 	for k, v := range key {
 		keyWithSecret[k] = v
 	}
+	endpoint := M{
+		"id": M{"type": "string"}, "url": str(), "events": arr(str()), "is_active": M{"type": "boolean"},
+		"created_at": ts(), "last_delivery_status": str(),
+	}
+	endpointWithSecret := M{"signing_secret": M{"type": "string", "minLength": 1}}
+	for k, v := range endpoint {
+		endpointWithSecret[k] = v
+	}
 	return M{
+		"WebhookEndpoint":           obj(endpoint, "id", "url", "events", "is_active", "created_at", "last_delivery_status"),
+		"WebhookEndpointWithSecret": obj(endpointWithSecret, "id", "url", "events", "is_active", "created_at", "last_delivery_status", "signing_secret"),
+		"WebhookDelivery": obj(M{
+			"id": prefixed("whd_"), "event_id": prefixed("evt_"), "event_type": str(),
+			"status": M{"type": "string", "enum": []any{"pending", "succeeded", "failed"}}, "attempts": M{"type": "integer", "minimum": 0},
+			"last_status_code": M{"type": []any{"integer", "null"}}, "last_error": nullable(str()), "next_attempt_at": nullable(ts()), "created_at": ts(),
+		}, "id", "event_id", "event_type", "status", "attempts", "last_status_code", "last_error", "next_attempt_at", "created_at"),
 		"Problem": M{
 			"type":        "object",
 			"description": "RFC 9457 problem details. Clients branch on code.",
