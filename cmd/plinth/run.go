@@ -82,6 +82,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return fmt.Errorf("unknown command %q", cmd)
 }
 
+// privatePort is the port the private cluster prefers.
+const privatePort = 54329
+
 type database struct {
 	pool    *pgxpool.Pool
 	cluster *pgcluster.Cluster
@@ -98,7 +101,14 @@ func openDB(ctx context.Context, cfg config.Config, logger *slog.Logger) (*datab
 		if err != nil {
 			return nil, err
 		}
-		c.Port = 54329
+		// A fixed port lets psql find the cluster; another process on it
+		// (a second checkout, say) makes this one pick a free port.
+		c.Port = privatePort
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.Port)); err != nil {
+			c.Port = 0
+		} else {
+			l.Close()
+		}
 		if db.started, err = c.Start(ctx); err != nil {
 			return nil, fmt.Errorf("private PostgreSQL cluster: %w", err)
 		}
@@ -191,6 +201,7 @@ func migrateAll(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) er
 
 func serve(ctx context.Context, cfg config.Config, args []string, logger *slog.Logger, stdout io.Writer, _ bool) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // the error is returned and printed by main
 	noMigrate := fs.Bool("no-migrate", false, "skip migrations")
 	noWorkers := fs.Bool("no-workers", false, "serve the API only")
 	workersOnly := fs.Bool("workers-only", false, "run only workers")
@@ -264,8 +275,12 @@ func demo(ctx context.Context, c *central.Central, cfg config.Config, stdout io.
 		return err
 	}
 	if n > 0 {
+		var pid string
+		if err := c.Pool().QueryRow(ctx, `SELECT id FROM central.projects ORDER BY seq LIMIT 1`).Scan(&pid); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
 		fmt.Fprintf(stdout, "\nReusing the private cluster in .plinth/pg; the demo key was printed on its first start.\n"+
-			"Mint another with: plinth key create --project <prj_ id> (see: psql or GET /central/api/projects)\n\n")
+			"Mint another with: bin/plinth key create --project %s\n\n", pid)
 		return nil
 	}
 	t, _, err := c.CreateTenant(ctx, "Demo", "demo.localhost", "demo@plinth.dev", "plinth-demo")
@@ -289,6 +304,7 @@ func demo(ctx context.Context, c *central.Central, cfg config.Config, stdout io.
 // admin runs one CLI subcommand that prints a resource.
 func admin(ctx context.Context, c *central.Central, cmd string, args []string) (any, error) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // the error is returned and printed by main
 	str := func(name, def string) *string { return fs.String(name, def, "") }
 	switch cmd {
 	case "tenant create":
