@@ -199,7 +199,27 @@ func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.P
 	}
 	pid := id.New("prj_")
 	var schema string
-	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+	if err := c.insertProject(ctx, pid, p, &schema); err != nil {
+		return nil, err
+	}
+	shard, err := c.ShardPool("default")
+	if err != nil {
+		return nil, err
+	}
+	if err := provisioning.ProvisionProject(ctx, c.pool, shard, schema); err != nil {
+		return nil, fmt.Errorf("provision %s: %w", pid, err)
+	}
+	return c.Project(ctx, pid)
+}
+
+// insertProject writes the project and its placement rows.
+func (c *Central) insertProject(ctx context.Context, pid string, p ProjectParams, schema *string) error {
+	return pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		// Projects of one workspace are inserted one at a time, so two of
+		// one name created at once cannot both pick the same free slug.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM central.tenants WHERE id = $1 FOR NO KEY UPDATE`, p.TenantID); err != nil {
+			return err
+		}
 		s, err := slug.Unique(ctx, slug.Make(p.Name), func(ctx context.Context, cand string) (bool, error) {
 			var exists bool
 			err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM central.projects WHERE tenant_id = $1 AND slug = $2)`, p.TenantID, cand).Scan(&exists)
@@ -214,21 +234,10 @@ func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.P
 			pid, p.TenantID, p.Name, s, p.Industry, p.DefaultLanguage, p.TargetLanguages, p.Timezone, p.Plan).Scan(&seq); err != nil {
 			return err
 		}
-		schema = fmt.Sprintf("project_%d", seq)
-		_, err = tx.Exec(ctx, `INSERT INTO central.placements (project_id, shard, schema_name) VALUES ($1, 'default', $2)`, pid, schema)
+		*schema = fmt.Sprintf("project_%d", seq)
+		_, err = tx.Exec(ctx, `INSERT INTO central.placements (project_id, shard, schema_name) VALUES ($1, 'default', $2)`, pid, *schema)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	shard, err := c.ShardPool("default")
-	if err != nil {
-		return nil, err
-	}
-	if err := provisioning.MigrateProject(ctx, c.pool, shard, schema); err != nil {
-		return nil, fmt.Errorf("provision %s: %w", pid, err)
-	}
-	return c.Project(ctx, pid)
 }
 
 const projectColumns = `p.id, p.tenant_id, p.name, p.slug, p.industry, p.default_language, p.target_languages, p.timezone, p.plan,
