@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/plinth-dev/plinth/internal/apitest"
 )
@@ -114,5 +115,38 @@ func TestRoutingErrors(t *testing.T) {
 	h := env.Do("GET", "/v1/health", "", nil).Expect(t, http.StatusOK).JSON(t)
 	if h["status"] != "ok" || h["version"] == "" {
 		t.Fatalf("health: %v", h)
+	}
+}
+
+// TestLastUsedAt: a key's use is recorded off the request path, and key
+// timestamps are RFC 3339 UTC.
+func TestLastUsedAt(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("")
+	k := env.Do("POST", "/v1/projects/me/api-keys", p.Key, map[string]any{"name": "u", "scopes": []string{"project:read"}}).Expect(t, 201).JSON(t)
+	if k["last_used_at"] != nil || !strings.HasSuffix(fmt.Sprint(k["created_at"]), "Z") {
+		t.Fatalf("new key: %v", k)
+	}
+	env.Do("GET", "/v1/projects/me", k["secret"].(string), nil).Expect(t, 200)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var list struct {
+			Data []map[string]any `json:"data"`
+		}
+		env.Do("GET", "/v1/projects/me/api-keys", p.Key, nil).Expect(t, 200).Decode(t, &list)
+		for _, row := range list.Data {
+			if row["id"] == k["id"] && row["last_used_at"] != nil {
+				ts := fmt.Sprint(row["last_used_at"])
+				if _, err := time.Parse(time.RFC3339, ts); err != nil || !strings.HasSuffix(ts, "Z") {
+					t.Fatalf("last_used_at %q", ts)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("last_used_at never set: %v", list.Data)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

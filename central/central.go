@@ -138,6 +138,7 @@ func addUser(ctx context.Context, q querier, tenantID int64, name, email, passwo
 	u := User{TenantID: tenantID}
 	err = q.QueryRow(ctx, `INSERT INTO central.users (tenant_id, name, email, password_hash) VALUES ($1, $2, $3, $4)
 		RETURNING id, name, email, created_at`, tenantID, name, email, hash).Scan(&u.ID, &u.Name, &u.Email, &u.CreatedAt)
+	u.CreatedAt = u.CreatedAt.UTC()
 	return u, err
 }
 
@@ -404,7 +405,6 @@ func (c *Central) listenOnce(ctx context.Context) error {
 type keyEntry struct {
 	scope   *tenant.Scope
 	expires time.Time
-	touched time.Time
 }
 
 type projectEntry struct {
@@ -418,10 +418,11 @@ type keyCache struct {
 	mu       sync.RWMutex
 	byHash   map[string]*keyEntry
 	projects map[string]projectEntry
+	touched  map[string]time.Time // key id → last last_used_at write
 }
 
 func newKeyCache(ttl time.Duration) *keyCache {
-	return &keyCache{ttl: ttl, byHash: map[string]*keyEntry{}, projects: map[string]projectEntry{}}
+	return &keyCache{ttl: ttl, byHash: map[string]*keyEntry{}, projects: map[string]projectEntry{}, touched: map[string]time.Time{}}
 }
 
 func (k *keyCache) get(hash string) (*keyEntry, bool) {
@@ -434,7 +435,10 @@ func (k *keyCache) get(hash string) (*keyEntry, bool) {
 	return e, true
 }
 
-func (k *keyCache) put(hash string, s *tenant.Scope) *keyEntry {
+func (k *keyCache) put(hash string, s *tenant.Scope) {
+	if k.ttl <= 0 {
+		return
+	}
 	e := &keyEntry{scope: s, expires: time.Now().Add(k.ttl)}
 	k.mu.Lock()
 	if len(k.byHash) > 100_000 {
@@ -442,7 +446,6 @@ func (k *keyCache) put(hash string, s *tenant.Scope) *keyEntry {
 	}
 	k.byHash[hash] = e
 	k.mu.Unlock()
-	return e
 }
 
 func (k *keyCache) project(pid string) (*tenant.Project, bool) {
