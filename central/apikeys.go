@@ -2,7 +2,6 @@ package central
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
@@ -177,8 +176,6 @@ func (c *Central) RevokeKey(ctx context.Context, projectID, keyID string) error 
 	return nil
 }
 
-var errUnauthorized = httpapi.NewError(401, httpapi.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <key>")
-
 // Unauthorized is the 401 with its WWW-Authenticate challenge.
 func Unauthorized(detail string) *httpapi.Error {
 	e := httpapi.NewError(401, httpapi.CodeUnauthorized, detail)
@@ -288,6 +285,3 @@ func (c *Central) Authenticate(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r.WithContext(tenant.WithScope(r.Context(), s)))
 	})
 }
-
-// hashHex is the hex form of a key hash, for logs and tests.
-func hashHex(h []byte) string { return hex.EncodeToString(h) }

@@ -35,7 +35,7 @@ func bareHandler(pool *pgxpool.Pool, secret []byte) http.Handler {
 		)
 		p, err := central.ScanProject(pool.QueryRow(r.Context(), central.ResolveSQL, central.HashKey(secret, key)), &keyID, &scopes, &test, &revoked)
 		if err != nil || revoked != nil {
-			http.Error(w, "unauthorized", 401)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
