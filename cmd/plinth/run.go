@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -267,6 +268,9 @@ func serve(ctx context.Context, cfg config.Config, args []string, logger *slog.L
 	return hs.Shutdown(sctx)
 }
 
+// demoKeyFile holds the demo key, beside the private cluster.
+const demoKeyFile = ".plinth/demo_key"
+
 // demo creates, on the private cluster's first start, a demo tenant,
 // project and key, and prints the key with a curl line.
 func demo(ctx context.Context, c *central.Central, cfg config.Config, stdout io.Writer) error {
@@ -279,8 +283,11 @@ func demo(ctx context.Context, c *central.Central, cfg config.Config, stdout io.
 		if err := c.Pool().QueryRow(ctx, `SELECT id FROM central.projects ORDER BY seq LIMIT 1`).Scan(&pid); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		fmt.Fprintf(stdout, "\nReusing the private cluster in .plinth/pg; the demo key was printed on its first start.\n"+
-			"Mint another with: bin/plinth key create --project %s\n\n", pid)
+		fmt.Fprintf(stdout, "\nReusing the private cluster in .plinth/pg; the demo key was printed on its first start")
+		if _, err := os.Stat(demoKeyFile); err == nil {
+			fmt.Fprintf(stdout, " and saved in %s", demoKeyFile)
+		}
+		fmt.Fprintf(stdout, ".\nMint another with: bin/plinth key create --project %s\n\n", pid)
 		return nil
 	}
 	t, _, err := c.CreateTenant(ctx, "Demo", "demo.localhost", "demo@plinth.dev", "plinth-demo")
@@ -295,8 +302,13 @@ func demo(ctx context.Context, c *central.Central, cfg config.Config, stdout io.
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nDemo project %s created. Its API key (shown once):\n\n  %s\n\n  curl -s %s/v1/projects/me -H 'Authorization: Bearer %s'\n\n",
-		p.ID, k.Secret, cfg.PublicURL, k.Secret)
+	// Saved beside the cluster (which trusts every local connection anyway)
+	// so the README's session can read it: KEY=$(cat .plinth/demo_key).
+	if err := os.WriteFile(demoKeyFile, []byte(k.Secret+"\n"), 0o600); err != nil {
+		return fmt.Errorf("save the demo key: %w", err)
+	}
+	fmt.Fprintf(stdout, "\nDemo project %s created. Its API key (shown once, saved in %s):\n\n  %s\n\n  curl -s %s/v1/projects/me -H 'Authorization: Bearer %s'\n\n",
+		p.ID, demoKeyFile, k.Secret, cfg.PublicURL, k.Secret)
 	fmt.Fprintf(stdout, "Dashboard login: demo@plinth.dev / plinth-demo\n\n")
 	return nil
 }

@@ -368,6 +368,9 @@ func TestServePrivateCluster(t *testing.T) {
 	if _, err := os.Stat(pidFile); err != nil {
 		t.Fatalf("no cluster under ./.plinth/pg: %v", err)
 	}
+	if b, err := os.ReadFile(filepath.Join(dir, ".plinth", "demo_key")); err != nil || strings.TrimSpace(string(b)) != key {
+		t.Fatalf(".plinth/demo_key holds %q (%v), want the printed key", b, err)
+	}
 	st, body, err := get(srv.base+"/v1/projects/me", key)
 	if err != nil || st != 200 || !strings.Contains(string(body), `"plan":"build"`) {
 		t.Fatalf("demo key: %d %s %v", st, body, err)
@@ -376,7 +379,7 @@ func TestServePrivateCluster(t *testing.T) {
 	notRunning()
 
 	srv = startServe(t, env)
-	if out := srv.out.String(); !strings.Contains(out, "Reusing the private cluster") || strings.Contains(out, "pln_live_") {
+	if out := srv.out.String(); !strings.Contains(out, "Reusing the private cluster") || !strings.Contains(out, ".plinth/demo_key") || strings.Contains(out, "pln_live_") {
 		t.Fatalf("second start output:\n%s", out)
 	}
 	if st, _, err := get(srv.base+"/v1/projects/me", key); err != nil || st != 200 {
