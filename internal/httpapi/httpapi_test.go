@@ -202,3 +202,26 @@ func TestAsError(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeBytes: any body either decodes or is refused with a 400 or a
+// 422, never a panic or a 500.
+func FuzzDecodeBytes(f *testing.F) {
+	for _, s := range []string{`{"name":"a","tags":["x"],"count":1}`, `{"name":null}`, `[]`, `{"name":"a"} x`, `{"count":"1"}`, ``, `{"tags":[1,{}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var v struct {
+			Name  string   `json:"name" required:"true"`
+			Tags  []string `json:"tags"`
+			Count *int     `json:"count"`
+		}
+		err := httpapi.DecodeBytes(b, &v)
+		if err == nil {
+			return
+		}
+		var ae *httpapi.Error
+		if !errors.As(err, &ae) || (ae.Status != 400 && ae.Status != 422) {
+			t.Fatalf("%q: %v", b, err)
+		}
+	})
+}
