@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -31,6 +32,7 @@ type Central struct {
 	secret []byte
 	logger *slog.Logger
 	keys   *keyCache
+	login  loginState
 }
 
 // Open loads (or, on first start, generates and stores) the server secret.
@@ -123,7 +125,17 @@ func (c *Central) AddUser(ctx context.Context, tenantID int64, name, email, pass
 	if name == "" {
 		name, _, _ = strings.Cut(email, "@")
 	}
-	return addUser(ctx, c.pool, tenantID, name, email, password)
+	u, err := addUser(ctx, c.pool, tenantID, name, email, password)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23503": // foreign_key_violation
+			return User{}, httpapi.NotFound(fmt.Sprintf("no tenant %d", tenantID))
+		case "23505": // unique_violation
+			return User{}, httpapi.Conflict(httpapi.CodeConflict, "this email already belongs to a user of this tenant")
+		}
+	}
+	return u, err
 }
 
 type querier interface {
@@ -191,10 +203,12 @@ func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.P
 	v.Check(strings.TrimSpace(p.Name) != "" && len(p.Name) <= 255, "name", "must be 1 to 255 characters")
 	v.Check(ValidPlan(p.Plan), "plan", "must be one of free, hobby, build, scale, enterprise")
 	v.Check(ValidLanguage(p.DefaultLanguage), "default_language", "must be a language code")
+	v.Check(len(p.TargetLanguages) <= 50, "target_languages", "must have at most 50 entries")
 	for _, l := range p.TargetLanguages {
 		v.Check(ValidLanguage(l), "target_languages", "must be language codes")
 	}
 	v.Check(ValidTimezone(p.Timezone), "timezone", "must be an IANA time zone name")
+	v.Check(len(p.Industry) <= 100, "industry", "must be at most 100 characters")
 	if err := v.Err(); err != nil {
 		return nil, err
 	}

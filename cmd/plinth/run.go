@@ -21,6 +21,7 @@ import (
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/credits"
+	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/pgcluster"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/server"
@@ -70,6 +71,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				return err
 			}
 			out, err := admin(ctx, c, cmd, rest)
+			var ae *httpapi.Error
+			if errors.As(err, &ae) && len(ae.Errors) > 0 {
+				return fmt.Errorf("%w: %v", err, ae.Errors)
+			}
 			if err != nil {
 				return err
 			}

@@ -78,6 +78,8 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 			c.ProjectRoutes(api)
 		})
 	})
+	// Dashboard login and the dashboard API (JWT, not API keys).
+	r.Route("/central/api", c.DashboardRoutes)
 	s.Handler = r
 	return s, nil
 }

@@ -1,0 +1,311 @@
+package central
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/id"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// DashboardRoutes mounts the central routes (served under /central/api):
+// the two login endpoints, and the dashboard API behind a dashboard token.
+func (c *Central) DashboardRoutes(r chi.Router) {
+	// Hash the dummy password now, so the first unknown-email login costs
+	// one verification like every other.
+	go func() { _, _ = c.dummyHash() }()
+
+	r.Get("/tenants-for-email", httpapi.H(c.tenantsForEmail))
+	r.Post("/login", httpapi.H(c.postLogin))
+	r.Group(func(r chi.Router) {
+		r.Use(c.DashboardAuth)
+		r.Get("/me", httpapi.H(c.dashboardMe))
+		r.Get("/projects", httpapi.H(c.dashboardProjects))
+		r.Post("/projects", httpapi.H(c.dashboardCreateProject))
+		r.Get("/projects/{id}/api-keys", httpapi.H(c.dashboardKeys))
+		r.Post("/projects/{id}/api-keys", httpapi.H(c.dashboardCreateKey))
+		r.Delete("/projects/{id}/api-keys/{key_id}", httpapi.H(c.dashboardRevokeKey))
+	})
+}
+
+func (c *Central) tenantsForEmail(w http.ResponseWriter, r *http.Request) error {
+	// The same query runs for every email, and the answer waits until the
+	// floor, so its time does not tell known emails from unknown ones.
+	floor := time.NewTimer(TenantsLookupFloor)
+	defer floor.Stop()
+	ts, err := c.TenantsForEmail(r.Context(), r.URL.Query().Get("email"))
+	select {
+	case <-floor.C:
+	case <-r.Context().Done():
+		return nil // the caller is gone
+	}
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, map[string]any{"tenants": ts})
+}
+
+// LoginRequest is the body of POST /central/api/login.
+type LoginRequest struct {
+	Email    string `json:"email" required:"true"`
+	Password string `json:"password" required:"true"`
+	TenantID *int64 `json:"tenant_id"`
+}
+
+func (c *Central) postLogin(w http.ResponseWriter, r *http.Request) error {
+	var req LoginRequest
+	if err := httpapi.Decode(r, &req); err != nil {
+		return err
+	}
+	res, err := c.Login(r.Context(), req.Email, req.Password, req.TenantID)
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, res)
+}
+
+// Session is the user and workspace a dashboard request acts as.
+type Session struct {
+	User   User   `json:"user"`
+	Tenant Tenant `json:"tenant"`
+}
+
+type sessionKey struct{}
+
+// SessionFrom returns the dashboard session of a request behind DashboardAuth.
+func SessionFrom(ctx context.Context) (*Session, bool) {
+	s, ok := ctx.Value(sessionKey{}).(*Session)
+	return s, ok
+}
+
+// DashboardAuth verifies the dashboard token (Authorization: Bearer) and
+// puts the session of its user on the context; anything else is 401 with
+// the Bearer challenge.
+func (c *Central) DashboardAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := BearerToken(r)
+		if !ok {
+			httpapi.WriteError(w, r, Unauthorized("a dashboard token is required: Authorization: Bearer <token from POST /central/api/login>"))
+			return
+		}
+		claims, err := c.ParseToken(tok)
+		if err != nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
+		s, err := c.session(r.Context(), claims.UserID(), claims.TenantID)
+		if errors.Is(err, httpapi.ErrNotFound) {
+			err = Unauthorized("the user of this dashboard token no longer exists")
+		}
+		if err != nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+	})
+}
+
+// session loads a user of a tenant (ErrNotFound when it is gone).
+func (c *Central) session(ctx context.Context, userID, tenantID int64) (*Session, error) {
+	s := &Session{}
+	u, t := &s.User, &s.Tenant
+	err := c.pool.QueryRow(ctx, `SELECT u.id, u.tenant_id, u.name, u.email, u.created_at, t.id, t.name, t.domain, t.created_at
+		FROM central.users u JOIN central.tenants t ON t.id = u.tenant_id WHERE u.id = $1 AND u.tenant_id = $2`, userID, tenantID).
+		Scan(&u.ID, &u.TenantID, &u.Name, &u.Email, &u.CreatedAt, &t.ID, &t.Name, &t.Domain, &t.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, httpapi.ErrNotFound
+	}
+	return s, err
+}
+
+func mustSession(r *http.Request) (*Session, error) {
+	s, ok := SessionFrom(r.Context())
+	if !ok {
+		return nil, errors.New("central: dashboard route without DashboardAuth")
+	}
+	return s, nil
+}
+
+func (c *Central) dashboardMe(w http.ResponseWriter, r *http.Request) error {
+	s, err := mustSession(r)
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, s)
+}
+
+// ListProjects pages through a tenant's projects, newest first.
+func (c *Central) ListProjects(ctx context.Context, tenantID int64, page httpapi.Page) (httpapi.List[ProjectJSON], error) {
+	var after *time.Time
+	afterID := ""
+	if page.Cursor != "" {
+		ts, pid, ok := strings.Cut(page.Cursor, "|")
+		t, err := time.Parse(time.RFC3339Nano, ts)
+		if !ok || err != nil || !id.Valid("prj_", pid) {
+			return httpapi.List[ProjectJSON]{}, httpapi.Invalid("cursor", "is not a cursor this API issued")
+		}
+		after, afterID = &t, pid
+	}
+	rows, err := c.pool.Query(ctx, `SELECT `+projectColumns+` FROM central.projects p JOIN central.placements pl ON pl.project_id = p.id
+		WHERE p.tenant_id = $1 AND ($2::timestamptz IS NULL OR (p.created_at, p.id) < ($2, $3))
+		ORDER BY p.created_at DESC, p.id DESC LIMIT $4`, tenantID, after, afterID, page.Limit+1)
+	if err != nil {
+		return httpapi.List[ProjectJSON]{}, err
+	}
+	defer rows.Close()
+	var out []*tenant.Project
+	for rows.Next() {
+		p, err := scanProject(rows)
+		if err != nil {
+			return httpapi.List[ProjectJSON]{}, err
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return httpapi.List[ProjectJSON]{}, err
+	}
+	list := httpapi.NewList(out, page.Limit, func(p *tenant.Project) string {
+		return p.CreatedAt.UTC().Format(time.RFC3339Nano) + "|" + p.ID
+	})
+	res := httpapi.List[ProjectJSON]{Data: make([]ProjectJSON, 0, len(list.Data)), HasMore: list.HasMore, NextCursor: list.NextCursor}
+	for _, p := range list.Data {
+		res.Data = append(res.Data, ToProjectJSON(p))
+	}
+	return res, nil
+}
+
+func (c *Central) dashboardProjects(w http.ResponseWriter, r *http.Request) error {
+	s, err := mustSession(r)
+	if err != nil {
+		return err
+	}
+	page, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	list, err := c.ListProjects(r.Context(), s.Tenant.ID, page)
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, list)
+}
+
+// CreateProjectRequest is the body of POST /central/api/projects.
+type CreateProjectRequest struct {
+	Name            string   `json:"name" required:"true"`
+	Plan            *string  `json:"plan"`
+	DefaultLanguage *string  `json:"default_language"`
+	TargetLanguages []string `json:"target_languages"`
+	Timezone        *string  `json:"timezone"`
+	Industry        *string  `json:"industry"`
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func (c *Central) dashboardCreateProject(w http.ResponseWriter, r *http.Request) error {
+	s, err := mustSession(r)
+	if err != nil {
+		return err
+	}
+	var req CreateProjectRequest
+	if err := httpapi.Decode(r, &req); err != nil {
+		return err
+	}
+	// An explicit empty value is a bad value, not a request for the default.
+	var v httpapi.Validator
+	for field, p := range map[string]*string{"plan": req.Plan, "default_language": req.DefaultLanguage, "timezone": req.Timezone} {
+		v.Check(p == nil || *p != "", field, "must not be empty")
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	p, err := c.CreateProject(r.Context(), ProjectParams{TenantID: s.Tenant.ID, Name: req.Name, Plan: deref(req.Plan),
+		DefaultLanguage: deref(req.DefaultLanguage), TargetLanguages: req.TargetLanguages, Timezone: deref(req.Timezone), Industry: deref(req.Industry)})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 201, ToProjectJSON(p))
+}
+
+// tenantProject is the project of the path if it belongs to the session's
+// tenant; another tenant's project is as absent as an unknown one.
+func (c *Central) tenantProject(r *http.Request) (*tenant.Project, error) {
+	s, err := mustSession(r)
+	if err != nil {
+		return nil, err
+	}
+	pid := chi.URLParam(r, "id")
+	notFound := httpapi.NotFound("no project " + pid + " in this workspace")
+	if !id.Valid("prj_", pid) {
+		return nil, notFound
+	}
+	p, err := c.Project(r.Context(), pid)
+	if errors.Is(err, httpapi.ErrNotFound) || err == nil && p.TenantID != s.Tenant.ID {
+		return nil, notFound
+	}
+	return p, err
+}
+
+func (c *Central) dashboardKeys(w http.ResponseWriter, r *http.Request) error {
+	p, err := c.tenantProject(r)
+	if err != nil {
+		return err
+	}
+	keys, err := c.ListKeys(r.Context(), p.ID)
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, httpapi.List[APIKey]{Data: keys})
+}
+
+// DashboardKeyRequest is the body of POST /central/api/projects/{id}/api-keys;
+// scopes default to DefaultDashboardScopes.
+type DashboardKeyRequest struct {
+	Name   string   `json:"name" required:"true"`
+	Scopes []string `json:"scopes"`
+	Test   *bool    `json:"test"`
+}
+
+func (c *Central) dashboardCreateKey(w http.ResponseWriter, r *http.Request) error {
+	p, err := c.tenantProject(r)
+	if err != nil {
+		return err
+	}
+	var req DashboardKeyRequest
+	if err := httpapi.Decode(r, &req); err != nil {
+		return err
+	}
+	if req.Scopes == nil {
+		req.Scopes = append([]string(nil), DefaultDashboardScopes...)
+	}
+	test := req.Test != nil && *req.Test
+	// A workspace user holds every scope of the workspace's projects.
+	k, err := c.MintKey(r.Context(), p.ID, req.Name, req.Scopes, nil, test)
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 201, k)
+}
+
+func (c *Central) dashboardRevokeKey(w http.ResponseWriter, r *http.Request) error {
+	p, err := c.tenantProject(r)
+	if err != nil {
+		return err
+	}
+	if err := c.RevokeKey(r.Context(), p.ID, chi.URLParam(r, "key_id")); err != nil {
+		return err
+	}
+	return httpapi.NoContent(w)
+}

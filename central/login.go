@@ -1,0 +1,220 @@
+package central
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+)
+
+// Dashboard login (decisions.md section 4).
+const (
+	// TokenTTL is the lifetime of a dashboard token.
+	TokenTTL = 12 * time.Hour
+	// LoginFailureLimit failed logins of one email within
+	// LoginFailureWindow make further attempts 429.
+	LoginFailureLimit  = 5
+	LoginFailureWindow = 15 * time.Minute
+	// TenantsLookupFloor is the minimum response time of
+	// tenants-for-email, so known and unknown emails answer alike.
+	TenantsLookupFloor = 100 * time.Millisecond
+	// AuthFailed is the message key of wrong credentials.
+	AuthFailed = "auth.failed"
+)
+
+// loginState is the login's per-process state; its zero value is ready.
+type loginState struct {
+	dummyOnce sync.Once
+	dummy     string
+	dummyErr  error
+	lastPrune atomic.Int64 // unix seconds of the last prune of old failures
+}
+
+// dummyHash is an argon2id hash of a random password, made with the same
+// parameters as real hashes, verified when no user matches so an unknown
+// email costs what a known one does.
+func (c *Central) dummyHash() (string, error) {
+	c.login.dummyOnce.Do(func() {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			c.login.dummyErr = err
+			return
+		}
+		c.login.dummy, c.login.dummyErr = HashPassword(hex.EncodeToString(b))
+	})
+	return c.login.dummy, c.login.dummyErr
+}
+
+// ErrAuthFailed is the answer to wrong credentials, whether or not the
+// email exists: 422 validation_failed, message auth.failed.
+func ErrAuthFailed() *httpapi.Error {
+	return &httpapi.Error{Status: 422, Code: httpapi.CodeValidationFailed, Detail: "the email or password is not correct",
+		Errors: map[string][]string{"email": {AuthFailed}}, Extra: map[string]any{"message": AuthFailed}}
+}
+
+// cleanEmail is a presented email made safe to send to PostgreSQL (which
+// refuses NUL and invalid UTF-8) without making it match another address.
+func cleanEmail(email string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(strings.TrimSpace(email), "\x00", "\uFFFD"), "\uFFFD")
+}
+
+// loginKey is the form of an email the failure limit counts under.
+func loginKey(email string) string { return strings.ToLower(email) }
+
+// maxEmailLen bounds an email (RFC 5321); no user can have a longer one.
+const maxEmailLen = 254
+
+// TenantsForEmail lists the workspaces an email (any case) belongs to, in
+// a stable order: the order login tries them in.
+func (c *Central) TenantsForEmail(ctx context.Context, email string) ([]Tenant, error) {
+	rows, err := c.pool.Query(ctx, `SELECT t.id, t.name, t.domain, t.created_at
+		FROM central.users u JOIN central.tenants t ON t.id = u.tenant_id
+		WHERE lower(u.email) = lower($1) ORDER BY t.id`, cleanEmail(email))
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Tenant, error) {
+		var t Tenant
+		return t, r.Scan(&t.ID, &t.Name, &t.Domain, &t.CreatedAt)
+	})
+	if out == nil {
+		out = []Tenant{}
+	}
+	return out, err
+}
+
+// LoginResult is a successful login: the token and whom it names.
+type LoginResult struct {
+	Token  string `json:"token"`
+	Tenant Tenant `json:"tenant"`
+	User   User   `json:"user"`
+}
+
+type loginCandidate struct {
+	user   User
+	tenant Tenant
+	hash   string
+}
+
+// Login checks an email and password, in the workspace tenantID or, when
+// nil, in each workspace of the email in TenantsForEmail order, taking the
+// first whose password verifies. Wrong credentials give ErrAuthFailed.
+//
+// Timing: an unknown email (or a workspace the email is not in) verifies
+// a dummy hash, so it costs one argon2id verification like a known email
+// in one workspace. With tenantID nil a wrong password costs one
+// verification per workspace of the email; that count is what
+// tenants-for-email discloses anyway.
+//
+// Every attempt is first recorded as a failure (so concurrent attempts
+// count too) and cleared on success; LoginFailureLimit recorded failures
+// within LoginFailureWindow make further attempts 429 on every instance.
+func (c *Central) Login(ctx context.Context, email, password string, tenantID *int64) (LoginResult, error) {
+	email = cleanEmail(email)
+	if len(email) > maxEmailLen {
+		return LoginResult{}, ErrAuthFailed() // matches no user; not worth a row
+	}
+	key := loginKey(email)
+	if err := c.reserveLoginAttempt(ctx, key); err != nil {
+		return LoginResult{}, err
+	}
+	c.pruneLoginFailures(ctx)
+	cands, err := c.loginCandidates(ctx, email, tenantID)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	dummy, err := c.dummyHash()
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if len(cands) == 0 {
+		_, _ = VerifyPassword(dummy, password)
+		return LoginResult{}, ErrAuthFailed()
+	}
+	for _, cand := range cands {
+		ok, err := VerifyPassword(cand.hash, password)
+		if err != nil {
+			c.logger.ErrorContext(ctx, "unreadable password hash", "user", cand.user.ID, "err", err)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if _, err := c.pool.Exec(ctx, `DELETE FROM central.login_failures WHERE email = $1`, key); err != nil {
+			return LoginResult{}, err
+		}
+		tok, err := c.IssueToken(cand.user.ID, cand.tenant.ID, time.Now())
+		if err != nil {
+			return LoginResult{}, err
+		}
+		return LoginResult{Token: tok, Tenant: cand.tenant, User: cand.user}, nil
+	}
+	return LoginResult{}, ErrAuthFailed()
+}
+
+func (c *Central) loginCandidates(ctx context.Context, email string, tenantID *int64) ([]loginCandidate, error) {
+	rows, err := c.pool.Query(ctx, `SELECT u.id, u.tenant_id, u.name, u.email, u.created_at, u.password_hash, t.id, t.name, t.domain, t.created_at
+		FROM central.users u JOIN central.tenants t ON t.id = u.tenant_id
+		WHERE lower(u.email) = lower($1) AND ($2::bigint IS NULL OR u.tenant_id = $2) ORDER BY t.id`,
+		email, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (loginCandidate, error) {
+		var lc loginCandidate
+		u, t := &lc.user, &lc.tenant
+		return lc, r.Scan(&u.ID, &u.TenantID, &u.Name, &u.Email, &u.CreatedAt, &lc.hash, &t.ID, &t.Name, &t.Domain, &t.CreatedAt)
+	})
+}
+
+// reserveLoginAttempt records an attempt as a failure before the password
+// is checked, unless the email already has LoginFailureLimit failures in
+// the window (429 with Retry-After until the oldest that counts expires).
+// A transaction-scoped advisory lock per email makes count-then-insert
+// atomic across instances.
+func (c *Central) reserveLoginAttempt(ctx context.Context, key string) error {
+	window := LoginFailureWindow.Seconds()
+	return pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "plinth.login:"+key); err != nil {
+			return err
+		}
+		var n, retry int
+		if err := tx.QueryRow(ctx, `SELECT count(*),
+			COALESCE(ceil(extract(epoch FROM (array_agg(failed_at ORDER BY failed_at DESC))[$3] + $2 * interval '1 second' - now())), 0)::int
+			FROM central.login_failures WHERE email = $1 AND failed_at > now() - $2 * interval '1 second'`,
+			key, window, LoginFailureLimit).Scan(&n, &retry); err != nil {
+			return err
+		}
+		if n >= LoginFailureLimit {
+			return httpapi.RateLimited(retry, "too many failed logins for this email; retry later")
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO central.login_failures (email) VALUES ($1)`, key)
+		return err
+	})
+}
+
+// pruneLoginFailures deletes failures older than the window, at most once
+// a minute per process and off the request path.
+func (c *Central) pruneLoginFailures(ctx context.Context) {
+	now := time.Now().Unix()
+	last := c.login.lastPrune.Load()
+	if now-last < 60 || !c.login.lastPrune.CompareAndSwap(last, now) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_, err := c.pool.Exec(ctx, `DELETE FROM central.login_failures WHERE failed_at < now() - $1 * interval '1 second'`, LoginFailureWindow.Seconds())
+		if err != nil && !errors.Is(err, context.Canceled) {
+			c.logger.WarnContext(ctx, "pruning login failures", "err", err)
+		}
+	}()
+}

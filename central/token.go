@@ -1,0 +1,80 @@
+package central
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// tokenLeeway absorbs clock skew between instances.
+const tokenLeeway = 10 * time.Second
+
+// TokenClaims are the claims of a dashboard token: sub is the user id,
+// tid the tenant (workspace) id.
+type TokenClaims struct {
+	jwt.RegisteredClaims
+	// Sub shadows RegisteredClaims.Subject: it is written as a string
+	// (RFC 7519) and read from a string or a number.
+	Sub      numericID `json:"sub"`
+	TenantID int64     `json:"tid"`
+}
+
+// Validate rejects tokens that do not name a user and a tenant.
+func (c TokenClaims) Validate() error {
+	if c.Sub <= 0 || c.TenantID <= 0 {
+		return errors.New("token lacks sub or tid")
+	}
+	return nil
+}
+
+// numericID is a positive integer id carried as a JSON string.
+type numericID int64
+
+func (n numericID) MarshalJSON() ([]byte, error) {
+	return json.Marshal(strconv.FormatInt(int64(n), 10))
+}
+
+func (n *numericID) UnmarshalJSON(b []byte) error {
+	s := string(bytes.Trim(b, `"`))
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("id %s: %w", b, err)
+	}
+	*n = numericID(v)
+	return nil
+}
+
+// IssueToken signs a dashboard token for a user of a tenant, valid for
+// TokenTTL from now: HS256 under the server secret.
+func (c *Central) IssueToken(userID, tenantID int64, now time.Time) (string, error) {
+	claims := TokenClaims{
+		RegisteredClaims: jwt.RegisteredClaims{IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(TokenTTL))},
+		Sub:              numericID(userID),
+		TenantID:         tenantID,
+	}
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(c.secret)
+}
+
+// ParseToken verifies a dashboard token: HS256 only, signed with the
+// server secret, not expired, naming a user and a tenant. The error is a
+// 401 with the Bearer challenge.
+func (c *Central) ParseToken(token string) (*TokenClaims, error) {
+	claims := &TokenClaims{}
+	_, err := jwt.ParseWithClaims(token, claims, func(*jwt.Token) (any, error) { return c.secret, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(tokenLeeway))
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return nil, Unauthorized("the dashboard token has expired; log in again")
+	case err != nil:
+		return nil, Unauthorized("the dashboard token is not valid")
+	}
+	return claims, nil
+}
+
+// UserID is the user a token names.
+func (c *TokenClaims) UserID() int64 { return int64(c.Sub) }
