@@ -17,10 +17,17 @@ import (
 func TestIsolation(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
-	a := env.CreateProject(central.ProjectParams{TenantID: env.NewTenant(), Name: "Twin site", Plan: "build"})
-	b := env.CreateProject(central.ProjectParams{TenantID: env.NewTenant(), Name: "Twin site", Plan: "build"})
+	a := env.CreateProject(central.ProjectParams{TenantID: env.NewTenant(), Name: "Twin site", Plan: "enterprise"})
+	b := env.CreateProject(central.ProjectParams{TenantID: env.NewTenant(), Name: "Twin site", Plan: "enterprise"})
 	if a.Slug != b.Slug || a.Slug != "twin-site" {
 		t.Fatalf("slugs %q and %q: the twins must share one", a.Slug, b.Slug)
+	}
+	// 1,600 requests per project: lift the request limit out of the way.
+	unlimited := 1 << 30
+	for _, p := range []*apitest.Project{a, b} {
+		if err := env.Server.Central.SetRateOverride(context.Background(), p.ID, &unlimited, &unlimited, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	keyIDs := map[string]string{}
 	for _, p := range []*apitest.Project{a, b} {

@@ -262,7 +262,8 @@ type Probe struct {
 // probe(projects[(w+i)%len(projects)], i). It fails the test with the
 // first failed check. Pillars seed the same slugs and ids in each project,
 // then use it to show that every key sees only its own project's rows and
-// that another project's ids answer 404.
+// that another project's ids answer 404. Thousands of requests exceed a
+// plan's burst: use enterprise projects with Central.SetRateOverride.
 func (e *Env) Isolation(t testing.TB, projects []*Project, workers, perWorker int, probe func(p *Project, i int) Probe) {
 	t.Helper()
 	var (
