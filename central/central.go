@@ -212,29 +212,29 @@ func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.P
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	pid := id.New("prj_")
-	var schema string
-	if err := c.insertProject(ctx, pid, p, &schema); err != nil {
-		return nil, err
-	}
-	shard, err := c.ShardPool("default")
+	created, err := c.insertProject(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	if err := provisioning.ProvisionProject(ctx, c.pool, shard, schema); err != nil {
-		return nil, fmt.Errorf("provision %s: %w", pid, err)
+	shard, err := c.ShardPool(created.Shard)
+	if err != nil {
+		return nil, err
 	}
-	return c.Project(ctx, pid)
+	if err := provisioning.ProvisionProject(ctx, c.pool, shard, created.Schema); err != nil {
+		return nil, fmt.Errorf("provision %s: %w", created.ID, err)
+	}
+	return created, nil
 }
 
-// insertProject writes the project and its placement rows.
-func (c *Central) insertProject(ctx context.Context, pid string, p ProjectParams, schema *string) error {
-	return pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		// Projects of one workspace are inserted one at a time, so two of
-		// one name created at once cannot both pick the same free slug.
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM central.tenants WHERE id = $1 FOR NO KEY UPDATE`, p.TenantID); err != nil {
-			return err
-		}
+// insertProject writes the project and its placement row in one
+// transaction of three round trips.
+func (c *Central) insertProject(ctx context.Context, p ProjectParams) (*tenant.Project, error) {
+	// Projects of one workspace are inserted one at a time (the tenant row
+	// lock, sent with BEGIN; the id is an integer), so two of one name
+	// created at once cannot both pick the same free slug.
+	begin := fmt.Sprintf("BEGIN; SELECT 1 FROM central.tenants WHERE id = %d FOR NO KEY UPDATE", p.TenantID)
+	var created *tenant.Project
+	err := pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{BeginQuery: begin}, func(tx pgx.Tx) error {
 		s, err := slug.Unique(ctx, slug.Make(p.Name), func(ctx context.Context, cand string) (bool, error) {
 			var exists bool
 			err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM central.projects WHERE tenant_id = $1 AND slug = $2)`, p.TenantID, cand).Scan(&exists)
@@ -243,16 +243,22 @@ func (c *Central) insertProject(ctx context.Context, pid string, p ProjectParams
 		if err != nil {
 			return err
 		}
-		var seq int64
-		if err := tx.QueryRow(ctx, `INSERT INTO central.projects (id, tenant_id, name, slug, industry, default_language, target_languages, timezone, plan)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq`,
-			pid, p.TenantID, p.Name, s, p.Industry, p.DefaultLanguage, p.TargetLanguages, p.Timezone, p.Plan).Scan(&seq); err != nil {
-			return err
-		}
-		*schema = fmt.Sprintf("project_%d", seq)
-		_, err = tx.Exec(ctx, `INSERT INTO central.placements (project_id, shard, schema_name) VALUES ($1, 'default', $2)`, pid, *schema)
+		created, err = scanProject(tx.QueryRow(ctx, `WITH p AS (
+				INSERT INTO central.projects (id, tenant_id, name, slug, industry, default_language, target_languages, timezone, plan)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *
+			), pl AS (
+				INSERT INTO central.placements (project_id, shard, schema_name) SELECT id, 'default', 'project_' || seq FROM p
+				RETURNING shard, schema_name
+			)
+			SELECT `+projectColumns+` FROM p, pl`,
+			id.New("prj_"), p.TenantID, p.Name, s, p.Industry, p.DefaultLanguage, p.TargetLanguages, p.Timezone, p.Plan))
 		return err
 	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation
+		return nil, httpapi.NotFound(fmt.Sprintf("no tenant %d", p.TenantID))
+	}
+	return created, err
 }
 
 const projectColumns = `p.id, p.tenant_id, p.name, p.slug, p.industry, p.default_language, p.target_languages, p.timezone, p.plan,
