@@ -20,7 +20,10 @@ import (
 	"github.com/plinth-dev/plinth/provisioning"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	runAsPlinthIfAsked() // a child process of a test (jobs_test.go)
+	pgtest.Main(m)
+}
 
 // syncBuffer is an io.Writer safe for a running command and a test reading it.
 type syncBuffer struct {
