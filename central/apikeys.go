@@ -182,9 +182,15 @@ func Unauthorized(detail string) *httpapi.Error {
 	return e.WithHeader("WWW-Authenticate", `Bearer realm="plinth"`)
 }
 
+type resolveKey struct{ key string }
+
 // Resolve maps a presented key to its scope: from the cache when fresh,
-// else by hash from the database.
+// else by hash from the database; within one request at most once.
 func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error) {
+	return httpapi.Memo(ctx, resolveKey{key}, func() (*tenant.Scope, error) { return c.resolve(ctx, key) })
+}
+
+func (c *Central) resolve(ctx context.Context, key string) (*tenant.Scope, error) {
 	test, ok := ParseKey(key)
 	if !ok {
 		return nil, Unauthorized("the API key is malformed")

@@ -120,7 +120,7 @@ func BenchmarkProjectsMe(b *testing.B) {
 		b.Run(name+"_vs_bare", func(b *testing.B) {
 			var took = map[string]time.Duration{}
 			lats := map[string][]time.Duration{}
-			const rounds = 4
+			const rounds = 8
 			per := max(b.N/rounds, clients)
 			for r := 0; r < rounds; r++ {
 				for _, side := range []string{name, "bare"} {

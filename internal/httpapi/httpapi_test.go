@@ -225,3 +225,36 @@ func FuzzDecodeBytes(f *testing.F) {
 		}
 	})
 }
+
+func TestMemo(t *testing.T) {
+	calls := map[string]int{}
+	lookup := func(ctx context.Context, k string) (string, error) {
+		return httpapi.Memo(ctx, k, func() (string, error) {
+			calls[k]++
+			if k == "bad" {
+				return "", errors.New("no")
+			}
+			return "v-" + k, nil
+		})
+	}
+	h := func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i < 3; i++ {
+			if v, err := lookup(r.Context(), "a"); v != "v-a" || err != nil {
+				t.Errorf("a: %q %v", v, err)
+			}
+			if _, err := lookup(r.Context(), "bad"); err == nil {
+				t.Error("bad: no error")
+			}
+		}
+	}
+	serve(t, h, httptest.NewRequest("GET", "/x", nil), 0)
+	serve(t, h, httptest.NewRequest("GET", "/x", nil), 0)
+	if calls["a"] != 2 || calls["bad"] != 2 {
+		t.Fatalf("calls %v: want one per request and key", calls)
+	}
+	lookup(context.Background(), "a")
+	lookup(context.Background(), "a")
+	if calls["a"] != 4 {
+		t.Fatalf("outside a request every call runs: %v", calls)
+	}
+}
