@@ -19,6 +19,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/tenant/booking"
 )
 
 // Version is the API version reported by /v1/health.
@@ -64,6 +65,8 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 		return nil, fmt.Errorf("river client: %w", err)
 	}
 
+	bookings := booking.New(nil, time.Now)
+
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20))
 	r.Route("/v1", func(v1 chi.Router) {
@@ -72,10 +75,12 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 		// X-Service-Project-Key or ?project_id=.
 		v1.Route("/public", func(pub chi.Router) {
 			pub.Use(c.PublicProject)
+			bookings.PublicRoutes(pub)
 		})
 		v1.Group(func(api chi.Router) {
 			api.Use(c.Authenticate)
 			c.ProjectRoutes(api)
+			bookings.Routes(api)
 		})
 	})
 	// Dashboard login and the dashboard API (JWT, not API keys).
