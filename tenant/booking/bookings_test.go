@@ -27,8 +27,10 @@ func TestAvailabilityAndBooking(t *testing.T) {
 	env.Do("GET", fmt.Sprintf("/v1/booking/availability?service_id=%d&from=%s&to=%s", sid, d, d), p.Key, nil).Expect(t, 200).Decode(t, &full)
 	require.Equal(t, map[string]any{"start_at": at(d, "09:00"), "end_at": at(d, "10:00")}, full.Data[0])
 
-	// RFC 3339 bounds select by start: [from, to)
+	// RFC 3339 bounds select by start: [from, to); an offset's "+" left
+	// unescaped in the query (read as a space) is understood
 	require.Equal(t, all[1:3], availability(t, env, p.Key, sid, at(d, "10:30"), at(d, "13:30")))
+	require.Equal(t, all[1:3], availability(t, env, p.Key, sid, d+"T11:30:00+01:00", d+"T14:30:00%2B01:00"))
 
 	// book 10:30: 201 confirmed (auto_confirm), with the full shape
 	res := env.Do("POST", "/v1/bookings", p.Key, bookingBody(sid, all[1])).Expect(t, 201)

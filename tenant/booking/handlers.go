@@ -378,7 +378,8 @@ func parseWhen(v *httpapi.Validator, q url.Values, name string, loc *time.Locati
 	if s == "" {
 		return time.Time{}, false
 	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
+	// An unescaped "+" of an offset arrives as a space; read it as meant.
+	if t, err := time.Parse(time.RFC3339, strings.Replace(s, " ", "+", 1)); err == nil {
 		return t.UTC(), true
 	}
 	d, err := time.Parse("2006-01-02", s)
