@@ -42,10 +42,10 @@ const (
 	MaxEmail         = 254
 	MaxPhone         = 40
 	MaxNotes         = 2000
-	MaxDuration      = 1440 // minutes
-	MaxBuffer        = 1440 // minutes
+	MaxDuration      = 1440            // minutes
+	MaxBuffer        = 1440            // minutes
 	MaxPrice         = 100_000_000_000 // minor units
-	MaxNotice        = 525_600 // minutes (a year)
+	MaxNotice        = 525_600         // minutes (a year)
 	MaxDaysAhead     = 730
 	MaxIntervals     = 12 // per day
 	MaxRangeDays     = 93 // of one availability request

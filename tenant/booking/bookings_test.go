@@ -107,10 +107,14 @@ func TestBookingValidation(t *testing.T) {
 		{"missing customer name", with(func(m map[string]any) { m["customer"] = map[string]any{"email": "a@example.com"} }), 400, ""},
 		{"missing customer email", with(func(m map[string]any) { m["customer"] = map[string]any{"name": "A"} }), 400, ""},
 		{"unknown field", with(func(m map[string]any) { m["coupon"] = "x" }), 400, ""},
-		{"unknown customer field", with(func(m map[string]any) { m["customer"] = map[string]any{"name": "A", "email": "a@example.com", "age": 3} }), 400, ""},
+		{"unknown customer field", with(func(m map[string]any) {
+			m["customer"] = map[string]any{"name": "A", "email": "a@example.com", "age": 3}
+		}), 400, ""},
 		{"bad email", with(func(m map[string]any) { m["customer"] = map[string]any{"name": "A", "email": "not-an-email"} }), 422, "customer.email"},
 		{"blank name", with(func(m map[string]any) { m["customer"] = map[string]any{"name": " ", "email": "a@example.com"} }), 422, "customer.name"},
-		{"bad phone", with(func(m map[string]any) { m["customer"] = map[string]any{"name": "A", "email": "a@example.com", "phone": "call me"} }), 422, "customer.phone"},
+		{"bad phone", with(func(m map[string]any) {
+			m["customer"] = map[string]any{"name": "A", "email": "a@example.com", "phone": "call me"}
+		}), 422, "customer.phone"},
 		{"long notes", with(func(m map[string]any) { m["notes"] = strings.Repeat("n", 2001) }), 422, "notes"},
 		{"bad start", with(func(m map[string]any) { m["start_at"] = "tomorrow at ten" }), 422, "start_at"},
 		{"service_id a string", with(func(m map[string]any) { m["service_id"] = "1" }), 422, "service_id"},
