@@ -252,3 +252,43 @@ func FuzzParseDay(f *testing.F) {
 		}
 	})
 }
+
+// Every span wallSpans returns holds only instants whose local date and
+// wall-clock time lie in the interval, and the instants just outside each
+// span do not.
+func FuzzWallSpans(f *testing.F) {
+	zonesToTry := []string{"Europe/Berlin", "America/New_York", "America/Santiago", "Australia/Lord_Howe", "Asia/Kolkata", "Pacific/Apia", "UTC"}
+	f.Add(uint8(0), int64(20177), uint16(60), uint16(240)) // Berlin 2025-03-30
+	f.Add(uint8(1), int64(20393), uint16(60), uint16(240)) // New York 2025-11-02
+	f.Add(uint8(2), int64(20338), uint16(0), uint16(1440)) // Santiago 2025-09-07
+	f.Add(uint8(3), int64(20366), uint16(90), uint16(180)) // Lord Howe 2025-10-05 (30-minute change)
+	f.Add(uint8(5), int64(15337), uint16(0), uint16(1440)) // Apia 2011-12-30, a skipped day
+	f.Fuzz(func(t *testing.T, z uint8, day int64, a, b uint16) {
+		loc, err := LoadZone(zonesToTry[int(z)%len(zonesToTry)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := time.Unix(0, 0).UTC().AddDate(0, 0, int(day%40000))
+		iv := Interval{int(a) % 1441, int(b) % 1441}
+		if iv.Start >= iv.End {
+			return
+		}
+		in := func(t time.Time) bool {
+			l := t.In(loc)
+			m := l.Hour()*60 + l.Minute()
+			return civil(l).Equal(d) && m >= iv.Start && m < iv.End
+		}
+		spans := wallSpans(d, iv, loc)
+		for i, s := range spans {
+			if !s.Start.Before(s.End) || i > 0 && !spans[i-1].End.Before(s.Start) {
+				t.Fatalf("spans not ordered and disjoint: %v", spans)
+			}
+			if !in(s.Start) || !in(s.End.Add(-time.Second)) {
+				t.Fatalf("%v-%v not inside %v on %s", s.Start, s.End, iv, d.Format("2006-01-02"))
+			}
+			if in(s.Start.Add(-time.Second)) || in(s.End) {
+				t.Fatalf("%v-%v not maximal for %v on %s", s.Start, s.End, iv, d.Format("2006-01-02"))
+			}
+		}
+	})
+}
