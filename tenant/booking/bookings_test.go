@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/plinth-dev/plinth/internal/apitest"
 )
 
 func TestAvailabilityAndBooking(t *testing.T) {
@@ -272,4 +274,26 @@ func TestBookingIsolation(t *testing.T) {
 	env.Do("POST", fmt.Sprintf("/v1/bookings/%d/cancel", id), q.Key, nil).Problem(t, 404, "not_found")
 	env.Do("GET", fmt.Sprintf("/v1/booking/services/%d", sid), q.Key, nil).Problem(t, 404, "not_found")
 	env.Do("POST", "/v1/bookings", q.Key, bookingBody(sid, at(dayUTC(2), "10:00"))).Problem(t, 422, "validation_failed")
+}
+
+// A retried booking with the same Idempotency-Key replays the first answer
+// instead of running into its own slot (409).
+func TestBookingIdempotentRetry(t *testing.T) {
+	t.Parallel()
+	env, p := setup(t)
+	sid := newService(t, env, p.Key, map[string]any{"name": "Massage"})
+	body := bookingBody(sid, at(dayUTC(2), "10:00"))
+	send := func() *apitest.Resp {
+		return env.Send(apitest.Request{Method: "POST", Path: "/v1/bookings", Key: p.Key, Body: body, Header: map[string]string{"Idempotency-Key": "book-1"}})
+	}
+	first := send().Expect(t, 201)
+	again := send().Expect(t, 201)
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+	require.JSONEq(t, string(first.Body), string(again.Body))
+	env.Do("POST", "/v1/bookings", p.Key, body).Problem(t, 409, "slot_unavailable")
+	var n int
+	require.NoError(t, p.Scope.Tx(context.Background(), func(tx pgx.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT count(*) FROM bookings`).Scan(&n)
+	}))
+	require.Equal(t, 1, n)
 }
