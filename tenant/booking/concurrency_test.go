@@ -22,6 +22,7 @@ import (
 func TestConcurrentBookingsOfOneSlot(t *testing.T) {
 	t.Parallel()
 	env, p := setup(t)
+	ev := watchEvents(t, env, p)
 	sid := newService(t, env, p.Key, map[string]any{"name": "Massage", "duration_minutes": 60, "buffer_minutes": 15})
 	start := at(dayUTC(2), "11:30") // 09:00, 10:15, 11:30, ...
 
@@ -77,10 +78,13 @@ func TestConcurrentBookingsOfOneSlot(t *testing.T) {
 	require.Equal(t, n-1, taken)
 
 	var rows int
+	var id int64
 	require.NoError(t, p.Scope.Tx(context.Background(), func(tx pgx.Tx) error {
-		return tx.QueryRow(context.Background(), `SELECT count(*) FROM bookings WHERE service_id = $1`, sid).Scan(&rows)
+		return tx.QueryRow(context.Background(), `SELECT count(*), max(id) FROM bookings WHERE service_id = $1`, sid).Scan(&rows, &id)
 	}))
 	require.Equal(t, 1, rows)
+	// one booking.confirmed, from the winner; the refused 31 emitted nothing
+	ev.expect(t, "booking.confirmed", id, "confirmed")
 	require.NotContains(t, availability(t, env, p.Key, sid, dayUTC(2), dayUTC(2)), start)
 }
 

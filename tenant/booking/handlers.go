@@ -454,9 +454,6 @@ func (h *Handler) createBooking(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, b Booking) error {
-	if h.events == nil {
-		return nil
-	}
 	return h.events.Emit(ctx, tx, s, topic, b)
 }
 

@@ -18,9 +18,9 @@ import (
 // setup starts a server with one project whose booking settings are simple
 // to reason about in UTC: every day 09:00-17:00, no notice, 30 days ahead,
 // auto-confirm on.
-func setup(t *testing.T) (*apitest.Env, *apitest.Project) {
+func setup(t *testing.T, opts ...apitest.Option) (*apitest.Env, *apitest.Project) {
 	t.Helper()
-	env := apitest.New(t)
+	env := apitest.New(t, opts...)
 	p := env.NewProject("build")
 	env.Do("PATCH", "/v1/booking/settings", p.Key, map[string]any{
 		"timezone": "UTC", "weekly_hours": allWeek("09:00", "17:00"),
@@ -117,6 +117,3 @@ func withClock(t *testing.T, env *apitest.Env, now time.Time) *apitest.Env {
 	e.HTTP, e.URL = hs, hs.URL
 	return &e
 }
-
-// emitter is the event outbox the clocked server uses.
-func emitter(env *apitest.Env) booking.Emitter { return nil }

@@ -13,6 +13,7 @@ import (
 func TestPublicBooking(t *testing.T) {
 	t.Parallel()
 	env, p := setup(t)
+	ev := watchEvents(t, env, p)
 	active := newService(t, env, p.Key, map[string]any{"name": "Cut", "duration_minutes": 30, "price": 3000, "currency": "eur"})
 	inactive := newService(t, env, p.Key, map[string]any{"name": "Perm", "is_active": false})
 	deleted := newService(t, env, p.Key, map[string]any{"name": "Old"})
@@ -59,6 +60,7 @@ func TestPublicBooking(t *testing.T) {
 	b := pub("POST", "/v1/public/bookings", body, hdr).Expect(t, 201).JSON(t)
 	require.Equal(t, "confirmed", b["status"])
 	require.Equal(t, "Grace Hopper", b["customer"].(map[string]any)["name"])
+	ev.expect(t, "booking.confirmed", int64(b["id"].(float64)), "confirmed")
 	// visible to the project's key
 	env.Do("GET", fmt.Sprintf("/v1/bookings/%v", b["id"]), p.Key, nil).Expect(t, 200)
 
@@ -70,6 +72,7 @@ func TestPublicBooking(t *testing.T) {
 	m := pub("POST", "/v1/public/bookings", map[string]any{"service_id": active, "start_at": at(d, "09:00"),
 		"customer": map[string]any{"name": "Eve", "email": "eve@example.com"}}, hdr).Problem(t, 409, "slot_unavailable")
 	require.NotContains(t, fmt.Sprint(m), "grace")
+	ev.none(t)
 
 	// inactive and deleted services are not public
 	for _, sid := range []int64{inactive, deleted, 999999} {
