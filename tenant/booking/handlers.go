@@ -34,8 +34,9 @@ type Handler struct {
 	now    func() time.Time
 }
 
-// New returns the booking handler. now is the clock availability and
-// bookings are judged by (time.Now in the server; fixed in tests).
+// New returns the booking handler emitting its events through events (the
+// server's webhook outbox). now is the clock availability and bookings are
+// judged by (time.Now in the server; fixed in tests).
 func New(events Emitter, now func() time.Time) *Handler {
 	if now == nil {
 		now = time.Now
