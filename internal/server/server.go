@@ -18,7 +18,9 @@ import (
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/payments"
 	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/tenant/commerce"
 )
 
 // Version is the API version reported by /v1/health.
@@ -57,25 +59,36 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	workers := river.NewWorkers()
 	var periodic []*river.PeriodicJob
 	registered := 0 // pillars add their workers and periodic jobs here, counting them
+
+	// Commerce: the release job settles checkouts the processor left pending.
+	shop := commerce.New(commerce.Config{Central: c, Logger: logger, Payments: payments.New(payments.Config{
+		SecretKey: cfg.StripeSecretKey, WebhookSecret: cfg.StripeWebhookKey, APIBase: cfg.StripeAPIBase})})
+	river.AddWorker(workers, shop.Worker())
+	registered++
 	s.opts.Workers = opts.Workers && registered > 0
 
 	s.River, err = queue.New(pool, workers, queue.Options{Work: s.opts.Workers, Logger: logger, PeriodicJobs: periodic})
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
+	shop.SetQueue(s.River)
 
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20))
 	r.Route("/v1", func(v1 chi.Router) {
 		v1.Get("/health", s.health)
+		// The payment processor's webhook: its signature authenticates it.
+		shop.WebhookRoute(v1)
 		// The public read surface: no key; the project is named by
 		// X-Service-Project-Key or ?project_id=.
 		v1.Route("/public", func(pub chi.Router) {
 			pub.Use(c.PublicProject)
+			shop.PublicRoutes(pub)
 		})
 		v1.Group(func(api chi.Router) {
 			api.Use(c.Authenticate)
 			c.ProjectRoutes(api)
+			shop.Routes(api)
 		})
 	})
 	// Dashboard login and the dashboard API (JWT, not API keys).
