@@ -3,15 +3,25 @@ package central
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/id"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
+// MediaPath is the prefix of public media URLs, which name their project
+// in the path: browsers load them (<img src>) without headers.
+const MediaPath = "/v1/public/media/"
+
 // PublicProjectID returns the project a public request names: the header
-// X-Service-Project-Key, else the query parameter project_id.
+// X-Service-Project-Key, else the query parameter project_id; a media URL
+// names it in its path (/v1/public/media/{project}/{key}).
 func PublicProjectID(r *http.Request) string {
+	if rest, ok := strings.CutPrefix(r.URL.Path, MediaPath); ok {
+		pid, _, _ := strings.Cut(rest, "/")
+		return pid
+	}
 	if v := r.Header.Get("X-Service-Project-Key"); v != "" {
 		return v
 	}

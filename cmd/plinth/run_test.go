@@ -16,7 +16,10 @@ import (
 	"github.com/plinth-dev/plinth/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	runAsPlinthIfAsked() // a child process of a test (jobs_test.go)
+	pgtest.Main(m)
+}
 
 // cli runs one plinth command against db and decodes its JSON output.
 func cli(t *testing.T, url string, args ...string) (map[string]any, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/pgtest"
+	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/server"
 	"github.com/plinth-dev/plinth/tenant"
 )
@@ -76,7 +77,7 @@ func New(t testing.TB, opts ...Option) *Env {
 		t.Fatal(err)
 	}
 	cfg.DatabaseURL = db.URL
-	so := server.Options{}
+	so := server.Options{Queue: queue.Options{TestOnly: true}}
 	for _, o := range opts {
 		o(&cfg, &so)
 	}

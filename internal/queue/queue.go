@@ -22,9 +22,20 @@ const Schema = "river"
 // Client is the River client type used across the service.
 type Client = river.Client[pgx.Tx]
 
-// Migrate creates the river schema and applies River's migrations.
+// Migrate creates the river schema and applies River's migrations. An
+// advisory lock serialises processes that start together (an API and a
+// worker), since rivermigrate takes no lock of its own.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	if _, err := pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS river`); err != nil {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('plinth.river.migrate', 0))`); err != nil {
+		return err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('plinth.river.migrate', 0))`)
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS river`); err != nil {
 		return err
 	}
 	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: Schema, Logger: slog.New(slog.DiscardHandler)})
@@ -45,16 +56,31 @@ type Options struct {
 	Queues       map[string]river.QueueConfig
 	PeriodicJobs []*river.PeriodicJob
 	Logger       *slog.Logger
-	// FetchPoll is the fallback poll interval (LISTEN wakes fetches sooner).
+	// FetchPoll is the fallback poll interval (default 100ms). LISTEN
+	// wakes fetches sooner, but River sends at most one insert
+	// notification per queue per FetchCooldown, so a job inserted within
+	// that window of another may wait for the poll.
 	FetchPoll time.Duration
+	// FetchCooldown is the least time between two fetches of a queue, and
+	// between two insert notifications (default 2ms; River's is 100ms,
+	// which puts up to that much latency on bursts).
+	FetchCooldown time.Duration
+	// TestOnly skips River's start-up jitter of maintenance services.
+	TestOnly bool
 }
 
 // New builds the River client over pool with workers.
 func New(pool *pgxpool.Pool, workers *river.Workers, o Options) (*Client, error) {
 	cfg := &river.Config{
+		ID:              NewClientID(),
 		Schema:          Schema,
 		Logger:          o.Logger,
 		SoftStopTimeout: 10 * time.Second,
+		FetchCooldown:   2 * time.Millisecond,
+		TestOnly:        o.TestOnly,
+	}
+	if o.FetchCooldown > 0 {
+		cfg.FetchCooldown = o.FetchCooldown
 	}
 	if o.Work {
 		cfg.Workers = workers
@@ -63,6 +89,7 @@ func New(pool *pgxpool.Pool, workers *river.Workers, o Options) (*Client, error)
 			cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}}
 		}
 		cfg.PeriodicJobs = o.PeriodicJobs
+		cfg.FetchPollInterval = max(100*time.Millisecond, cfg.FetchCooldown)
 		if o.FetchPoll > 0 {
 			cfg.FetchPollInterval = o.FetchPoll
 		}

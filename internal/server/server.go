@@ -16,11 +16,15 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/central"
+	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/payments"
 	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/internal/storage"
 	"github.com/plinth-dev/plinth/tenant/commerce"
+	"github.com/plinth-dev/plinth/tenant/content"
+	"github.com/plinth-dev/plinth/tenant/jobs"
 )
 
 // Version is the API version reported by /v1/health.
@@ -30,6 +34,8 @@ const Version = "1.0.1"
 type Options struct {
 	// Workers runs River workers and periodic jobs in this process.
 	Workers bool
+	// Queue tunes the River client (fetch intervals, test mode).
+	Queue queue.Options
 }
 
 // Server is one assembled process.
@@ -39,6 +45,14 @@ type Server struct {
 	River   *queue.Client
 	Config  config.Config
 	Pool    *pgxpool.Pool
+	// Jobs runs every job type; pillars register their handlers on it.
+	Jobs *jobs.Runner
+	// JobEvents wakes SSE streams on job events from any instance.
+	JobEvents *jobs.Hub
+	AI        ai.Provider
+	Media     storage.Store
+
+	live *queue.Liveness
 
 	logger  *slog.Logger
 	started time.Time
@@ -59,6 +73,9 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	workers := river.NewWorkers()
 	var periodic []*river.PeriodicJob
 	registered := 0 // pillars add their workers and periodic jobs here, counting them
+	s.Jobs = jobs.NewRunner(c, logger)
+	river.AddWorker(workers, s.Jobs)
+	registered++
 
 	// Commerce: the release job settles checkouts the processor left pending.
 	shop := commerce.New(commerce.Config{Central: c, Logger: logger, Payments: payments.New(payments.Config{
@@ -67,11 +84,23 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	registered++
 	s.opts.Workers = opts.Workers && registered > 0
 
-	s.River, err = queue.New(pool, workers, queue.Options{Work: s.opts.Workers, Logger: logger, PeriodicJobs: periodic})
+	qo := opts.Queue
+	qo.Work, qo.Logger, qo.PeriodicJobs = s.opts.Workers, logger, periodic
+	s.River, err = queue.New(pool, workers, qo)
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
 	shop.SetQueue(s.River)
+	s.JobEvents = jobs.NewHub(pool, logger)
+	jobsAPI := &jobs.API{Hub: s.JobEvents, River: s.River}
+	if s.AI, err = ai.New(cfg, logger); err != nil {
+		return nil, err
+	}
+	if s.Media, err = storage.Open(cfg.Storage); err != nil {
+		return nil, err
+	}
+	contentSvc := &content.Service{AI: s.AI, Media: s.Media, River: s.River, PublicURL: cfg.PublicURL}
+	contentSvc.Register(s.Jobs)
 
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20))
@@ -84,11 +113,14 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 		v1.Route("/public", func(pub chi.Router) {
 			pub.Use(c.PublicProject)
 			shop.PublicRoutes(pub)
+			contentSvc.MountPublic(pub)
 		})
 		v1.Group(func(api chi.Router) {
 			api.Use(c.Authenticate)
 			c.ProjectRoutes(api)
 			shop.Routes(api)
+			jobsAPI.Mount(api)
+			contentSvc.Mount(api)
 		})
 	})
 	// Dashboard login and the dashboard API (JWT, not API keys).
@@ -117,7 +149,14 @@ func (s *Server) Start(ctx context.Context) error {
 		defer close(s.done)
 		s.Central.Listen(ctx)
 	}()
+	go s.JobEvents.Run(ctx)
 	if s.opts.Workers {
+		// The liveness lock is held before the first fetch, so a job this
+		// process runs is never taken for an orphan while it lives.
+		var err error
+		if s.live, err = queue.StartLiveness(ctx, s.Pool, s.River.ID(), 5*time.Second, s.logger); err != nil {
+			return fmt.Errorf("start workers: %w", err)
+		}
 		if err := s.River.Start(ctx); err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
@@ -132,6 +171,9 @@ func (s *Server) Stop(ctx context.Context) error {
 	if s.opts.Workers {
 		if e := s.River.Stop(ctx); e != nil && !errors.Is(e, context.Canceled) {
 			err = e
+		}
+		if s.live != nil {
+			s.live.Stop() // after River: its running jobs are done or handed back
 		}
 	}
 	if s.cancel != nil {

@@ -1,0 +1,78 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFileStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open("file://" + dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Put(ctx, "prj_1/hero.png", strings.NewReader("first"))
+	if err != nil || n != 5 {
+		t.Fatalf("put: %d %v", n, err)
+	}
+	if _, err := s.Put(ctx, "prj_1/hero.png", strings.NewReader("second!")); err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.Open(ctx, "prj_1/hero.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(o)
+	o.Close()
+	if string(b) != "second!" || o.Size() != 7 || o.ModTime().IsZero() {
+		t.Fatalf("open: %q size %d", b, o.Size())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "prj_1", "hero.png")); err != nil {
+		t.Fatalf("file layout: %v", err)
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "prj_1", "*.tmp-*"))
+	if len(matches) != 0 {
+		t.Fatalf("temporary files left: %v", matches)
+	}
+	if err := s.Delete(ctx, "prj_1/hero.png"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Open(ctx, "prj_1/hero.png"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("open after delete: %v", err)
+	}
+	if err := s.Delete(ctx, "prj_1/hero.png"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("delete twice: %v", err)
+	}
+	for _, bad := range []string{"", "../x", "a/../../x", "/abs", "a//b", "a/./b", `a\b`, "a b", "prj_1/"} {
+		if _, err := s.Put(ctx, bad, strings.NewReader("x")); err == nil {
+			t.Errorf("key %q accepted", bad)
+		}
+		if _, err := s.Open(ctx, bad); !errors.Is(err, ErrNotFound) {
+			t.Errorf("open %q: %v", bad, err)
+		}
+	}
+	if _, err := s.Open(ctx, "prj_1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a directory is not an object: %v", err)
+	}
+}
+
+func TestOpenSpec(t *testing.T) {
+	wd := t.TempDir()
+	t.Chdir(wd)
+	s, err := Open("file://./.plinth/media")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(wd, ".plinth", "media"); s.(*File).Dir() != want {
+		t.Fatalf("dir %s, want %s", s.(*File).Dir(), want)
+	}
+	if _, err := Open("s4://bucket"); err == nil {
+		t.Fatal("unknown scheme accepted")
+	}
+}

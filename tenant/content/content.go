@@ -1,0 +1,151 @@
+// Package content is the content pillar: translation keys and images.
+// This part holds the tables and store functions the jobs need, the
+// translation.batch and image.generate job types with their submit
+// routes, and the public media route.
+package content
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/ai"
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/internal/storage"
+	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/jobs"
+)
+
+// Service holds what the content routes and jobs use.
+type Service struct {
+	AI        ai.Provider
+	Media     storage.Store
+	River     *queue.Client
+	PublicURL string // base of the URLs handed out, without /v1
+
+	// OnValueChanged, when set, runs in the transaction that changes a
+	// content value (a first value included): the place for content.changed.
+	OnValueChanged func(ctx context.Context, tx pgx.Tx, s *tenant.Scope, c ValueChange) error
+	// OnImageGenerated, when set, runs in the transaction that completes an
+	// image.generate job: the place for image.generated.
+	OnImageGenerated func(ctx context.Context, tx pgx.Tx, s *tenant.Scope, img Image) error
+}
+
+// Job types of this pillar.
+const (
+	TypeTranslate = "translation.batch"
+	TypeImage     = "image.generate"
+)
+
+// Register adds the pillar's job handlers to the runner.
+func (sv *Service) Register(r *jobs.Runner) {
+	r.Handle(TypeTranslate, 30*time.Minute, sv.translateJob)
+	r.Handle(TypeImage, 10*time.Minute, sv.imageJob)
+}
+
+// Mount adds the pillar's routes to the authenticated /v1 router.
+func (sv *Service) Mount(r chi.Router) {
+	r.With(tenant.RequireScope("content:write")).Post("/content/translate", httpapi.H(sv.submitTranslate))
+	r.With(tenant.RequireScope("images:write")).Post("/images", httpapi.H(sv.submitImage))
+}
+
+// MountPublic adds the pillar's keyless routes to the /v1/public router.
+func (sv *Service) MountPublic(r chi.Router) {
+	r.Get("/media/{project}/{key}", httpapi.H(sv.serveMedia))
+}
+
+// KeyPattern is the pattern of content keys and image keys.
+var KeyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,199}$`)
+
+// ValueChange is one changed content value.
+type ValueChange struct {
+	Key           string  `json:"key"`
+	Lang          string  `json:"lang"`
+	Value         string  `json:"value"`
+	PreviousValue *string `json:"previous_value"`
+}
+
+// SetValue writes key's value in lang. It reports the change, or false
+// when the value was already the same (no write, no change).
+func SetValue(ctx context.Context, tx pgx.Tx, key, lang, value string) (ValueChange, bool, error) {
+	c := ValueChange{Key: key, Lang: lang, Value: value}
+	err := tx.QueryRow(ctx, `SELECT value FROM content_values WHERE key = $1 AND lang = $2 FOR UPDATE`, key, lang).Scan(&c.PreviousValue)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return c, false, err
+	}
+	if c.PreviousValue != nil && *c.PreviousValue == value {
+		return c, false, nil
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO content_values (key, lang, value) VALUES ($1, $2, $3)
+		ON CONFLICT (key, lang) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`, key, lang, value)
+	return c, err == nil, err
+}
+
+// Values returns the values in lang of keys (all of lang's keys when keys
+// is nil), by key.
+func Values(ctx context.Context, tx pgx.Tx, lang string, keys []string) (map[string]string, error) {
+	rows, err := tx.Query(ctx, `SELECT key, value FROM content_values WHERE lang = $1 AND ($2::text[] IS NULL OR key = ANY($2))`, lang, keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, rows.Err()
+}
+
+// Image is the Image resource.
+type Image struct {
+	Key         string    `json:"key"`
+	URL         string    `json:"url"`
+	Alt         string    `json:"alt"`
+	Width       *int      `json:"width"`
+	Height      *int      `json:"height"`
+	ContentType *string   `json:"content_type"`
+	SizeBytes   *int64    `json:"size_bytes"`
+	Source      string    `json:"source"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Image sources.
+const (
+	SourceUpload = "upload"
+	SourceURL    = "url"
+	SourceAI     = "ai"
+)
+
+// PutImage inserts img, or replaces the image of the same key, and
+// returns it as stored.
+func PutImage(ctx context.Context, tx pgx.Tx, img Image) (Image, error) {
+	err := tx.QueryRow(ctx, `INSERT INTO images (key, url, alt, width, height, content_type, size_bytes, source)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (key) DO UPDATE SET url = EXCLUDED.url, alt = EXCLUDED.alt, width = EXCLUDED.width, height = EXCLUDED.height,
+			content_type = EXCLUDED.content_type, size_bytes = EXCLUDED.size_bytes, source = EXCLUDED.source
+		RETURNING created_at`,
+		img.Key, img.URL, img.Alt, img.Width, img.Height, img.ContentType, img.SizeBytes, img.Source).Scan(&img.CreatedAt)
+	img.CreatedAt = img.CreatedAt.UTC()
+	return img, err
+}
+
+// GetImage reads the image of key (httpapi.ErrNotFound when absent).
+func GetImage(ctx context.Context, tx pgx.Tx, key string) (Image, error) {
+	var img Image
+	err := tx.QueryRow(ctx, `SELECT key, url, alt, width, height, content_type, size_bytes, source, created_at FROM images WHERE key = $1`, key).
+		Scan(&img.Key, &img.URL, &img.Alt, &img.Width, &img.Height, &img.ContentType, &img.SizeBytes, &img.Source, &img.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return img, httpapi.ErrNotFound
+	}
+	img.CreatedAt = img.CreatedAt.UTC()
+	return img, err
+}

@@ -1,0 +1,211 @@
+package content
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/ai"
+	"github.com/plinth-dev/plinth/internal/credits"
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/storage"
+	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/jobs"
+)
+
+// ImageCost is the price of one generated image, in hundredths of a credit.
+const ImageCost = 10 * credits.Unit
+
+// Bounds of a generated image.
+const (
+	minImageSide     = 64
+	maxImageSide     = 2048
+	defaultImageSide = 1024
+	maxPromptLen     = 4000
+)
+
+// GenerateImageRequest is the JSON body of POST /images.
+type GenerateImageRequest struct {
+	Prompt string `json:"prompt" required:"true"`
+	Width  *int   `json:"width"`
+	Height *int   `json:"height"`
+}
+
+type imageArgs struct {
+	Prompt string `json:"prompt"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+}
+
+// ImageResult is an image.generate job's result.
+type ImageResult struct {
+	URL    string `json:"url"`
+	Key    string `json:"key"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+}
+
+// submitImage starts image.generate for a JSON body. (The multipart upload
+// form of POST /images belongs to the content API.)
+func (sv *Service) submitImage(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	var req GenerateImageRequest
+	if err := httpapi.Decode(r, &req); err != nil {
+		return err
+	}
+	a := imageArgs{Prompt: strings.TrimSpace(req.Prompt), Width: defaultImageSide, Height: defaultImageSide}
+	var v httpapi.Validator
+	v.Check(a.Prompt != "", "prompt", "must not be empty")
+	v.Check(utf8.RuneCountInString(a.Prompt) <= maxPromptLen, "prompt", fmt.Sprintf("must be at most %d characters", maxPromptLen))
+	side := func(field string, p *int, dst *int) {
+		if p == nil {
+			return
+		}
+		v.Check(*p >= minImageSide && *p <= maxImageSide, field, fmt.Sprintf("must be from %d to %d pixels", minImageSide, maxImageSide))
+		*dst = *p
+	}
+	side("width", req.Width, &a.Width)
+	side("height", req.Height, &a.Height)
+	if err := v.Err(); err != nil {
+		return err
+	}
+	var job jobs.Job
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		job, err = jobs.Submit(r.Context(), tx, s, sv.River, jobs.Spec{
+			Type: TypeImage, Args: a, Charges: []jobs.Charge{{Op: "image", Cost: ImageCost}},
+			Steps: []string{"generate", "store"}, WriteScope: "images:write",
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusAccepted, job)
+}
+
+// imageKey names a generated image after its prompt and, for uniqueness,
+// its job: the same job always writes the same key.
+func imageKey(prompt, jobID string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(prompt) {
+		if b.Len() >= 40 {
+			break
+		}
+		switch {
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
+			b.WriteByte('-')
+		}
+	}
+	sum := sha256.Sum256([]byte(jobID))
+	base := strings.Trim(b.String(), "-")
+	if base == "" {
+		base = "image"
+	}
+	return base + "-" + hex.EncodeToString(sum[:5])
+}
+
+func mediaKey(projectID, key string) string { return projectID + "/" + key }
+
+// MediaURL is where the public surface serves a stored image.
+func (sv *Service) MediaURL(projectID, key string) string {
+	return strings.TrimRight(sv.PublicURL, "/") + "/v1/public/media/" + projectID + "/" + key
+}
+
+// imageJob generates the image, stores it under a key derived from the
+// job, and registers it at completion.
+func (sv *Service) imageJob(ctx context.Context, run *jobs.Run) (jobs.Commit, error) {
+	var a imageArgs
+	if err := run.Decode(&a); err != nil {
+		return nil, jobs.Fail(jobs.CodeInvalid, "the job's arguments are unreadable: "+err.Error())
+	}
+	if err := run.Step(ctx, "generate", 10, "Generating the image"); err != nil {
+		return nil, err
+	}
+	img, err := sv.AI.Image(ctx, ai.ImageRequest{Prompt: a.Prompt, Width: a.Width, Height: a.Height})
+	if err != nil {
+		return nil, err
+	}
+	if err := run.Step(ctx, "store", 80, "Storing the image"); err != nil {
+		return nil, err
+	}
+	pid := run.Scope.Project.ID
+	key := imageKey(a.Prompt, run.JobID)
+	// Storing again under the same key on a re-run is harmless; the row
+	// that makes the image visible is written with the completion.
+	size, err := sv.Media.Put(ctx, mediaKey(pid, key), bytes.NewReader(img.Data))
+	if err != nil {
+		return nil, fmt.Errorf("store image: %w", err)
+	}
+	alt := a.Prompt
+	if utf8.RuneCountInString(alt) > 200 {
+		alt = string([]rune(alt)[:200])
+	}
+	return func(ctx context.Context, tx pgx.Tx) (any, error) {
+		ct := img.ContentType
+		stored, err := PutImage(ctx, tx, Image{Key: key, URL: sv.MediaURL(pid, key), Alt: alt, Width: &img.Width, Height: &img.Height,
+			ContentType: &ct, SizeBytes: &size, Source: SourceAI})
+		if err != nil {
+			return nil, err
+		}
+		if sv.OnImageGenerated != nil {
+			if err := sv.OnImageGenerated(ctx, tx, run.Scope, stored); err != nil {
+				return nil, err
+			}
+		}
+		return ImageResult{URL: stored.URL, Key: key, Width: img.Width, Height: img.Height}, nil
+	}, nil
+}
+
+// serveMedia serves a stored image (uploaded or generated) of the project
+// named in the path, with the public surface's caching headers.
+func (sv *Service) serveMedia(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	key := chi.URLParam(r, "key")
+	if !KeyPattern.MatchString(key) {
+		return httpapi.NotFound("no such media")
+	}
+	var img Image
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		img, err = GetImage(r.Context(), tx, key)
+		return err
+	})
+	if errors.Is(err, httpapi.ErrNotFound) || (err == nil && img.Source == SourceURL) {
+		return httpapi.NotFound("no such media")
+	}
+	if err != nil {
+		return err
+	}
+	obj, err := sv.Media.Open(r.Context(), mediaKey(s.Project.ID, key))
+	if errors.Is(err, storage.ErrNotFound) {
+		return httpapi.NotFound("no such media")
+	}
+	if err != nil {
+		return err
+	}
+	defer obj.Close()
+	if img.ContentType != nil && *img.ContentType != "" {
+		w.Header().Set("Content-Type", *img.ContentType)
+	}
+	w.Header().Set("Cache-Control", "public, max-age=60")
+	w.Header().Set("ETag", fmt.Sprintf(`"%x-%x"`, obj.Size(), obj.ModTime().UnixNano()))
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	http.ServeContent(w, r, "", obj.ModTime(), obj)
+	return nil
+}

@@ -1,0 +1,256 @@
+package jobs
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+	sse "github.com/tmaxmax/go-sse"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// API serves /jobs: list, read, cancel and the SSE stream.
+type API struct {
+	Hub   *Hub
+	River *queue.Client
+	// Heartbeat is the interval of SSE comment lines that keep idle
+	// connections (and proxies) open (default 15s).
+	Heartbeat time.Duration
+	// Poll re-reads a streamed job's events even without a notification,
+	// in case one was lost with the LISTEN connection (default 5s).
+	Poll time.Duration
+}
+
+// Mount adds the /jobs routes to r (behind the authenticator). Every
+// route needs jobs:read; cancel also needs the write scope of the job's
+// pillar (decisions.md section 3).
+func (a *API) Mount(r chi.Router) {
+	r.Route("/jobs", func(r chi.Router) {
+		r.Use(tenant.RequireScope("jobs:read"))
+		r.Get("/", httpapi.H(a.list))
+		r.Get("/{id}", httpapi.H(a.get))
+		r.Post("/{id}/cancel", httpapi.H(a.cancel))
+		r.Get("/{id}/stream", httpapi.H(a.stream))
+	})
+}
+
+var statuses = map[string]bool{StatusPending: true, StatusProcessing: true, StatusCompleted: true, StatusFailed: true, StatusCancelled: true}
+
+func (a *API) list(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	page, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	f := Filter{Status: r.URL.Query().Get("status"), Type: r.URL.Query().Get("type")}
+	if f.Status != "" && !statuses[f.Status] {
+		return httpapi.Invalid("status", "must be one of pending, processing, completed, failed, cancelled")
+	}
+	var rows []Job
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		rows, err = list(r.Context(), tx, f, page.Cursor, page.Limit)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, httpapi.NewList(rows, page.Limit, func(j Job) string { return j.ID }))
+}
+
+func (a *API) get(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	var j *row
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		j, err = get(r.Context(), tx, chi.URLParam(r, "id"))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, j.Job)
+}
+
+// cancel ends a pending job at once (refunded) and asks a processing one
+// to stop: the worker sees the request, stops, and ends the job cancelled
+// (refunded). Either way it answers 200 with the job as it now stands; a
+// finished job gives 409 conflict.
+func (a *API) cancel(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	var j *row
+	err = s.Tx(ctx, func(tx pgx.Tx) error {
+		if j, err = lock(ctx, tx, chi.URLParam(r, "id")); err != nil {
+			return err
+		}
+		if err := s.Require(j.WriteScope); err != nil {
+			return err
+		}
+		switch {
+		case Final(j.Status):
+			return httpapi.Conflict(httpapi.CodeConflict, "the job has already finished ("+j.Status+")")
+		case j.Status == StatusPending:
+			if err := cancelRow(ctx, tx, s, j); err != nil {
+				return err
+			}
+			if _, err := a.River.JobCancelTx(ctx, tx, j.RiverID); err != nil {
+				return err
+			}
+			if j.Admitted {
+				return promote(ctx, tx, a.River)
+			}
+			return nil
+		case !j.CancelRequested:
+			// River cancels the running attempt's context (through its own
+			// LISTEN/NOTIFY); the runner then ends the job cancelled.
+			j.CancelRequested, j.Message = true, "Cancellation requested"
+			if err := save(ctx, tx, j, newEvent(EventProgress, progressData{Progress: j.Progress, Message: j.Message})); err != nil {
+				return err
+			}
+			_, err := a.River.JobCancelTx(ctx, tx, j.RiverID)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, j.Job)
+}
+
+// stream serves GET /jobs/{id}/stream as Server-Sent Events: every event
+// of the job in order (progress, step, error, then done, which ends the
+// stream), each with its sequence number as id. Last-Event-ID resumes
+// after that event; a finished job's stream without it sends done at once.
+func (a *API) stream(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	jobID := chi.URLParam(r, "id")
+	wakeups, stop := a.Hub.Subscribe(jobID) // before reading, so no event slips between
+	defer stop()
+	var j *row
+	err = s.Tx(ctx, func(tx pgx.Tx) error {
+		j, err = get(ctx, tx, jobID)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	sess, err := sse.Upgrade(w, r)
+	if err != nil {
+		return err // the response writer cannot flush
+	}
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+
+	last, resumed := 0, false
+	if id := sess.LastEventID.String(); id != "" {
+		if n, err := strconv.Atoi(id); err == nil && n >= 0 {
+			last, resumed = n, true
+		}
+	}
+	if Final(j.Status) && (!resumed || last >= j.EventSeq) {
+		// Also when resuming at or past the end: a reconnect after done.
+		_ = a.send(sess, event{Seq: j.EventSeq, Kind: EventDone, Data: mustJSON(j.Job)}, true)
+		return nil
+	}
+	if err := sess.Flush(); err != nil { // headers out: the client knows the stream is open
+		return nil
+	}
+	heartbeat := time.NewTicker(or(a.Heartbeat, 15*time.Second))
+	defer heartbeat.Stop()
+	poll := time.NewTicker(or(a.Poll, 5*time.Second))
+	defer poll.Stop()
+	for {
+		for {
+			var evs []event
+			err := s.Tx(ctx, func(tx pgx.Tx) error {
+				evs, err = eventsAfter(ctx, tx, jobID, last, 500)
+				return err
+			})
+			if err != nil {
+				if ctx.Err() == nil {
+					httpapi.Logger(ctx).ErrorContext(ctx, "job stream read failed", "job", jobID, "err", err)
+					_ = a.send(sess, event{Kind: EventError, Data: mustJSON(ErrorBody{Code: httpapi.CodeInternal, Message: "the stream failed; reconnect to resume"})}, true)
+				}
+				return nil
+			}
+			for i, e := range evs {
+				if err := a.send(sess, e, i == len(evs)-1 || e.Kind == EventDone); err != nil {
+					return nil
+				}
+				last = e.Seq
+				if e.Kind == EventDone {
+					return nil
+				}
+			}
+			if len(evs) < 500 {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.Hub.Done():
+			return nil
+		case <-wakeups:
+		case <-poll.C:
+		case <-heartbeat.C:
+			m := &sse.Message{}
+			m.AppendComment("heartbeat")
+			if sess.Send(m) != nil || sess.Flush() != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// send writes one event; flush sends it (and any before it) now. After
+// the stream started, errors end it quietly: the client went away.
+func (a *API) send(sess *sse.Session, e event, flush bool) error {
+	m := &sse.Message{Type: sse.Type(e.Kind)}
+	if e.Seq > 0 {
+		m.ID = sse.ID(strconv.Itoa(e.Seq))
+	}
+	m.AppendData(string(e.Data))
+	if err := sess.Send(m); err != nil {
+		return err
+	}
+	if flush {
+		return sess.Flush()
+	}
+	return nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only the package's own plain types are marshalled
+	}
+	return b
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
