@@ -45,6 +45,19 @@ func TestCheckoutCreatesSessionOnConnectedAccount(t *testing.T) {
 	assert.True(t, strings.HasSuffix(cs["expires_at"].(string), "Z"))
 	assert.WithinDuration(t, time.Now().Add(time.Hour), exp, 2*time.Minute)
 
+	// A retry with the same key is answered from the idempotency store:
+	// the same session, no second order or session.
+	again := f.env.Send(apitest.Request{Method: "POST", Path: "/v1/checkout-sessions", Key: f.p.Key,
+		Header: map[string]string{"Idempotency-Key": "idem-checkout-1"},
+		Body: map[string]any{
+			"items":       []any{item(pid, 3)},
+			"customer":    map[string]any{"name": "Ada Buyer", "email": "ada@example.com"},
+			"success_url": "https://shop.test/thanks?session={CHECKOUT_SESSION_ID}",
+			"cancel_url":  "https://shop.test/cart",
+		}}).Expect(t, 201)
+	assert.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+	assert.Equal(t, sessionID, again.JSON(t)["payment_session_id"])
+
 	// The processor saw one session on the project's connected account,
 	// with the caller's Idempotency-Key and the success URL unchanged.
 	reqs := f.mock.Requests("POST /v1/checkout/sessions")

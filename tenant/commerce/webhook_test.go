@@ -44,6 +44,11 @@ func TestWebhookSignature(t *testing.T) {
 			assert.Contains(t, p["detail"], "Stripe-Signature")
 		})
 	}
+	// The route is not under the anonymous per-IP limit (free plan: burst
+	// 60), which would refuse the processor's bursts.
+	for range 70 {
+		require.Equal(t, 400, send("t=1,v1=00", payload).Status)
+	}
 	// Nothing was applied: charges are still enabled and no event recorded.
 	f.tx(t, func(tx pgx.Tx) error {
 		var enabled bool
