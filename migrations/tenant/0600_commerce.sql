@@ -1,7 +1,8 @@
 -- +goose Up
 -- Commerce: product categories (a tree), products, variants, orders, the
--- refunds that make up an order's refunded amount, the connected payment
--- account and the processor events already applied.
+-- connected payment account and the processor events already applied.
+-- Lean on purpose (every project schema gets these): few relations, no
+-- index that only a rare lookup would use.
 --
 -- Stock: reserved counts units held by pending checkouts. The checks keep
 -- reserved <= stock_quantity, so tracked stock is never oversold whatever
@@ -62,8 +63,9 @@ CREATE INDEX product_variants_product ON product_variants (product_id);
 
 -- items is the frozen list of lines (names, prices and whether each line
 -- holds tracked stock); reserved tells whether the order still holds its
--- reservation. refunded_amount is the greater of the refunds known one by
--- one and the processor's running total on the charge (charge_refunded).
+-- reservation. refunds maps each refund id to its amount; refunded_amount
+-- is the greater of their sum and the processor's running total on the
+-- charge (charge_refunded).
 CREATE TABLE orders (
     id                 bigserial PRIMARY KEY,
     status             text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending','paid','processing','delivered','cancelled')),
@@ -72,24 +74,18 @@ CREATE TABLE orders (
     subtotal           bigint NOT NULL,
     total              bigint NOT NULL,
     refunded_amount    bigint NOT NULL DEFAULT 0,
+    refunds            jsonb NOT NULL DEFAULT '{}',
     charge_refunded    bigint NOT NULL DEFAULT 0,
     currency           text NOT NULL,
     customer_name      text NOT NULL DEFAULT '',
     customer_email     text NOT NULL DEFAULT '',
     source             text NOT NULL CHECK (source IN ('checkout','manual')),
     reserved           boolean NOT NULL DEFAULT false,
-    payment_session_id text UNIQUE,
-    payment_intent_id  text UNIQUE,
+    payment_session_id text,
+    payment_intent_id  text,
     expires_at         timestamptz,
     created_at         timestamptz NOT NULL DEFAULT now(),
     updated_at         timestamptz NOT NULL DEFAULT now()
-);
-
-CREATE TABLE order_refunds (
-    id         text PRIMARY KEY,
-    order_id   bigint NOT NULL REFERENCES orders(id) ON DELETE CASCADE,
-    amount     bigint NOT NULL CHECK (amount > 0),
-    created_at timestamptz NOT NULL DEFAULT now()
 );
 
 -- The project's connected account at the processor (one row at most).

@@ -80,6 +80,7 @@ type orderRow struct {
 	source         string
 	reserved       bool
 	intentID       *string
+	refunds        map[string]int64 // refund id → amount
 	chargeRefunded int64
 	expiresAt      *time.Time
 }
@@ -87,12 +88,12 @@ type orderRow struct {
 // Number formats the display number of an order id.
 func Number(id int64) string { return fmt.Sprintf("ORD-%06d", id) }
 
-const orderCols = `id, status, payment_status, items, subtotal, total, refunded_amount, charge_refunded, currency,
+const orderCols = `id, status, payment_status, items, subtotal, total, refunded_amount, refunds, charge_refunded, currency,
 	customer_name, customer_email, source, reserved, payment_session_id, payment_intent_id, expires_at, created_at, updated_at`
 
 func scanOrder(row pgx.Row) (*orderRow, error) {
 	o := &orderRow{}
-	err := row.Scan(&o.ID, &o.Status, &o.PaymentStatus, &o.lines, &o.Subtotal, &o.Total, &o.RefundedAmount, &o.chargeRefunded,
+	err := row.Scan(&o.ID, &o.Status, &o.PaymentStatus, &o.lines, &o.Subtotal, &o.Total, &o.RefundedAmount, &o.refunds, &o.chargeRefunded,
 		&o.Currency, &o.Customer.Name, &o.Customer.Email, &o.source, &o.reserved, &o.PaymentSessionID, &o.intentID,
 		&o.expiresAt, &o.CreatedAt, &o.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -102,6 +103,9 @@ func scanOrder(row pgx.Row) (*orderRow, error) {
 		return nil, err
 	}
 	o.Number = Number(o.ID)
+	if o.refunds == nil {
+		o.refunds = map[string]int64{}
+	}
 	o.Items = make([]Item, len(o.lines))
 	for i, l := range o.lines {
 		o.Items[i] = l.Item
@@ -118,9 +122,9 @@ func lockOrder(ctx context.Context, tx pgx.Tx, id int64) (*orderRow, error) {
 // setOrder writes the mutable state of o and returns the row as stored.
 func setOrder(ctx context.Context, tx pgx.Tx, o *orderRow) (*orderRow, error) {
 	return scanOrder(tx.QueryRow(ctx, `UPDATE orders SET status = $2, payment_status = $3, refunded_amount = $4, charge_refunded = $5,
-			reserved = $6, payment_session_id = $7, payment_intent_id = $8, updated_at = now()
+			reserved = $6, payment_session_id = $7, payment_intent_id = $8, refunds = $9, updated_at = now()
 		WHERE id = $1 RETURNING `+orderCols,
-		o.ID, o.Status, o.PaymentStatus, o.RefundedAmount, o.chargeRefunded, o.reserved, o.PaymentSessionID, o.intentID))
+		o.ID, o.Status, o.PaymentStatus, o.RefundedAmount, o.chargeRefunded, o.reserved, o.PaymentSessionID, o.intentID, o.refunds))
 }
 
 // orderItemInput is a requested line: a product, optionally one of its
@@ -550,11 +554,12 @@ func (s *Service) markPaid(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, o *
 
 // settleRefunds recomputes the refunded amount of o (locked) from the
 // refunds known one by one and the processor's running total, with the
-// payment status it implies, and emits order.refunded when it grew.
-func (s *Service) settleRefunds(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, o *orderRow) (*orderRow, error) {
+// payment status it implies, stores o when that or (dirty) its refunds
+// changed, and emits order.refunded when the amount grew.
+func (s *Service) settleRefunds(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, o *orderRow, dirty bool) (*orderRow, error) {
 	var sum int64
-	if err := tx.QueryRow(ctx, `SELECT COALESCE(sum(amount), 0) FROM order_refunds WHERE order_id = $1`, o.ID).Scan(&sum); err != nil {
-		return nil, err
+	for _, a := range o.refunds {
+		sum += a
 	}
 	refunded := min(o.Total, max(sum, o.chargeRefunded))
 	status := o.PaymentStatus
@@ -569,7 +574,7 @@ func (s *Service) settleRefunds(ctx context.Context, tx pgx.Tx, sc *tenant.Scope
 		}
 	}
 	grew := refunded > o.RefundedAmount
-	if refunded == o.RefundedAmount && status == o.PaymentStatus {
+	if !dirty && refunded == o.RefundedAmount && status == o.PaymentStatus {
 		return o, nil
 	}
 	o.RefundedAmount, o.PaymentStatus = refunded, status
@@ -644,11 +649,10 @@ func (s *Service) refundOrder(w http.ResponseWriter, r *http.Request) error {
 		default:
 			return httpapi.Conflict(httpapi.CodeConflict, "the processor's payment of this order is not known yet; retry when it is")
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO order_refunds (id, order_id, amount) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`,
-			refundID, o.ID, amount); err != nil {
-			return err
+		if _, known := o.refunds[refundID]; !known {
+			o.refunds[refundID] = amount
 		}
-		o, err = s.settleRefunds(ctx, tx, sc, o)
+		o, err = s.settleRefunds(ctx, tx, sc, o, true)
 		return err
 	})
 	if err != nil {

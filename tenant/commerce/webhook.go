@@ -274,13 +274,11 @@ func (s *Service) onChargeRefunded(ctx context.Context, tx pgx.Tx, sc *tenant.Sc
 	if err != nil || o == nil {
 		return err
 	}
-	if obj.AmountRefunded > o.chargeRefunded {
+	grew := obj.AmountRefunded > o.chargeRefunded
+	if grew {
 		o.chargeRefunded = obj.AmountRefunded
-		if o, err = setOrder(ctx, tx, o); err != nil {
-			return err
-		}
 	}
-	_, err = s.settleRefunds(ctx, tx, sc, o)
+	_, err = s.settleRefunds(ctx, tx, sc, o, grew)
 	return err
 }
 
@@ -303,19 +301,17 @@ func (s *Service) onRefund(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, ev 
 	if err != nil || o == nil || obj.ID == "" {
 		return err
 	}
+	old, known := o.refunds[obj.ID]
 	switch obj.Status {
 	case "succeeded", "pending":
 		if obj.Amount > 0 {
-			_, err = tx.Exec(ctx, `INSERT INTO order_refunds (id, order_id, amount) VALUES ($1, $2, $3)
-				ON CONFLICT (id) DO UPDATE SET amount = EXCLUDED.amount`, obj.ID, o.ID, obj.Amount)
+			o.refunds[obj.ID] = obj.Amount
 		}
 	case "failed", "canceled":
-		_, err = tx.Exec(ctx, `DELETE FROM order_refunds WHERE id = $1 AND order_id = $2`, obj.ID, o.ID)
+		delete(o.refunds, obj.ID)
 	}
-	if err != nil {
-		return err
-	}
-	_, err = s.settleRefunds(ctx, tx, sc, o)
+	now, still := o.refunds[obj.ID]
+	_, err = s.settleRefunds(ctx, tx, sc, o, known != still || old != now)
 	return err
 }
 
