@@ -66,7 +66,7 @@ func New(cfg Config) *Client {
 	}
 	backend := func(t stripe.SupportedBackend) stripe.Backend {
 		bc := &stripe.BackendConfig{HTTPClient: hc, LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
-			MaxNetworkRetries: cfg.MaxRetries}
+			MaxNetworkRetries: cfg.MaxRetries, EnableTelemetry: stripe.Bool(false)}
 		if cfg.APIBase != "" {
 			bc.URL = stripe.String(strings.TrimSuffix(strings.TrimRight(cfg.APIBase, "/"), "/v1"))
 		}

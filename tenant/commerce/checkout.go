@@ -125,9 +125,14 @@ func (s *Service) createCheckout(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 
+	cancelled := false
 	err = sc.Tx(ctx, func(tx pgx.Tx) error {
 		if o, err = lockOrder(ctx, tx, o.ID); err != nil {
 			return err
+		}
+		if o.Status == StatusCancelled && o.PaymentStatus == PaymentUnpaid {
+			cancelled = true // cancelled while the session was being made
+			return nil
 		}
 		if o.PaymentSessionID == nil {
 			o.PaymentSessionID = &sess.ID
@@ -142,6 +147,12 @@ func (s *Service) createCheckout(w http.ResponseWriter, r *http.Request) error {
 	})
 	if err != nil {
 		return err
+	}
+	if cancelled {
+		if err := s.pay.ExpireCheckout(context.WithoutCancel(ctx), account, sess.ID); err != nil && !errors.Is(err, payments.ErrSessionClosed) {
+			s.logger.ErrorContext(ctx, "expiring the session of a cancelled order", "project", sc.Project.ID, "order", o.ID, "err", err)
+		}
+		return httpapi.Conflict(httpapi.CodeConflict, "the order was cancelled while its checkout was being created")
 	}
 	return httpapi.JSON(w, 201, CheckoutSession{OrderID: o.ID, PaymentSessionID: sess.ID, CheckoutURL: sess.URL, ExpiresAt: sess.ExpiresAt.UTC()})
 }

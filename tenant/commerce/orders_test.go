@@ -135,6 +135,26 @@ func TestOrderCancelPending(t *testing.T) {
 	assert.Equal(t, "pending", f.order(t, other)["status"])
 }
 
+// An order cancelled while its session is being created: the checkout
+// answers 409 and the session is expired at once.
+func TestOrderCancelledDuringCheckout(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.connect(t)
+	pid := f.product(t, map[string]any{"track_inventory": true, "stock_quantity": 1})
+	f.mock.Before("POST /v1/checkout/sessions", func() {
+		pending := f.do(t, "GET", "/orders?status=pending", nil).Expect(t, 200).JSON(t)["data"].([]any)
+		require.Len(t, pending, 1)
+		f.action(t, num(pending[0].(map[string]any)["id"]), "cancel", nil).Expect(t, 200)
+	})
+	p := f.checkout(t, item(pid, 1)).Problem(t, 409, "conflict")
+	assert.Contains(t, p["detail"], "cancelled")
+	assert.Len(t, f.mock.Requests("POST /v1/checkout/sessions"), 1)
+	assert.Len(t, f.mock.Requests("POST /v1/checkout/sessions/"), 1, "and expired at once")
+	stock, reserved := f.stock(t, pid)
+	assert.Equal(t, []int64{1, 0}, []int64{stock, reserved})
+}
+
 // Cancelling a paid order puts its units back.
 func TestOrderCancelPaidRestocks(t *testing.T) {
 	t.Parallel()

@@ -142,6 +142,7 @@ type Mock struct {
 	requests []Request
 	patches  map[string]map[string]any
 	fail     map[string]failure
+	before   map[string]func()
 }
 
 type failure struct {
@@ -156,7 +157,7 @@ func New(t testing.TB) *Mock {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &Mock{patches: map[string]map[string]any{}, fail: map[string]failure{}}
+	m := &Mock{patches: map[string]map[string]any{}, fail: map[string]failure{}, before: map[string]func(){}}
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	proxy.ModifyResponse = m.patch
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -166,7 +167,11 @@ func New(t testing.TB) *Mock {
 		m.mu.Lock()
 		m.requests = append(m.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Form: form})
 		f, failing := m.fail[r.Method+" "+r.URL.Path]
+		hook := m.before[r.Method+" "+r.URL.Path]
 		m.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
 		if failing {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(f.status)
@@ -211,6 +216,14 @@ func (m *Mock) Fail(methodPath string, status int, typ, msg string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.fail[methodPath] = failure{status: status, body: string(b)}
+}
+
+// Before runs fn when a "METHOD /path" request arrives, before it is
+// answered: a test acts while the server waits on the processor.
+func (m *Mock) Before(methodPath string, fn func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.before[methodPath] = fn
 }
 
 // patch rewrites the responses a test configured with Patch.
