@@ -491,7 +491,7 @@ func (s *Service) closeSession(ctx context.Context, account, session string) err
 		return gerr
 	}
 	if st.Status == "complete" {
-		return httpapi.Conflict(httpapi.CodeConflict, "the buyer has completed this checkout; the order will be marked paid, refund it instead")
+		return httpapi.Conflict(httpapi.CodeConflict, "the buyer has completed this checkout: the order becomes paid; refund it then")
 	}
 	return nil
 }
