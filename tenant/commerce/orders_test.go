@@ -293,6 +293,7 @@ func TestReleaseJob(t *testing.T) {
 	t.Parallel()
 	f := setup(t, apitest.WithWorkers())
 	f.connect(t)
+	rec := f.recordEvents(t)
 	pid := f.product(t, map[string]any{"track_inventory": true, "stock_quantity": 5})
 	open := num(f.checkout(t, item(pid, 1)).Expect(t, 201).JSON(t)["order_id"])
 	paid := num(f.checkout(t, item(pid, 2)).Expect(t, 201).JSON(t)["order_id"])
@@ -315,4 +316,12 @@ func TestReleaseJob(t *testing.T) {
 	assert.Len(t, f.mock.Requests(fmt.Sprintf("POST /v1/checkout/sessions/%s/expire", f.order(t, open)["payment_session_id"])), 1)
 	stock, reserved := f.stock(t, pid)
 	assert.Equal(t, []int64{3, 0}, []int64{stock, reserved})
+	seen := map[string]bool{}
+	for range 4 {
+		e := rec.next(t)
+		seen[fmt.Sprintf("%s %v", e.Type, e.Data["id"])] = true
+	}
+	assert.Equal(t, map[string]bool{fmt.Sprintf("order.created %d", open): true, fmt.Sprintf("order.created %d", paid): true,
+		fmt.Sprintf("order.cancelled %d", open): true, fmt.Sprintf("order.paid %d", paid): true}, seen)
+	rec.none(t)
 }

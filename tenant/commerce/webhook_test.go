@@ -79,6 +79,7 @@ func TestWebhookCheckoutCompletedOnce(t *testing.T) {
 	pid := f.product(t, map[string]any{"track_inventory": true, "stock_quantity": 5})
 	orderID := num(f.checkout(t, item(pid, 2)).Expect(t, 201).JSON(t)["order_id"])
 	sess := f.sessionObject(t, orderID, "complete", "paid")
+	rec := f.recordEvents(t)
 
 	res := f.event(t, "evt_paid_1", "checkout.session.completed", acct, sess).Expect(t, 200).JSON(t)
 	assert.Equal(t, true, res["received"])
@@ -88,6 +89,7 @@ func TestWebhookCheckoutCompletedOnce(t *testing.T) {
 	assert.Equal(t, "paid", o["payment_status"])
 	stock, reserved := f.stock(t, pid)
 	assert.Equal(t, []int64{3, 0}, []int64{stock, reserved})
+	rec.expect(t, "order.paid", orderID, "paid", "paid")
 
 	// The same event again, several times at once: nothing changes.
 	var wg sync.WaitGroup
@@ -107,6 +109,12 @@ func TestWebhookCheckoutCompletedOnce(t *testing.T) {
 	stock, reserved = f.stock(t, pid)
 	assert.Equal(t, []int64{3, 0}, []int64{stock, reserved})
 	assert.Equal(t, o["updated_at"], f.order(t, orderID)["updated_at"])
+	rec.none(t)
+	var applied int
+	f.tx(t, func(tx pgx.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT count(*) FROM payment_events WHERE id IN ('evt_paid_1', 'evt_paid_2')`).Scan(&applied)
+	})
+	assert.Equal(t, 2, applied)
 }
 
 func TestWebhookCheckoutExpiredReleasesStock(t *testing.T) {
@@ -116,8 +124,12 @@ func TestWebhookCheckoutExpiredReleasesStock(t *testing.T) {
 	pid := f.product(t, map[string]any{"track_inventory": true, "stock_quantity": 3})
 	orderID := num(f.checkout(t, item(pid, 3)).Expect(t, 201).JSON(t)["order_id"])
 	f.checkout(t, item(pid, 1)).Problem(t, 409, "conflict")
+	rec := f.recordEvents(t)
 
 	f.event(t, "evt_exp_1", "checkout.session.expired", acct, f.sessionObject(t, orderID, "expired", "unpaid")).Expect(t, 200)
+	rec.expect(t, "order.cancelled", orderID, "cancelled", "unpaid")
+	f.event(t, "evt_exp_1", "checkout.session.expired", acct, f.sessionObject(t, orderID, "expired", "unpaid")).Expect(t, 200)
+	rec.none(t)
 	o := f.order(t, orderID)
 	assert.Equal(t, "cancelled", o["status"])
 	assert.Equal(t, "unpaid", o["payment_status"])
@@ -144,15 +156,19 @@ func TestWebhookAsyncPayment(t *testing.T) {
 	ok := num(f.checkout(t, item(pid, 1)).Expect(t, 201).JSON(t)["order_id"])
 	bad := num(f.checkout(t, item(pid, 1)).Expect(t, 201).JSON(t)["order_id"])
 
+	rec := f.recordEvents(t)
 	sess := f.sessionObject(t, ok, "complete", "unpaid")
 	f.event(t, "evt_async_1", "checkout.session.completed", acct, sess).Expect(t, 200)
 	assert.Equal(t, "pending", f.order(t, ok)["status"])
+	rec.none(t)
 	sess["payment_status"] = "paid"
 	f.event(t, "evt_async_2", "checkout.session.async_payment_succeeded", acct, sess).Expect(t, 200)
 	assert.Equal(t, "paid", f.order(t, ok)["status"])
+	rec.expect(t, "order.paid", ok, "paid", "paid")
 
 	f.event(t, "evt_async_3", "checkout.session.async_payment_failed", acct, f.sessionObject(t, bad, "complete", "unpaid")).Expect(t, 200)
 	assert.Equal(t, "cancelled", f.order(t, bad)["status"])
+	rec.expect(t, "order.cancelled", bad, "cancelled", "unpaid")
 	stock, reserved := f.stock(t, pid)
 	assert.Equal(t, []int64{3, 0}, []int64{stock, reserved})
 }
@@ -194,6 +210,7 @@ func TestWebhookRefundEvents(t *testing.T) {
 	sess := f.sessionObject(t, orderID, "complete", "paid")
 	pi := sess["payment_intent"].(string)
 	f.event(t, "evt_rf_0", "checkout.session.completed", acct, sess).Expect(t, 200)
+	rec := f.recordEvents(t)
 
 	refund := map[string]any{"id": "re_dash_1", "object": "refund", "amount": 500, "status": "succeeded", "payment_intent": pi}
 	f.event(t, "evt_rf_1", "refund.created", acct, refund).Expect(t, 200)
@@ -201,12 +218,14 @@ func TestWebhookRefundEvents(t *testing.T) {
 	assert.Equal(t, float64(500), o["refunded_amount"])
 	assert.Equal(t, "partially_refunded", o["payment_status"])
 	assert.Equal(t, "paid", o["status"], "a refund leaves the status alone")
+	rec.expect(t, "order.refunded", orderID, "paid", "partially_refunded")
 
 	// The charge's running total names the same refund: still 500.
 	charge := map[string]any{"id": "ch_1", "object": "charge", "payment_intent": pi, "amount_refunded": 500, "refunded": false}
 	f.event(t, "evt_rf_2", "charge.refunded", acct, charge).Expect(t, 200)
 	f.event(t, "evt_rf_2", "charge.refunded", acct, charge).Expect(t, 200)
 	assert.Equal(t, float64(500), f.order(t, orderID)["refunded_amount"])
+	rec.none(t)
 
 	// A second refund, known first by the charge total, then by itself.
 	charge["amount_refunded"], charge["refunded"] = 2000, true
@@ -214,8 +233,19 @@ func TestWebhookRefundEvents(t *testing.T) {
 	o = f.order(t, orderID)
 	assert.Equal(t, float64(2000), o["refunded_amount"])
 	assert.Equal(t, "refunded", o["payment_status"])
+	rec.expect(t, "order.refunded", orderID, "paid", "refunded")
 	f.event(t, "evt_rf_4", "refund.updated", acct, map[string]any{"id": "re_dash_2", "amount": 1500, "status": "succeeded", "payment_intent": pi}).Expect(t, 200)
 	assert.Equal(t, float64(2000), f.order(t, orderID)["refunded_amount"])
+	rec.none(t)
+
+	// A refund that fails is taken back out of the sum (the charge's
+	// total, here still 2000, keeps the amount until it drops too).
+	f.event(t, "evt_rf_5", "refund.updated", acct, map[string]any{"id": "re_dash_2", "amount": 1500, "status": "failed", "payment_intent": pi}).Expect(t, 200)
+	var refunds map[string]int64
+	f.tx(t, func(tx pgx.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT refunds FROM orders WHERE id = $1`, orderID).Scan(&refunds)
+	})
+	assert.Equal(t, map[string]int64{"re_dash_1": 500}, refunds)
 }
 
 func TestWebhookAccountUpdated(t *testing.T) {
