@@ -23,12 +23,14 @@ import (
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/idempotency"
+	"github.com/plinth-dev/plinth/internal/payments"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
 	"github.com/plinth-dev/plinth/internal/storage"
 	"github.com/plinth-dev/plinth/internal/webhook"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/booking"
+	"github.com/plinth-dev/plinth/tenant/commerce"
 	"github.com/plinth-dev/plinth/tenant/content"
 	"github.com/plinth-dev/plinth/tenant/forms"
 	"github.com/plinth-dev/plinth/tenant/jobs"
@@ -109,6 +111,12 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
 		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger}, c, hookSecrets))
 	registered++
+
+	// Commerce: the release job settles checkouts the processor left pending.
+	shop := commerce.New(commerce.Config{Central: c, Logger: logger, Payments: payments.New(payments.Config{
+		SecretKey: cfg.StripeSecretKey, WebhookSecret: cfg.StripeWebhookKey, APIBase: cfg.StripeAPIBase})})
+	river.AddWorker(workers, shop.Worker())
+	registered++
 	s.opts.Workers = opts.Workers && registered > 0
 
 	qo := opts.Queue
@@ -123,6 +131,8 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 		return nil, fmt.Errorf("river client: %w", err)
 	}
 	s.Outbox = webhook.NewOutbox(s.River)
+	shop.SetQueue(s.River)
+	shop.SetEvents(s.Outbox)
 	s.JobEvents = jobs.NewHub(pool, logger)
 	jobsAPI := &jobs.API{Hub: s.JobEvents, River: s.River}
 	if s.AI, err = ai.New(cfg, logger); err != nil {
@@ -149,6 +159,8 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	idem := idempotency.New(logger)
 	r.Route("/v1", func(v1 chi.Router) {
 		v1.Get("/health", s.health)
+		// The payment processor's webhook: its signature authenticates it.
+		shop.WebhookRoute(v1)
 		// The public read surface: no key; the project is named by
 		// X-Service-Project-Key or ?project_id=.
 		v1.Route("/public", func(pub chi.Router) {
@@ -156,6 +168,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 			pub.Use(c.PublicProject)
 			pub.Use(idem.Handler) // public submits (bookings, forms) accept Idempotency-Key too
 			forms.PublicRoutes(pub)
+			shop.PublicRoutes(pub)
 			contentSvc.MountPublic(pub)
 			bookings.PublicRoutes(pub)
 			if opts.TestPublicRoutes != nil {
@@ -168,6 +181,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 			c.ProjectRoutes(api)
 			usage.Routes(api)
 			forms.Routes(api)
+			shop.Routes(api)
 			jobsAPI.Mount(api)
 			contentSvc.Mount(api)
 			api.Route("/webhook-endpoints", webhooks.New(s.Outbox, hookSecrets, cfg.Dev).Routes)
@@ -220,7 +234,7 @@ func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
 		Public:       ratelimit.Limit{RPM: s.Config.PublicRPM, Burst: s.Config.PublicBurst},
 		PublicPrefix: "/v1/public",
 		Peek:         []string{"/v1/health"},
-		Skip:         []string{"/central/"},
+		Skip:         []string{"/central/", "/v1/payments/webhook"}, // the processor's webhook is signed, and bursts
 		Trusted:      s.Config.TrustedProxies,
 		Clock:        clock,
 		Logger:       s.logger,
