@@ -23,6 +23,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/storage"
 	"github.com/plinth-dev/plinth/tenant/content"
 	"github.com/plinth-dev/plinth/tenant/jobs"
+	"github.com/plinth-dev/plinth/tenant/social"
 )
 
 // Version is the API version reported by /v1/health.
@@ -74,6 +75,12 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	s.Jobs = jobs.NewRunner(c, logger)
 	river.AddWorker(workers, s.Jobs)
 	registered++
+	socialSvc := social.New(cfg, c, logger)
+	socialSvc.Register(s.Jobs)
+	river.AddWorker(workers, socialSvc.PublishWorker())
+	river.AddWorker(workers, socialSvc.ScheduleWorker())
+	periodic = append(periodic, socialSvc.Periodic(cfg.SchedulerInterval))
+	registered += 2
 	s.opts.Workers = opts.Workers && registered > 0
 
 	qo := opts.Queue
@@ -92,6 +99,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	}
 	contentSvc := &content.Service{AI: s.AI, Media: s.Media, River: s.River, PublicURL: cfg.PublicURL}
 	contentSvc.Register(s.Jobs)
+	socialSvc.River, socialSvc.AI, socialSvc.Images = s.River, s.AI, contentSvc
 
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20))
@@ -103,11 +111,14 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 			pub.Use(c.PublicProject)
 			contentSvc.MountPublic(pub)
 		})
+		// OAuth callbacks: no key; the signed, single-use state names the project.
+		socialSvc.MountKeyless(v1)
 		v1.Group(func(api chi.Router) {
 			api.Use(c.Authenticate)
 			c.ProjectRoutes(api)
 			jobsAPI.Mount(api)
 			contentSvc.Mount(api)
+			socialSvc.Mount(api)
 		})
 	})
 	// Dashboard login and the dashboard API (JWT, not API keys).
