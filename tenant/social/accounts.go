@@ -135,7 +135,9 @@ func (sv *Service) callback(w http.ResponseWriter, r *http.Request) error {
 	if errors.Is(err, oauth.ErrStateInvalid) || st.Platform != platform {
 		return httpapi.BadRequest("the state is not valid for this callback")
 	}
-	fail := func(code string) error { return redirect(w, r, st.RedirectURI, url.Values{"status": {"error"}, "error": {code}}) }
+	fail := func(code string) error {
+		return redirect(w, r, st.RedirectURI, url.Values{"status": {"error"}, "error": {code}})
+	}
 	if errors.Is(err, oauth.ErrStateExpired) {
 		return fail(errStateExpired)
 	}

@@ -61,11 +61,11 @@ type CreateRequest struct {
 // PatchRequest is the JSON body of PATCH /social-posts/{id}; absent
 // fields are unchanged, and scheduled_at null unschedules the post.
 type PatchRequest struct {
-	Title       *string              `json:"title"`
-	Content     *string              `json:"content"`
-	Platforms   *[]string            `json:"platforms"`
-	AccountIDs  *[]string            `json:"account_ids"`
-	Media       *[]string            `json:"media"`
+	Title       *string        `json:"title"`
+	Content     *string        `json:"content"`
+	Platforms   *[]string      `json:"platforms"`
+	AccountIDs  *[]string      `json:"account_ids"`
+	Media       *[]string      `json:"media"`
 	ScheduledAt optionalString `json:"scheduled_at"`
 }
 

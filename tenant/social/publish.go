@@ -32,7 +32,9 @@ func (PublishArgs) Kind() string { return "social.publish" }
 const publishAttempts = 5
 
 // InsertOpts implements river.JobArgsWithInsertOpts.
-func (PublishArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: publishAttempts} }
+func (PublishArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: publishAttempts}
+}
 
 // PublishWorker publishes posts.
 type PublishWorker struct {
