@@ -6,11 +6,11 @@ import (
 	"github.com/plinth-dev/plinth/tenant"
 )
 
-// ProjectScopes binds every project, with no key: for background work
-// that visits all projects (the schedulers).
+// ProjectScopes binds every project whose schema is provisioned, with no
+// key: for background work that visits all projects (the schedulers).
 func (c *Central) ProjectScopes(ctx context.Context) ([]*tenant.Scope, error) {
 	rows, err := c.pool.Query(ctx, `SELECT `+projectColumns+` FROM central.projects p JOIN central.placements pl ON pl.project_id = p.id
-		ORDER BY p.id`)
+		WHERE pl.migrated_at IS NOT NULL ORDER BY p.id`)
 	if err != nil {
 		return nil, err
 	}

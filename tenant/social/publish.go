@@ -70,8 +70,8 @@ func resultKey(r Result) string {
 }
 
 // targets are the accounts a post goes to: for each of its platforms, the
-// accounts of that platform it names, or else every connected account of
-// the platform.
+// accounts of that platform it names, or else every account of the
+// platform (one that is not connected gets a failed result saying so).
 func targets(ctx context.Context, tx pgx.Tx, p Post) ([]target, error) {
 	named, err := accountsOf(ctx, tx, p.AccountIDs)
 	if err != nil {
@@ -86,7 +86,7 @@ func targets(ctx context.Context, tx pgx.Tx, p Post) ([]target, error) {
 			}
 		}
 		if len(of) == 0 {
-			if of, err = connectedOf(ctx, tx, []string{platform}); err != nil {
+			if of, err = accountsOfPlatform(ctx, tx, platform); err != nil {
 				return nil, err
 			}
 		}
@@ -286,24 +286,27 @@ func (sv *Service) finish(ctx context.Context, s *tenant.Scope, postID int64, at
 			}
 			results, kept[t.key()] = append(results, r), true
 		}
-		for _, r := range p.Results { // earlier successes on targets since removed
-			if !kept[resultKey(r)] && r.Status == ResultPublished {
-				results = append(results, r)
+		now := map[string]bool{}
+		for _, k := range attempted {
+			now[k] = true
+		}
+		for _, r := range p.Results {
+			if missing != "" { // ending an interrupted publish: what it reached is unknown, take it all as this publish's
+				now[resultKey(r)] = true
+			}
+		}
+		for _, r := range p.Results { // this publish's outcomes and earlier successes on targets since gone
+			if k := resultKey(r); !kept[k] && (now[k] || r.Status == ResultPublished) {
+				results, kept[k] = append(results, r), true
 			}
 		}
 		published, fresh := 0, 0
 		for _, r := range results {
 			if r.Status == ResultPublished {
 				published++
-			}
-		}
-		now := map[string]bool{}
-		for _, k := range attempted {
-			now[k] = true
-		}
-		for _, r := range results {
-			if now[resultKey(r)] && r.Status == ResultPublished {
-				fresh++
+				if now[resultKey(r)] {
+					fresh++
+				}
 			}
 		}
 		switch {

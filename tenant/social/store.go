@@ -65,9 +65,10 @@ func accountsOf(ctx context.Context, tx pgx.Tx, ids []string) (map[string]Accoun
 	return out, err
 }
 
-// connectedOf returns the connected accounts of platforms, oldest first.
-func connectedOf(ctx context.Context, tx pgx.Tx, platforms []string) ([]Account, error) {
-	rows, err := tx.Query(ctx, `SELECT `+accountColumns+` FROM social_accounts WHERE platform = ANY($1) AND status = 'connected' ORDER BY id`, platforms)
+// accountsOfPlatform returns the accounts of platform, oldest first,
+// whatever their status.
+func accountsOfPlatform(ctx context.Context, tx pgx.Tx, platform string) ([]Account, error) {
+	rows, err := tx.Query(ctx, `SELECT `+accountColumns+` FROM social_accounts WHERE platform = $1 ORDER BY id`, platform)
 	if err != nil {
 		return nil, err
 	}
