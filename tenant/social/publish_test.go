@@ -23,7 +23,9 @@ func TestPublishPartialAndFailed(t *testing.T) {
 	for _, name := range []string{"facebook", "twitter", "linkedin"} {
 		socialtest.Connect(t, env, p.Key, fakes[name])
 	}
-	fakes["twitter"].FailPublish(func(socialtest.Request) (int, string) { return 403, "You are not allowed to create a Tweet with duplicate content." })
+	fakes["twitter"].FailPublish(func(socialtest.Request) (int, string) {
+		return 403, "You are not allowed to create a Tweet with duplicate content."
+	})
 
 	post := env.Do("POST", "/v1/social-posts", p.Key, map[string]any{
 		"title": "Spring menu", "content": "Our spring menu is here.", "platforms": []string{"twitter", "linkedin", "facebook"},
