@@ -177,10 +177,7 @@ func (sv *Service) callback(w http.ResponseWriter, r *http.Request) error {
 		log.WarnContext(ctx, "social: account lookup failed", "err", err)
 		return fail(errIdentity)
 	}
-	if ident.Token != nil {
-		if ident.Token.RefreshToken == "" {
-			ident.Token.RefreshToken = tok.RefreshToken
-		}
+	if ident.Token != nil { // a long-lived token replaces the granted one, refresh token and all
 		tok = ident.Token
 	}
 	acct, err := sv.saveAccount(ctx, s, platform, ident, tok)

@@ -135,6 +135,19 @@ func (instagram) Identify(ctx context.Context, api *API) (Identity, error) {
 	return id, nil
 }
 
+// Renew trades a long-lived token for a new one (ig_refresh_token).
+func (instagram) Renew(ctx context.Context, api *API) (*oauth2.Token, error) {
+	var out struct {
+		AccessToken string `json:"access_token"`
+		TokenType   string `json:"token_type"`
+		ExpiresIn   int64  `json:"expires_in"`
+	}
+	if _, err := api.Do(ctx, "GET", "/refresh_access_token", url.Values{"grant_type": {"ig_refresh_token"}, "access_token": {api.Token}}, nil, &out); err != nil {
+		return nil, err
+	}
+	return &oauth2.Token{AccessToken: out.AccessToken, TokenType: out.TokenType, Expiry: expiryIn(out.ExpiresIn)}, nil
+}
+
 func (ig instagram) Publish(ctx context.Context, api *API, acct Target, c Content) (Published, error) {
 	n := len(c.Images) + len(c.Videos)
 	if n == 0 {

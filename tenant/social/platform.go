@@ -208,9 +208,26 @@ func (a *App) Exchange(ctx context.Context, code, verifier string) (*oauth2.Toke
 // earlyRefresh is how long before its expiry a token is refreshed.
 const earlyRefresh = time.Minute
 
+// renewer is an adapter whose platform renews long-lived tokens through
+// its API rather than with refresh tokens (Instagram).
+type renewer interface {
+	Renew(ctx context.Context, api *API) (*oauth2.Token, error)
+}
+
+// renewWithin is how long before its expiry a renewable token is renewed.
+const renewWithin = 7 * 24 * time.Hour
+
 // Fresh returns tok, refreshed first through the platform's token
-// endpoint when it expires within a minute and a refresh token is held.
+// endpoint when it expires within a minute and a refresh token is held,
+// or renewed through the platform's API in its last week when the
+// platform renews that way.
 func (a *App) Fresh(ctx context.Context, tok *oauth2.Token) (*oauth2.Token, error) {
+	if r, ok := a.adapter.(renewer); ok && tok.RefreshToken == "" && !tok.Expiry.IsZero() && time.Until(tok.Expiry) < renewWithin {
+		if nt, err := r.Renew(a.ctx(ctx), a.API(tok.AccessToken, nil)); err == nil && nt.AccessToken != "" {
+			return nt, nil
+		}
+		// Renewing is a courtesy while the token lives; an expired one fails below.
+	}
 	src := oauth2.ReuseTokenSourceWithExpiry(tok, a.OAuth.TokenSource(a.ctx(ctx), tok), earlyRefresh)
 	return src.Token()
 }

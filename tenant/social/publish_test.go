@@ -296,3 +296,35 @@ func TestTokenRefresh(t *testing.T) {
 		t.Fatalf("account: %v", a)
 	}
 }
+
+// Instagram renews its long-lived tokens through its API (no refresh
+// token): in a token's last week, before use.
+func TestInstagramRenewal(t *testing.T) {
+	t.Parallel()
+	env, fakes := setup(t, []string{"instagram"}, apitest.WithWorkers())
+	ig := fakes["instagram"]
+	ig.LongLivedExpiresIn = 3600
+	p := env.NewProject("build")
+	socialtest.Connect(t, env, p.Key, ig)
+	post := env.Do("POST", "/v1/social-posts", p.Key, map[string]any{"title": "x", "content": "x", "platforms": []string{"instagram"},
+		"media": []string{"https://cdn.test/a.jpg"}}).Expect(t, 201).JSON(t)
+	env.Do("POST", fmt.Sprintf("/v1/social-posts/%v/publish", post["id"]), p.Key, nil).Expect(t, 202)
+	if done := waitPost(t, env, p.Key, post["id"]); done["status"] != "published" {
+		t.Fatalf("post: %v", done)
+	}
+	var renewed bool
+	for _, r := range ig.Requests() {
+		if r.Path == "/refresh_access_token" && r.Query.Get("grant_type") == "ig_refresh_token" && r.Query.Get("access_token") == "long-at-instagram-1" {
+			renewed = true
+		}
+	}
+	if posts := ig.Posts(); !renewed || posts[0].Token != "long-long-at-instagram-1" {
+		t.Fatalf("renewed %v; published with %q", renewed, posts[0].Token)
+	}
+	var tok []byte
+	query(t, p, `SELECT token FROM social_accounts`, nil, &tok)
+	plain, err := oauth.NewSealer(env.Server.Central.Secret()).Open(tok, []byte("social-account:"+p.ID+":instagram:17841400000000001"))
+	if err != nil || !strings.Contains(string(plain), `"access_token":"long-long-at-instagram-1"`) {
+		t.Fatalf("stored: %s %v", plain, err)
+	}
+}

@@ -40,8 +40,10 @@ type Platform struct {
 	ClientID     string
 	ClientSecret string
 	// ExpiresIn is the lifetime in seconds of the access tokens issued
-	// (default 3600).
-	ExpiresIn int
+	// (default 3600); LongLivedExpiresIn that of the long-lived tokens of
+	// Facebook and Instagram (default 60 days).
+	ExpiresIn          int
+	LongLivedExpiresIn int
 
 	mu        sync.Mutex
 	codes     map[string]grant
@@ -63,7 +65,7 @@ type grant struct {
 // New starts a fake of platform (facebook, instagram, twitter, tiktok,
 // linkedin or youtube).
 func New(t testing.TB, platform string) *Platform {
-	p := &Platform{Name: platform, ClientID: "client-" + platform, ClientSecret: "secret-" + platform, ExpiresIn: 3600,
+	p := &Platform{Name: platform, ClientID: "client-" + platform, ClientSecret: "secret-" + platform, ExpiresIn: 3600, LongLivedExpiresIn: 5184000,
 		codes: map[string]grant{}, access: map[string]bool{}, refresh: map[string]bool{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(p.Server.Close)
@@ -270,7 +272,7 @@ func (p *Platform) api(w http.ResponseWriter, r *http.Request) {
 		case path == "/oauth/access_token":
 			long := "long-" + req.Query.Get("fb_exchange_token")
 			p.grantToken(long)
-			writeJSON(w, 200, map[string]any{"access_token": long, "token_type": "bearer", "expires_in": 5184000})
+			writeJSON(w, 200, map[string]any{"access_token": long, "token_type": "bearer", "expires_in": p.LongLivedExpiresIn})
 		case path == "/me/accounts":
 			p.grantToken("page-token-" + req.Token)
 			writeJSON(w, 200, map[string]any{"data": []map[string]any{{"id": "1001", "name": "Acme Page", "access_token": "page-token-" + req.Token}}})
@@ -285,10 +287,10 @@ func (p *Platform) api(w http.ResponseWriter, r *http.Request) {
 		}
 	case "instagram":
 		switch {
-		case path == "/access_token":
+		case path == "/access_token" || path == "/refresh_access_token":
 			long := "long-" + req.Query.Get("access_token")
 			p.grantToken(long)
-			writeJSON(w, 200, map[string]any{"access_token": long, "token_type": "bearer", "expires_in": 5184000})
+			writeJSON(w, 200, map[string]any{"access_token": long, "token_type": "bearer", "expires_in": p.LongLivedExpiresIn})
 		case path == "/me":
 			writeJSON(w, 200, map[string]any{"user_id": 17841400000000001, "username": "acme.studio", "id": "app-scoped-1"})
 		case strings.HasSuffix(path, "/media") && r.Method == "POST":
