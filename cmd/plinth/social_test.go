@@ -24,19 +24,23 @@ func TestScheduledPublishTwoWorkerProcesses(t *testing.T) {
 	for i := 0; i+1 < len(kv); i += 2 {
 		vars[kv[i]] = kv[i+1]
 	}
-	at := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
 	type post struct {
 		key string
 		id  any
 	}
 	var posts []post
+	var keys []string
 	for range 2 {
 		p := env.NewProject("build")
 		socialtest.Connect(t, env, p.Key, tw)
+		keys = append(keys, p.Key)
+	}
+	at := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+	for j, key := range keys {
 		for i := range 10 {
-			created := env.Do("POST", "/v1/social-posts", p.Key, map[string]any{"title": "t", "content": fmt.Sprintf("%s #%d", p.ID, i),
+			created := env.Do("POST", "/v1/social-posts", key, map[string]any{"title": "t", "content": fmt.Sprintf("project %d #%d", j, i),
 				"platforms": []string{"twitter"}, "scheduled_at": at}).Expect(t, 201).JSON(t)
-			posts = append(posts, post{p.Key, created["id"]})
+			posts = append(posts, post{key, created["id"]})
 		}
 	}
 	_, out1 := plinthProcess(t, vars, "worker")

@@ -25,7 +25,9 @@ CREATE TABLE social_oauth_states (
 );
 
 -- Social posts (statuses and transitions: tenant/social). results holds one
--- entry per target account: {platform, account_id, status, external_id, url, error}.
+-- entry per target account: {platform, account_id, status, external_id, url,
+-- error, run}; publish_run counts the post's publishes, and a result's run
+-- tells which publish it came from.
 CREATE TABLE social_posts (
     id           bigserial PRIMARY KEY,
     title        text NOT NULL,
@@ -38,6 +40,7 @@ CREATE TABLE social_posts (
     scheduled_at timestamptz,
     published_at timestamptz,
     results      jsonb NOT NULL DEFAULT '[]',
+    publish_run  int NOT NULL DEFAULT 0,
     created_at   timestamptz NOT NULL DEFAULT now(),
     updated_at   timestamptz NOT NULL DEFAULT now(),
     CHECK (status <> 'scheduled' OR scheduled_at IS NOT NULL)

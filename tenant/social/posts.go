@@ -400,6 +400,7 @@ func (sv *Service) publish(w http.ResponseWriter, r *http.Request) error {
 			return httpapi.Conflict(httpapi.CodeConflict, "the post is already published")
 		}
 		p.Status = StatusPublishing
+		p.run++
 		if p, err = updatePost(r.Context(), tx, p); err != nil {
 			return err
 		}

@@ -123,7 +123,7 @@ func (w *PublishWorker) Work(ctx context.Context, job *river.Job[PublishArgs]) e
 		// The last attempt: end the publish with what was achieved rather
 		// than leave the post publishing for ever.
 		w.sv.Logger.ErrorContext(ctx, "social: publishing failed on the server's side; ending it", "project", a.ProjectID, "post", a.PostID, "err", err)
-		return w.sv.finish(ctx, s, a.PostID, nil, "publishing could not complete on the server")
+		return w.sv.finish(ctx, s, a.PostID, "publishing could not complete on the server")
 	}
 	return err
 }
@@ -153,7 +153,6 @@ func (sv *Service) publishPost(ctx context.Context, s *tenant.Scope, postID int6
 		done[resultKey(r)] = r.Status == ResultPublished
 	}
 	c := content(p)
-	var attempted []string
 	for _, t := range ts {
 		if done[t.key()] {
 			continue
@@ -165,9 +164,8 @@ func (sv *Service) publishPost(ctx context.Context, s *tenant.Scope, postID int6
 		if err := sv.saveResult(ctx, s, postID, r); err != nil {
 			return err
 		}
-		attempted = append(attempted, t.key())
 	}
-	return sv.finish(ctx, s, postID, attempted, "")
+	return sv.finish(ctx, s, postID, "")
 }
 
 func content(p Post) Content {
@@ -235,6 +233,7 @@ func (sv *Service) saveResult(ctx context.Context, s *tenant.Scope, postID int64
 		if err != nil || p.Status != StatusPublishing {
 			return err
 		}
+		r.run = p.run
 		p.Results = upsertResult(p.Results, r)
 		_, err = updatePost(ctx, tx, p)
 		return err
@@ -252,11 +251,13 @@ func upsertResult(results []Result, r Result) []Result {
 }
 
 // finish ends a publish: the post's results are those of its current
-// targets (a target with none gets failed with missing, when given) plus
-// earlier successes, its status follows from them, and the event of the
-// publish is emitted with it: social_post.published when a target of
-// this publish succeeded, social_post.failed when every one failed.
-func (sv *Service) finish(ctx context.Context, s *tenant.Scope, postID int64, attempted []string, missing string) error {
+// targets (a target with none gets failed with missing, when given: the
+// end of an interrupted publish), plus this publish's results on targets
+// since gone and earlier successes. Its status follows from them, and the
+// event of the publish is emitted with it: social_post.published when a
+// target succeeded in this publish, social_post.failed when every target
+// tried in it failed.
+func (sv *Service) finish(ctx context.Context, s *tenant.Scope, postID int64, missing string) error {
 	return s.Tx(ctx, func(tx pgx.Tx) error {
 		p, err := getPost(ctx, tx, postID, true)
 		if errors.Is(err, httpapi.ErrNotFound) {
@@ -282,29 +283,23 @@ func (sv *Service) finish(ctx context.Context, s *tenant.Scope, postID int64, at
 					continue
 				}
 				r = failed(t, missing)
-				attempted = append(attempted, t.key())
+				r.run = p.run
 			}
 			results, kept[t.key()] = append(results, r), true
 		}
-		now := map[string]bool{}
-		for _, k := range attempted {
-			now[k] = true
-		}
 		for _, r := range p.Results {
-			if missing != "" { // ending an interrupted publish: what it reached is unknown, take it all as this publish's
-				now[resultKey(r)] = true
-			}
-		}
-		for _, r := range p.Results { // this publish's outcomes and earlier successes on targets since gone
-			if k := resultKey(r); !kept[k] && (now[k] || r.Status == ResultPublished) {
+			if k := resultKey(r); !kept[k] && (r.run == p.run || r.Status == ResultPublished) {
 				results, kept[k] = append(results, r), true
 			}
 		}
-		published, fresh := 0, 0
+		published, tried, fresh := 0, 0, 0
 		for _, r := range results {
+			if r.run == p.run {
+				tried++
+			}
 			if r.Status == ResultPublished {
 				published++
-				if now[resultKey(r)] {
+				if r.run == p.run {
 					fresh++
 				}
 			}
@@ -329,7 +324,7 @@ func (sv *Service) finish(ctx context.Context, s *tenant.Scope, postID int64, at
 		switch {
 		case fresh > 0:
 			topic = TopicPublished
-		case len(attempted) > 0:
+		case tried > 0:
 			topic = TopicFailed
 		}
 		if topic == "" || sv.Events == nil {

@@ -81,7 +81,7 @@ func (w *ScheduleWorker) Work(ctx context.Context, _ *river.Job[ScheduleArgs]) e
 func (sv *Service) ClaimDue(ctx context.Context, s *tenant.Scope, limit int) (int, error) {
 	var n int
 	err := s.Tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `UPDATE social_posts SET status = 'publishing', updated_at = now()
+		rows, err := tx.Query(ctx, `UPDATE social_posts SET status = 'publishing', publish_run = publish_run + 1, updated_at = now()
 			WHERE id IN (SELECT id FROM social_posts WHERE status = 'scheduled' AND scheduled_at <= now()
 				ORDER BY scheduled_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
 			RETURNING id`, limit)

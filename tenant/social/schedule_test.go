@@ -101,19 +101,23 @@ func TestScheduledPublishTwoInstances(t *testing.T) {
 	t.Cleanup(func() { hs.Close(); _ = second.Stop(context.Background()) })
 
 	const perProject = 8
-	at := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
 	type post struct {
 		key string
 		id  any
 	}
 	var posts []post
+	var keys []string
 	for range 3 {
 		p := env.NewProject("build")
 		socialtest.Connect(t, env, p.Key, fakes["twitter"])
+		keys = append(keys, p.Key)
+	}
+	at := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+	for j, key := range keys {
 		for i := range perProject {
-			created := env.Do("POST", "/v1/social-posts", p.Key, map[string]any{"title": "t", "content": fmt.Sprintf("%s #%d", p.ID, i),
+			created := env.Do("POST", "/v1/social-posts", key, map[string]any{"title": "t", "content": fmt.Sprintf("project %d #%d", j, i),
 				"platforms": []string{"twitter"}, "scheduled_at": at}).Expect(t, 201).JSON(t)
-			posts = append(posts, post{p.Key, created["id"]})
+			posts = append(posts, post{key, created["id"]})
 		}
 	}
 	for _, ps := range posts {

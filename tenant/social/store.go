@@ -96,6 +96,9 @@ type Post struct {
 	Results     []Result   `json:"results"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
+
+	// run counts the post's publishes (the current one while publishing).
+	run int
 }
 
 // Result is the outcome of a post on one account of one platform.
@@ -108,6 +111,15 @@ type Result struct {
 	ExternalID *string `json:"external_id"`
 	URL        *string `json:"url"`
 	Error      *string `json:"error"`
+
+	// run is the publish the result came from (Post.run).
+	run int
+}
+
+// storedResult is a result as the results column keeps it, with its run.
+type storedResult struct {
+	Result
+	Run int `json:"run"`
 }
 
 // Result statuses.
@@ -116,23 +128,26 @@ const (
 	ResultFailed    = "failed"
 )
 
-const postColumns = `id, title, content, platforms, account_ids, media, status, scheduled_at, published_at, results, created_at, updated_at`
+const postColumns = `id, title, content, platforms, account_ids, media, status, scheduled_at, published_at, results, created_at, updated_at, publish_run`
 
 func scanPost(row pgx.Row) (Post, error) {
 	var p Post
 	var results []byte
-	err := row.Scan(&p.ID, &p.Title, &p.Content, &p.Platforms, &p.AccountIDs, &p.Media, &p.Status, &p.ScheduledAt, &p.PublishedAt, &results, &p.CreatedAt, &p.UpdatedAt)
+	err := row.Scan(&p.ID, &p.Title, &p.Content, &p.Platforms, &p.AccountIDs, &p.Media, &p.Status, &p.ScheduledAt, &p.PublishedAt, &results, &p.CreatedAt, &p.UpdatedAt, &p.run)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, httpapi.ErrNotFound
 	}
 	if err != nil {
 		return p, err
 	}
-	if err := json.Unmarshal(results, &p.Results); err != nil {
+	var stored []storedResult
+	if err := json.Unmarshal(results, &stored); err != nil {
 		return p, err
 	}
-	if p.Results == nil {
-		p.Results = []Result{}
+	p.Results = make([]Result, len(stored))
+	for i, r := range stored {
+		p.Results[i] = r.Result
+		p.Results[i].run = r.Run
 	}
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	p.ScheduledAt, p.PublishedAt = utc(p.ScheduledAt), utc(p.PublishedAt)
@@ -184,13 +199,17 @@ func insertPost(ctx context.Context, tx pgx.Tx, p Post) (Post, error) {
 
 // updatePost writes every field of p but its id and creation time.
 func updatePost(ctx context.Context, tx pgx.Tx, p Post) (Post, error) {
-	results, err := json.Marshal(p.Results)
+	stored := make([]storedResult, len(p.Results))
+	for i, r := range p.Results {
+		stored[i] = storedResult{Result: r, Run: r.run}
+	}
+	results, err := json.Marshal(stored)
 	if err != nil {
 		return p, err
 	}
 	return scanPost(tx.QueryRow(ctx, `UPDATE social_posts SET title = $2, content = $3, platforms = $4, account_ids = $5, media = $6,
-		status = $7, scheduled_at = $8, published_at = $9, results = $10, updated_at = now() WHERE id = $1 RETURNING `+postColumns,
-		p.ID, p.Title, p.Content, p.Platforms, p.AccountIDs, p.Media, p.Status, p.ScheduledAt, p.PublishedAt, results))
+		status = $7, scheduled_at = $8, published_at = $9, results = $10, publish_run = $11, updated_at = now() WHERE id = $1 RETURNING `+postColumns,
+		p.ID, p.Title, p.Content, p.Platforms, p.AccountIDs, p.Media, p.Status, p.ScheduledAt, p.PublishedAt, results, p.run))
 }
 
 func deletePost(ctx context.Context, tx pgx.Tx, id int64) error {
