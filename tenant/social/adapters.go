@@ -29,16 +29,15 @@ func expiryIn(seconds int64) time.Time {
 	return time.Now().Add(time.Duration(seconds) * time.Second)
 }
 
-// facebook publishes to a Page through the Graph API: the user's token is
-// exchanged for a long-lived one at connection and the first Page it
-// manages becomes the account, with its Page token.
+// facebook publishes to a Page through the Graph API. At connection the
+// user's token is exchanged for a long-lived one, and the first Page the
+// user manages becomes the account: its Page token, which does not expire
+// when obtained from a long-lived user token, is the account's token.
 type facebook struct{}
 
 func (facebook) Identify(ctx context.Context, api *API) (Identity, error) {
 	var long struct {
 		AccessToken string `json:"access_token"`
-		TokenType   string `json:"token_type"`
-		ExpiresIn   int64  `json:"expires_in"`
 	}
 	if _, err := api.Do(ctx, "GET", "/oauth/access_token", url.Values{"grant_type": {"fb_exchange_token"},
 		"client_id": {api.ClientID}, "client_secret": {api.ClientSecret}, "fb_exchange_token": {api.Token}}, nil, &long); err != nil {
@@ -55,19 +54,14 @@ func (facebook) Identify(ctx context.Context, api *API) (Identity, error) {
 	if _, err := user.Do(ctx, "GET", "/me/accounts", url.Values{"fields": {"id,name,access_token"}}, nil, &pages); err != nil {
 		return Identity{}, err
 	}
-	if len(pages.Data) == 0 || pages.Data[0].ID == "" {
+	if len(pages.Data) == 0 || pages.Data[0].ID == "" || pages.Data[0].AccessToken == "" {
 		return Identity{}, errors.New("the Facebook user manages no Page; publishing needs a Page")
 	}
 	pg := pages.Data[0]
-	id := Identity{ExternalID: pg.ID, Name: pg.Name, Extra: map[string]string{"page_token": pg.AccessToken}}
-	if long.AccessToken != "" {
-		id.Token = &oauth2.Token{AccessToken: long.AccessToken, TokenType: long.TokenType, Expiry: expiryIn(long.ExpiresIn)}
-	}
-	return id, nil
+	return Identity{ExternalID: pg.ID, Name: pg.Name, Token: &oauth2.Token{AccessToken: pg.AccessToken, TokenType: "bearer"}}, nil
 }
 
-func (facebook) Publish(ctx context.Context, api *API, acct Target, c Content) (Published, error) {
-	page := &API{Base: api.Base, HTTP: api.HTTP, Token: or(acct.Extra["page_token"], api.Token)}
+func (facebook) Publish(ctx context.Context, page *API, acct Target, c Content) (Published, error) {
 	var out struct {
 		ID     string `json:"id"`
 		PostID string `json:"post_id"`

@@ -45,7 +45,9 @@ func TestOAuthRoundTrip(t *testing.T) {
 	}
 	// The code was exchanged once, with the verifier matching the challenge.
 	reqs := tw.TokenRequests()
-	if len(reqs) != 1 || reqs[0].Get("grant_type") != "authorization_code" || reqs[0].Get("code_verifier") == "" {
+	if len(reqs) != 1 || reqs[0].Get("grant_type") != "authorization_code" || reqs[0].Get("code_verifier") == "" ||
+		reqs[0].Get("client_secret") != "" { // X takes the client's credentials in the Authorization header
+
 		t.Fatalf("token requests: %v", reqs)
 	}
 	if string(sealedVerifier) == reqs[0].Get("code_verifier") || strings.Contains(string(sealedVerifier), reqs[0].Get("code_verifier")) {
