@@ -328,3 +328,25 @@ func TestInstagramRenewal(t *testing.T) {
 		t.Fatalf("stored: %s %v", plain, err)
 	}
 }
+
+// A video the server must fetch itself (YouTube) is never fetched from an
+// internal address outside dev mode.
+func TestMediaFetchIsGuarded(t *testing.T) {
+	t.Parallel()
+	var fetched atomic.Int32
+	internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fetched.Add(1) }))
+	defer internal.Close()
+	env, fakes := setup(t, []string{"youtube"}, apitest.WithWorkers(), apitest.WithEnv("PLINTH_DEV", "0"))
+	p := env.NewProject("build")
+	socialtest.Connect(t, env, p.Key, fakes["youtube"])
+	post := env.Do("POST", "/v1/social-posts", p.Key, map[string]any{"title": "x", "platforms": []string{"youtube"},
+		"media": []string{internal.URL + "/admin/backup.mp4"}}).Expect(t, 201).JSON(t)
+	env.Do("POST", fmt.Sprintf("/v1/social-posts/%v/publish", post["id"]), p.Key, nil).Expect(t, 202)
+	done := waitPost(t, env, p.Key, post["id"])
+	if r := results(t, done)["youtube"]; done["status"] != "failed" || !strings.Contains(fmt.Sprint(r["error"]), "not public") {
+		t.Fatalf("post: %v", done)
+	}
+	if fetched.Load() != 0 || len(fakes["youtube"].Posts()) != 0 {
+		t.Fatalf("fetched %d times; %d uploads", fetched.Load(), len(fakes["youtube"].Posts()))
+	}
+}

@@ -97,7 +97,7 @@ func New(cfg config.Config, c Central, logger *slog.Logger) *Service {
 		Central:        c,
 		Apps:           LoadApps(cfg.Getenv, cfg.PublicURL, client),
 		PublicURL:      cfg.PublicURL,
-		Media:          &http.Client{Timeout: 30 * time.Minute},
+		Media:          MediaClient(cfg.Dev, 30*time.Minute),
 		StateTTL:       10 * time.Minute,
 		PublishTimeout: 10 * time.Minute,
 		Logger:         logger,
