@@ -343,7 +343,7 @@ func TestMediaFetchIsGuarded(t *testing.T) {
 		"media": []string{internal.URL + "/admin/backup.mp4"}}).Expect(t, 201).JSON(t)
 	env.Do("POST", fmt.Sprintf("/v1/social-posts/%v/publish", post["id"]), p.Key, nil).Expect(t, 202)
 	done := waitPost(t, env, p.Key, post["id"])
-	if r := results(t, done)["youtube"]; done["status"] != "failed" || !strings.Contains(fmt.Sprint(r["error"]), "not public") {
+	if r := results(t, done)["youtube"]; done["status"] != "failed" || !strings.Contains(fmt.Sprint(r["error"]), "address not allowed") {
 		t.Fatalf("post: %v", done)
 	}
 	if fetched.Load() != 0 || len(fakes["youtube"].Posts()) != 0 {

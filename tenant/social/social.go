@@ -34,6 +34,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/oauth"
 	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/internal/ssrf"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/jobs"
 )
@@ -97,7 +98,7 @@ func New(cfg config.Config, c Central, logger *slog.Logger) *Service {
 		Central:        c,
 		Apps:           LoadApps(cfg.Getenv, cfg.PublicURL, client),
 		PublicURL:      cfg.PublicURL,
-		Media:          MediaClient(cfg.Dev, 30*time.Minute),
+		Media:          ssrf.NewClient(ssrf.Options{Dev: cfg.Dev, Timeout: 30 * time.Minute}),
 		StateTTL:       10 * time.Minute,
 		PublishTimeout: 10 * time.Minute,
 		Logger:         logger,
