@@ -34,6 +34,7 @@ import (
 	"github.com/plinth-dev/plinth/tenant/content"
 	"github.com/plinth-dev/plinth/tenant/forms"
 	"github.com/plinth-dev/plinth/tenant/jobs"
+	"github.com/plinth-dev/plinth/tenant/social"
 	"github.com/plinth-dev/plinth/tenant/usage"
 	"github.com/plinth-dev/plinth/tenant/webhooks"
 )
@@ -106,6 +107,12 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	s.Jobs = jobs.NewRunner(c, logger)
 	river.AddWorker(workers, s.Jobs)
 	registered++
+	socialSvc := social.New(cfg, c, logger)
+	socialSvc.Register(s.Jobs)
+	river.AddWorker(workers, socialSvc.PublishWorker())
+	river.AddWorker(workers, socialSvc.ScheduleWorker())
+	periodic = append(periodic, socialSvc.Periodic(cfg.SchedulerInterval))
+	registered += 2
 	// Webhooks: deliveries run on their own queue.
 	hookSecrets := webhook.NewSecrets(c.Secret())
 	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
@@ -143,6 +150,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	}
 	contentSvc := &content.Service{AI: s.AI, Media: s.Media, River: s.River, PublicURL: cfg.PublicURL}
 	contentSvc.Register(s.Jobs)
+	socialSvc.River, socialSvc.AI, socialSvc.Images, socialSvc.Events = s.River, s.AI, contentSvc, s.Outbox
 
 	limits, err := s.rateLimits(opts)
 	if err != nil {
@@ -175,6 +183,8 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 				opts.TestPublicRoutes(pub)
 			}
 		})
+		// OAuth callbacks: no key; the signed, single-use state names the project.
+		socialSvc.MountKeyless(v1)
 		v1.Group(func(api chi.Router) {
 			api.Use(c.Authenticate)
 			api.Use(idem.Handler)
@@ -184,6 +194,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 			shop.Routes(api)
 			jobsAPI.Mount(api)
 			contentSvc.Mount(api)
+			socialSvc.Mount(api)
 			api.Route("/webhook-endpoints", webhooks.New(s.Outbox, hookSecrets, cfg.Dev).Routes)
 			bookings.Routes(api)
 			if opts.TestRoutes != nil {
