@@ -16,11 +16,15 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/pgtest"
 	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/internal/ratelimit"
 	"github.com/plinth-dev/plinth/internal/server"
 	"github.com/plinth-dev/plinth/tenant"
 )
@@ -66,6 +70,17 @@ func WithEnv(kv ...string) Option {
 // WithWorkers runs River workers in the test server.
 func WithWorkers() Option { return func(_ *config.Config, o *server.Options) { o.Workers = true } }
 
+// WithTestRoutes mounts test-only routes inside the authenticated /v1
+// group (behind rate limits and idempotency).
+func WithTestRoutes(fn func(chi.Router)) Option {
+	return func(_ *config.Config, o *server.Options) { o.TestRoutes = fn }
+}
+
+// WithRateLimits runs rate limits on store with clock (a simulated one).
+func WithRateLimits(store ratelimit.Store, clock func() time.Time) Option {
+	return func(_ *config.Config, o *server.Options) { o.RateStore, o.RateClock = store, clock }
+}
+
 // New starts a server on a fresh database. PLINTH_DEV=1 is set so loopback
 // receivers and fetches are allowed.
 func New(t testing.TB, opts ...Option) *Env {
@@ -77,6 +92,31 @@ func New(t testing.TB, opts ...Option) *Env {
 		t.Fatal(err)
 	}
 	cfg.DatabaseURL = db.URL
+	e := &Env{T: t, DB: db}
+	e.start(cfg, opts)
+	ctx := context.Background()
+	n := seq.Add(1)
+	tn, _, err := e.Server.Central.CreateTenant(ctx, fmt.Sprintf("Tenant %d", n), fmt.Sprintf("t%d-%s.test", n, db.Name), fmt.Sprintf("owner%d@example.com", n), "password-123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.tenantID = tn.ID
+	return e
+}
+
+// Instance starts another server over the same database, as a second
+// instance of a deployment; opts apply on top of the configuration of e.
+// Projects of e are reached through either.
+func (e *Env) Instance(opts ...Option) *Env {
+	e.T.Helper()
+	o := &Env{T: e.T, DB: e.DB, tenantID: e.tenantID}
+	o.start(e.Config, opts)
+	return o
+}
+
+func (e *Env) start(cfg config.Config, opts []Option) {
+	t := e.T
+	t.Helper()
 	so := server.Options{Queue: queue.Options{TestOnly: true}}
 	for _, o := range opts {
 		o(&cfg, &so)
@@ -87,7 +127,7 @@ func New(t testing.TB, opts ...Option) *Env {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx := context.Background()
-	srv, err := server.New(ctx, cfg, db.Pool, logger, so)
+	srv, err := server.New(ctx, cfg, e.DB.Pool, logger, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +139,7 @@ func New(t testing.TB, opts ...Option) *Env {
 		hs.Close()
 		_ = srv.Stop(context.Background())
 	})
-	e := &Env{T: t, DB: db, Server: srv, HTTP: hs, URL: hs.URL, Config: cfg}
-	n := seq.Add(1)
-	tn, _, err := srv.Central.CreateTenant(ctx, fmt.Sprintf("Tenant %d", n), fmt.Sprintf("t%d-%s.test", n, db.Name), fmt.Sprintf("owner%d@example.com", n), "password-123")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.tenantID = tn.ID
-	return e
+	e.Server, e.HTTP, e.URL, e.Config = srv, hs, hs.URL, cfg
 }
 
 // Project is a provisioned project with a full-access key.

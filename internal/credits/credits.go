@@ -128,13 +128,22 @@ func Charge(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int
 		e.Extra = map[string]any{"cost": ceil(cost), "balance": (planLeft + topup) / Unit}
 		return fmt.Errorf("%w: %w", e, ErrInsufficient)
 	}
+	if IsAI(op) {
+		if err := aiCeiling(ctx, tx, pool(s), cost); err != nil {
+			return err
+		}
+	}
 	fromPlan := min(cost, planLeft)
 	fromTopup := cost - fromPlan
 	if _, err := tx.Exec(ctx, `UPDATE credit_pools SET plan_used = plan_used + $2, topup_balance = topup_balance - $3 WHERE pool = $1`,
 		pool(s), fromPlan, fromTopup); err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO credit_ledger (pool, op, amount, from_plan, from_topup, period_start, ref) VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''))`,
+	// created_at is the moment of the charge (not of the transaction's
+	// start, which may be long before the pool lock was granted), so the
+	// AI ceiling's one-minute window is exact.
+	_, err = tx.Exec(ctx, `INSERT INTO credit_ledger (pool, op, amount, from_plan, from_topup, period_start, ref, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), clock_timestamp())`,
 		pool(s), op, cost, fromPlan, fromTopup, st.periodStart, ref)
 	return err
 }
@@ -165,7 +174,8 @@ func Refund(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string) error {
 		pool(s), planBack, fromTopup); err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO credit_ledger (pool, op, amount, from_plan, from_topup, period_start, ref) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+	_, err = tx.Exec(ctx, `INSERT INTO credit_ledger (pool, op, amount, from_plan, from_topup, period_start, ref, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, clock_timestamp())`,
 		pool(s), *op, -amount, -fromPlan, -fromTopup, *period, ref)
 	return err
 }

@@ -13,16 +13,21 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/idempotency"
 	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/internal/ratelimit"
 	"github.com/plinth-dev/plinth/internal/storage"
+	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/content"
 	"github.com/plinth-dev/plinth/tenant/jobs"
+	"github.com/plinth-dev/plinth/tenant/usage"
 )
 
 // Version is the API version reported by /v1/health.
@@ -34,6 +39,16 @@ type Options struct {
 	Workers bool
 	// Queue tunes the River client (fetch intervals, test mode).
 	Queue queue.Options
+	// RateStore replaces the rate-limit store chosen from the config
+	// (in-process, or Redis with REDIS_URL); RateClock its clock. Tests
+	// use them to run limits on a simulated clock.
+	RateStore ratelimit.Store
+	RateClock func() time.Time
+	// TestRoutes mounts extra routes inside the authenticated /v1 group,
+	// behind rate limits and idempotency; TestPublicRoutes inside
+	// /v1/public. Only tests set them.
+	TestRoutes       func(chi.Router)
+	TestPublicRoutes func(chi.Router)
 }
 
 // Server is one assembled process.
@@ -57,6 +72,7 @@ type Server struct {
 	opts    Options
 	cancel  context.CancelFunc
 	done    chan struct{}
+	redis   redis.UniversalClient
 }
 
 // New builds the server over the central pool (also the default shard).
@@ -71,6 +87,9 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	workers := river.NewWorkers()
 	var periodic []*river.PeriodicJob
 	registered := 0 // pillars add their workers and periodic jobs here, counting them
+	river.AddWorker(workers, &idempotency.CleanupWorker{Projects: c})
+	periodic = append(periodic, idempotency.PeriodicCleanup())
+	registered++
 	s.Jobs = jobs.NewRunner(c, logger)
 	river.AddWorker(workers, s.Jobs)
 	registered++
@@ -93,27 +112,88 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	contentSvc := &content.Service{AI: s.AI, Media: s.Media, River: s.River, PublicURL: cfg.PublicURL}
 	contentSvc.Register(s.Jobs)
 
+	limits, err := s.rateLimits(opts)
+	if err != nil {
+		return nil, err
+	}
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20))
+	// Rate limits run before routing, so that every response (401s, 404s
+	// of unknown routes, the public surface) carries the headers.
+	r.Use(limits.Handler)
+	idem := idempotency.New(logger)
 	r.Route("/v1", func(v1 chi.Router) {
 		v1.Get("/health", s.health)
 		// The public read surface: no key; the project is named by
 		// X-Service-Project-Key or ?project_id=.
 		v1.Route("/public", func(pub chi.Router) {
 			pub.Use(c.PublicProject)
+			pub.Use(idem.Handler) // public submits (bookings, forms) accept Idempotency-Key too
 			contentSvc.MountPublic(pub)
+			if opts.TestPublicRoutes != nil {
+				opts.TestPublicRoutes(pub)
+			}
 		})
 		v1.Group(func(api chi.Router) {
 			api.Use(c.Authenticate)
+			api.Use(idem.Handler)
 			c.ProjectRoutes(api)
+			usage.Routes(api)
 			jobsAPI.Mount(api)
 			contentSvc.Mount(api)
+			if opts.TestRoutes != nil {
+				opts.TestRoutes(api)
+			}
 		})
 	})
 	// Dashboard login and the dashboard API (JWT, not API keys).
 	r.Route("/central/api", c.DashboardRoutes)
 	s.Handler = r
 	return s, nil
+}
+
+// rateLimits builds the limiter of every request: Redis when REDIS_URL
+// is set (shared by every instance), else in-process.
+func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
+	clock := opts.RateClock
+	if clock == nil {
+		clock = time.Now
+	}
+	store := opts.RateStore
+	if store == nil {
+		mem := ratelimit.NewMemory(clock)
+		store = mem
+		if s.Config.RedisURL != "" {
+			rs, client, err := ratelimit.Dial(s.Config.RedisURL, mem, s.logger)
+			if err != nil {
+				return nil, fmt.Errorf("REDIS_URL: %w", err)
+			}
+			store, s.redis = rs, client
+		}
+	}
+	c := s.Central
+	return &ratelimit.Guard{
+		Store: store,
+		Identify: func(r *http.Request) *tenant.Project {
+			tok, ok := central.BearerToken(r)
+			if !ok {
+				return nil
+			}
+			sc, err := c.Resolve(r.Context(), tok)
+			if err != nil {
+				return nil
+			}
+			return sc.Project
+		},
+		Anonymous:    ratelimit.Plans["free"],
+		Public:       ratelimit.Limit{RPM: s.Config.PublicRPM, Burst: s.Config.PublicBurst},
+		PublicPrefix: "/v1/public",
+		Peek:         []string{"/v1/health"},
+		Skip:         []string{"/central/"},
+		Trusted:      s.Config.TrustedProxies,
+		Clock:        clock,
+		Logger:       s.logger,
+	}, nil
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
@@ -166,6 +246,9 @@ func (s *Server) Stop(ctx context.Context) error {
 	if s.cancel != nil {
 		s.cancel()
 		<-s.done
+	}
+	if s.redis != nil {
+		_ = s.redis.Close()
 	}
 	return err
 }

@@ -1,0 +1,214 @@
+package credits_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/internal/credits"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+func setup(t *testing.T, plan string) (*apitest.Env, *apitest.Project) {
+	t.Helper()
+	env := apitest.New(t, apitest.WithWidgets(nil))
+	p := env.NewProject(plan)
+	p.EnableWidgets()
+	return env, p
+}
+
+func widget(env *apitest.Env, key, op string, cost int64, idem string) *apitest.Resp {
+	h := map[string]string{}
+	if idem != "" {
+		h["Idempotency-Key"] = idem
+	}
+	return env.Send(apitest.Request{Method: "POST", Path: "/v1/test/widgets", Key: key, Header: h,
+		Body: map[string]any{"name": op, "op": op, "cost": cost}})
+}
+
+func charge(t *testing.T, s *tenant.Scope, op string, cost int64, ref string) {
+	t.Helper()
+	err := s.Tx(context.Background(), func(tx pgx.Tx) error { return credits.Charge(context.Background(), tx, s, op, cost, ref) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func balance(t *testing.T, s *tenant.Scope) int64 {
+	t.Helper()
+	var b int64
+	err := s.Tx(context.Background(), func(tx pgx.Tx) error {
+		var err error
+		b, err = credits.Balance(context.Background(), tx, s)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestConcurrentWritesAtBalanceFive is the must-show: with 5 credits
+// left, 20 concurrent 1-credit writes give exactly 5 successes and 15
+// 402s; the balance never goes negative; GETs never change usage.
+func TestConcurrentWritesAtBalanceFive(t *testing.T) {
+	t.Parallel()
+	env, p := setup(t, "free") // 100 credits
+	charge(t, p.Scope, "content_update", 95*credits.Unit, "")
+	usage := func() []byte { return env.Do("GET", "/v1/projects/me/usage", p.Key, nil).Expect(t, 200).Body }
+	before := usage()
+
+	const n = 20
+	resps := make([]*apitest.Resp, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resps[i] = widget(env, p.Key, "content_update", credits.Unit, "")
+		}()
+	}
+	wg.Wait()
+	ok, short := 0, 0
+	for _, r := range resps {
+		switch r.Status {
+		case 201:
+			ok++
+		case 402:
+			m := r.Problem(t, 402, "insufficient_credits")
+			if m["cost"] != float64(1) || m["balance"] != float64(0) {
+				t.Fatalf("402 must carry integer cost 1 and balance 0: %s", r.Body)
+			}
+			short++
+		default:
+			t.Fatalf("status %d: %s", r.Status, r.Body)
+		}
+	}
+	if ok != 5 || short != 15 {
+		t.Fatalf("%d successes and %d 402s, want 5 and 15", ok, short)
+	}
+	if w := p.Count(`SELECT count(*) FROM widgets`); w != 5 {
+		t.Fatalf("%d widgets written, want 5 (a refused write leaves nothing)", w)
+	}
+	if b := balance(t, p.Scope); b != 0 {
+		t.Fatalf("balance %d, want 0", b)
+	}
+	if neg := p.Count(`SELECT count(*) FROM credit_pools WHERE plan_used > 100 * 100 OR topup_balance < 0`); neg != 0 {
+		t.Fatal("the balance went negative")
+	}
+	// GETs never change usage
+	after := usage()
+	entries := p.Count(`SELECT count(*) FROM credit_ledger`)
+	for i := 0; i < 5; i++ {
+		env.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200)
+		if u := usage(); string(u) != string(after) {
+			t.Fatalf("a GET changed usage: %s then %s", after, u)
+		}
+	}
+	if p.Count(`SELECT count(*) FROM credit_ledger`) != entries {
+		t.Fatal("a GET wrote to the ledger")
+	}
+	if string(before) == string(after) {
+		t.Fatal("the writes did not show in usage")
+	}
+}
+
+// TestAICeiling: AI charges of one pool are capped at 300 credits per
+// minute, exactly under concurrency, with a 429 whose Retry-After is
+// longer than a request-limit wait; other operations are not capped.
+func TestAICeiling(t *testing.T) {
+	t.Parallel()
+	env, p := setup(t, "scale")
+	const n = 10
+	resps := make([]*apitest.Resp, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resps[i] = widget(env, p.Key, "blog_post", 60*credits.Unit, "")
+		}()
+	}
+	wg.Wait()
+	ok, limited := 0, 0
+	for _, r := range resps {
+		switch r.Status {
+		case 201:
+			ok++
+		case 429:
+			r.Problem(t, 429, "rate_limited")
+			ra, err := strconv.Atoi(r.Header.Get("Retry-After"))
+			if err != nil || ra < credits.MinAIRetryAfter || ra > 60 {
+				t.Fatalf("AI ceiling Retry-After %q", r.Header.Get("Retry-After"))
+			}
+			limited++
+		default:
+			t.Fatalf("status %d: %s", r.Status, r.Body)
+		}
+	}
+	if ok != 5 || limited != 5 {
+		t.Fatalf("%d blog posts charged and %d limited, want 5 and 5 (300 credits a minute)", ok, limited)
+	}
+	if w := p.Count(`SELECT count(*) FROM widgets`); w != 5 {
+		t.Fatalf("%d writes kept, want 5", w)
+	}
+	// other operations are not capped, nor is the test pool by the live one
+	widget(env, p.Key, "content_update", credits.Unit, "").Expect(t, 201)
+	test := p.NewKey(true, "*")
+	widget(env, test, "image", 10*credits.Unit, "").Expect(t, 201)
+
+	// a limited request with an Idempotency-Key is not stored: once the
+	// window has moved on, the same key runs
+	widget(env, p.Key, "translate_language", 7*credits.Unit, "ai-1").Problem(t, 429, "rate_limited")
+	age(t, p.Scope, 61*time.Second)
+	r := widget(env, p.Key, "translate_language", 7*credits.Unit, "ai-1").Expect(t, 201)
+	if r.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatal("a 429 was replayed")
+	}
+
+	// a single operation dearer than the ceiling runs when the window is empty
+	age(t, p.Scope, 61*time.Second)
+	widget(env, p.Key, "video_premium", 305*credits.Unit, "").Expect(t, 201)
+	widget(env, p.Key, "social_post", 5*credits.Unit, "").Problem(t, 429, "rate_limited")
+	// refunds give the window back
+	age(t, p.Scope, 61*time.Second)
+	charge(t, p.Scope, "website", 200*credits.Unit, "job_1")
+	charge(t, p.Scope, "website", 100*credits.Unit, "job_2")
+	widget(env, p.Key, "image", 10*credits.Unit, "").Problem(t, 429, "rate_limited")
+	err := p.Scope.Tx(context.Background(), func(tx pgx.Tx) error { return credits.Refund(context.Background(), tx, p.Scope, "job_1") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	widget(env, p.Key, "image", 10*credits.Unit, "").Expect(t, 201)
+}
+
+// age moves every ledger entry of the project back by d.
+func age(t *testing.T, s *tenant.Scope, d time.Duration) {
+	t.Helper()
+	err := s.Tx(context.Background(), func(tx pgx.Tx) error {
+		_, err := tx.Exec(context.Background(), `UPDATE credit_ledger SET created_at = created_at - $1 * interval '1 millisecond'`, d.Milliseconds())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIsAI(t *testing.T) {
+	t.Parallel()
+	for _, op := range []string{"blog_post", "social_post", "image", "translate_language", "content_plan", "website", "video", "video_premium"} {
+		if !credits.IsAI(op) {
+			t.Errorf("%s must count against the AI ceiling", op)
+		}
+	}
+	for _, op := range []string{"content_update", "page_update", "image_register", "webhook_delivery", "topup"} {
+		if credits.IsAI(op) {
+			t.Errorf("%s is not AI work", op)
+		}
+	}
+}

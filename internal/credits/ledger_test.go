@@ -1,0 +1,134 @@
+package credits_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/credits"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+func TestPeriods(t *testing.T) {
+	t.Parallel()
+	d := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	cases := []struct{ created, now, start, next string }{
+		{"2025-01-15T10:00:00Z", "2025-03-20T08:00:00Z", "2025-03-15T00:00:00Z", "2025-04-15T00:00:00Z"},
+		{"2025-01-15T10:00:00Z", "2025-03-14T23:59:59Z", "2025-02-15T00:00:00Z", "2025-03-15T00:00:00Z"},
+		{"2025-01-31T10:00:00Z", "2025-02-28T12:00:00Z", "2025-02-28T00:00:00Z", "2025-03-31T00:00:00Z"}, // short month: its last day
+		{"2025-01-31T10:00:00Z", "2025-03-30T12:00:00Z", "2025-02-28T00:00:00Z", "2025-03-31T00:00:00Z"},
+		{"2024-12-10T00:00:00Z", "2025-01-05T00:00:00Z", "2024-12-10T00:00:00Z", "2025-01-10T00:00:00Z"}, // across a year
+	}
+	for _, c := range cases {
+		start := credits.PeriodStart(d(c.created), d(c.now))
+		if !start.Equal(d(c.start)) {
+			t.Errorf("created %s, now %s: start %v, want %s", c.created, c.now, start, c.start)
+		}
+		if next := credits.NextPeriod(d(c.created), start); !next.Equal(d(c.next)) {
+			t.Errorf("created %s: next %v, want %s", c.created, next, c.next)
+		}
+	}
+}
+
+func tx(t *testing.T, s *tenant.Scope, fn func(pgx.Tx) error) error {
+	t.Helper()
+	return s.Tx(context.Background(), fn)
+}
+
+// TestAllowanceTopupAndTestPool: the allowance is spent first, then
+// top-ups; a short balance is a 402 that writes nothing; test keys draw
+// from their own pool without top-ups; refunds give credits back.
+func TestAllowanceTopupAndTestPool(t *testing.T) {
+	t.Parallel()
+	_, p := setup(t, "free") // 100 credits
+	live := p.Scope
+	test, err := tenant.NewScope(live.Pool(), live.Project, &tenant.Key{ID: "key_test", Scopes: []string{"*"}, Test: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := tx(t, live, func(tx pgx.Tx) error { return credits.TopUp(ctx, tx, live, 50) }); err != nil {
+		t.Fatal(err)
+	}
+	charge(t, live, "content_update", 90*credits.Unit, "")
+	if b := balance(t, live); b != 60*credits.Unit {
+		t.Fatalf("balance %d, want 60 credits (10 allowance + 50 top-up)", b)
+	}
+	charge(t, live, "page_update", 20*credits.Unit, "ref-1") // 10 from the allowance, 10 from top-ups
+	var planUsed, topup int64
+	if err := tx(t, live, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `SELECT plan_used, topup_balance FROM credit_pools WHERE pool = 'live'`).Scan(&planUsed, &topup)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if planUsed != 100*credits.Unit || topup != 40*credits.Unit {
+		t.Fatalf("plan_used %d, topup %d: the allowance goes first", planUsed, topup)
+	}
+	// short: 402 with integer cost and balance, nothing written
+	before := p.Count(`SELECT count(*) FROM credit_ledger`)
+	err = tx(t, live, func(tx pgx.Tx) error { return credits.Charge(ctx, tx, live, "blog_post", 60*credits.Unit, "") })
+	if err == nil {
+		t.Fatal("a charge above the balance must fail")
+	}
+	if p.Count(`SELECT count(*) FROM credit_ledger`) != before {
+		t.Fatal("a refused charge wrote to the ledger")
+	}
+	// the test pool is separate, the same size, and has no top-ups
+	if b := balance(t, test); b != 100*credits.Unit {
+		t.Fatalf("test pool balance %d, want the full 100", b)
+	}
+	charge(t, test, "content_update", 100*credits.Unit, "")
+	if err := tx(t, test, func(tx pgx.Tx) error { return credits.Charge(ctx, tx, test, "content_update", 1, "") }); err == nil {
+		t.Fatal("the test pool must not spend top-ups")
+	}
+	if b := balance(t, live); b != 40*credits.Unit {
+		t.Fatalf("test charges touched the live pool: %d", b)
+	}
+	// a refund returns both parts
+	if err := tx(t, live, func(tx pgx.Tx) error { return credits.Refund(ctx, tx, live, "ref-1") }); err != nil {
+		t.Fatal(err)
+	}
+	if b := balance(t, live); b != 60*credits.Unit {
+		t.Fatalf("after a refund: %d, want 60 credits", b)
+	}
+}
+
+// TestPeriodRollover: a new period restores the allowance of both pools
+// and keeps top-ups.
+func TestPeriodRollover(t *testing.T) {
+	t.Parallel()
+	_, p := setup(t, "free")
+	live := p.Scope
+	test, _ := tenant.NewScope(live.Pool(), live.Project, &tenant.Key{ID: "key_test", Test: true})
+	ctx := context.Background()
+	if err := tx(t, live, func(tx pgx.Tx) error { return credits.TopUp(ctx, tx, live, 5) }); err != nil {
+		t.Fatal(err)
+	}
+	charge(t, live, "content_update", 100*credits.Unit, "")
+	charge(t, test, "content_update", 100*credits.Unit, "")
+	if b := balance(t, live); b != 5*credits.Unit {
+		t.Fatalf("balance %d", b)
+	}
+	// the pools were last used a period ago
+	prev := credits.PeriodStart(live.Project.CreatedAt, credits.PeriodStart(live.Project.CreatedAt, time.Now()).Add(-time.Nanosecond))
+	if err := tx(t, live, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE credit_pools SET period_start = $1`, prev)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if b := balance(t, live); b != 105*credits.Unit {
+		t.Fatalf("live after rollover: %d, want 100 allowance + 5 top-up", b)
+	}
+	if b := balance(t, test); b != 100*credits.Unit {
+		t.Fatalf("test pool after rollover: %d, want 100", b)
+	}
+}

@@ -1,0 +1,89 @@
+package credits
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// UsageItem is one line of the usage breakdown.
+type UsageItem struct {
+	Op      string `json:"op"`
+	Count   int64  `json:"count"`
+	Credits int64  `json:"credits"`
+}
+
+// Usage is the Usage report of the contract, in whole credits.
+type Usage struct {
+	PeriodStart      time.Time   `json:"period_start"`
+	PeriodEnd        time.Time   `json:"period_end"`
+	Plan             string      `json:"plan"`
+	PlanCredits      int64       `json:"plan_credits"`
+	TopupCredits     int64       `json:"topup_credits"`
+	CreditsUsed      int64       `json:"credits_used"`
+	CreditsRemaining int64       `json:"credits_remaining"`
+	Breakdown        []UsageItem `json:"breakdown"`
+}
+
+// Report computes the usage of s's pool (test keys report the test pool)
+// for the period containing now, or the one before it when previous is
+// set. It reads the ledger only, so reporting never changes usage.
+// credits_used is rounded up; balances are rounded down, as in a 402.
+func Report(ctx context.Context, tx pgx.Tx, s *tenant.Scope, previous bool, now time.Time) (Usage, error) {
+	created := s.Project.CreatedAt
+	start := PeriodStart(created, now)
+	end := NextPeriod(created, start)
+	if previous {
+		start, end = PeriodStart(created, start.Add(-time.Nanosecond)), start
+	}
+	u := Usage{PeriodStart: start, PeriodEnd: end, Plan: s.Project.Plan, PlanCredits: Allowance(s.Project) / Unit, Breakdown: []UsageItem{}}
+	p := pool(s)
+	rows, err := tx.Query(ctx, `SELECT op, count(*) FILTER (WHERE amount > 0), sum(amount), sum(from_plan)
+		FROM credit_ledger WHERE pool = $1 AND period_start >= $2 AND period_start < $3 AND op <> 'topup'
+		GROUP BY op`, p, start, end)
+	if err != nil {
+		return u, err
+	}
+	var used, planUsed int64
+	for rows.Next() {
+		var it UsageItem
+		var amount, fromPlan int64
+		if err := rows.Scan(&it.Op, &it.Count, &amount, &fromPlan); err != nil {
+			rows.Close()
+			return u, err
+		}
+		used += amount
+		planUsed += fromPlan
+		if it.Count > 0 {
+			it.Credits = ceil(max(amount, 0))
+			u.Breakdown = append(u.Breakdown, it)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return u, err
+	}
+	sort.Slice(u.Breakdown, func(i, j int) bool {
+		a, b := u.Breakdown[i], u.Breakdown[j]
+		if a.Credits != b.Credits {
+			return a.Credits > b.Credits
+		}
+		return a.Op < b.Op
+	})
+	// The top-up balance at the end of the period: top-ups enter the
+	// ledger with a negative from_topup, spending with a positive one.
+	var topup int64
+	if !s.Test() {
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(-sum(from_topup), 0) FROM credit_ledger WHERE pool = 'live' AND period_start < $1`, end).
+			Scan(&topup); err != nil {
+			return u, err
+		}
+	}
+	u.CreditsUsed = ceil(max(used, 0))
+	u.TopupCredits = max(topup, 0) / Unit
+	u.CreditsRemaining = (max(Allowance(s.Project)-planUsed, 0) + max(topup, 0)) / Unit
+	return u, nil
+}

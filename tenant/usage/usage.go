@@ -1,0 +1,45 @@
+// Package usage serves the credit usage report of a project.
+package usage
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/credits"
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// Routes mounts GET /projects/me/usage behind the authenticator.
+func Routes(r chi.Router) {
+	r.With(tenant.RequireScope("project:read")).Get("/projects/me/usage", httpapi.H(get))
+}
+
+// get answers ?period=current (the default) or ?period=previous with the
+// usage of the calling key's pool.
+func get(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	var previous bool
+	switch r.URL.Query().Get("period") {
+	case "", "current":
+	case "previous":
+		previous = true
+	default:
+		return httpapi.Invalid("period", "must be current or previous")
+	}
+	var u credits.Usage
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		u, err = credits.Report(r.Context(), tx, s, previous, time.Now())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusOK, u)
+}
