@@ -254,11 +254,26 @@ func checkValue(v *httpapi.Validator, field string, value string, lang *string, 
 
 // write sets each value, charging 1 credit per value and reporting each
 // changed value to OnValueChanged, all in tx.
-func (sv *Service) write(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string, items []ValueChange) error {
-	if err := credits.Charge(ctx, tx, s, "content_update", ValueCost*int64(len(items)), ref); err != nil {
-		return err
+// A batch is checked against its whole cost first, so its 402 states the
+// cost of the batch; each value then has its own ledger entry, so the
+// usage report counts values.
+func (sv *Service) write(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items []ValueChange) error {
+	if total := ValueCost * int64(len(items)); len(items) > 1 {
+		bal, err := credits.Balance(ctx, tx, s)
+		if err != nil {
+			return err
+		}
+		if total > bal {
+			e := httpapi.NewError(http.StatusPaymentRequired, httpapi.CodeInsufficientCredits,
+				fmt.Sprintf("this batch costs %d credits and the balance is %d", total/credits.Unit, bal/credits.Unit))
+			e.Extra = map[string]any{"cost": total / credits.Unit, "balance": bal / credits.Unit}
+			return fmt.Errorf("%w: %w", e, credits.ErrInsufficient)
+		}
 	}
 	for _, it := range items {
+		if err := credits.Charge(ctx, tx, s, "content_update", ValueCost, "content:"+it.Key+":"+it.Lang); err != nil {
+			return err
+		}
 		c, changed, err := SetValue(ctx, tx, it.Key, it.Lang, it.Value)
 		if err != nil {
 			return err
@@ -290,7 +305,7 @@ func (sv *Service) putKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	var k ContentKey
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		if err := sv.write(r.Context(), tx, s, "content:"+key, []ValueChange{{Key: key, Lang: lang, Value: *req.Value}}); err != nil {
+		if err := sv.write(r.Context(), tx, s, []ValueChange{{Key: key, Lang: lang, Value: *req.Value}}); err != nil {
 			return err
 		}
 		k, err = getKey(r.Context(), tx, key, lang, lang)
@@ -335,7 +350,7 @@ func (sv *Service) putBatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]ContentKey, len(items))
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		if err := sv.write(r.Context(), tx, s, "content:batch", items); err != nil {
+		if err := sv.write(r.Context(), tx, s, items); err != nil {
 			return err
 		}
 		for i, it := range items {
