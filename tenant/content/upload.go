@@ -23,6 +23,10 @@ import (
 // MaxUpload bounds an uploaded or fetched image (413 above it on upload).
 const MaxUpload = 10 << 20
 
+// maxSide bounds an image's width and height: a small file can declare a
+// huge canvas that would exhaust whoever decodes it.
+const maxSide = 16384
+
 // maxField bounds a text field of a multipart form.
 const maxField = 4096
 
@@ -55,6 +59,9 @@ func inspect(data []byte) (checkedImage, error) {
 	cfg, got, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil || got != format || cfg.Width <= 0 || cfg.Height <= 0 {
 		return checkedImage{}, errors.New("is not a readable " + strings.ToUpper(format) + " image")
+	}
+	if cfg.Width > maxSide || cfg.Height > maxSide {
+		return checkedImage{}, fmt.Errorf("must be at most %d pixels wide and high", maxSide)
 	}
 	return checkedImage{data: data, contentType: ct, width: cfg.Width, height: cfg.Height}, nil
 }
