@@ -113,6 +113,24 @@ func (sv *Service) MountPublic(r chi.Router) {
 // KeyPattern is the pattern of content keys and image keys.
 var KeyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,199}$`)
 
+// ValidKey reports whether k matches KeyPattern, without the regexp
+// engine (the public bulk read checks up to 500 keys per request).
+func ValidKey(k string) bool {
+	if len(k) == 0 || len(k) > 200 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // ValueChange is one changed content value.
 type ValueChange struct {
 	Key           string  `json:"key"`

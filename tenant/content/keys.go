@@ -116,21 +116,17 @@ const bulkSQL = `SELECT DISTINCT ON (key) key, value FROM content_values
 // it with a bare handler.
 const BulkSQL = bulkSQL
 
-func readBulk(ctx context.Context, tx pgx.Tx, keys []string, lang, def string) (Bulk, error) {
+func readBulk(ctx context.Context, s *tenant.Scope, keys []string, lang, def string) (Bulk, error) {
 	b := Bulk{Data: make(map[string]string, len(keys)), Lang: lang, Missing: []string{}}
-	rows, err := tx.Query(ctx, bulkSQL, keys, lang, def)
-	if err != nil {
-		return b, err
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err := s.Read(ctx, bulkSQL, []any{keys, lang, def}, func(rows pgx.Rows) error {
 		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			return b, err
-		}
-		b.Data[k] = v
-	}
-	if err := rows.Err(); err != nil {
+		_, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error {
+			b.Data[k] = v
+			return nil
+		})
+		return err
+	})
+	if err != nil {
 		return b, err
 	}
 	for _, k := range keys {
@@ -157,7 +153,9 @@ func parseKeys(r *http.Request) ([]string, error) {
 			continue
 		}
 		seen[k] = true
-		v.Check(KeyPattern.MatchString(k), "keys", fmt.Sprintf("%q does not match %s", k, KeyPattern))
+		if !ValidKey(k) {
+			v.Check(false, "keys", fmt.Sprintf("%q does not match %s", k, KeyPattern))
+		}
 		keys = append(keys, k)
 	}
 	v.Check(len(keys) >= 1 && len(keys) <= MaxBulkKeys, "keys", fmt.Sprintf("must list 1 to %d comma-separated keys", MaxBulkKeys))
@@ -177,12 +175,7 @@ func (sv *Service) bulk(r *http.Request) (Bulk, error) {
 	if err != nil {
 		return Bulk{}, err
 	}
-	var b Bulk
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		b, err = readBulk(r.Context(), tx, keys, lang, s.Project.DefaultLanguage)
-		return err
-	})
-	return b, err
+	return readBulk(r.Context(), s, keys, lang, s.Project.DefaultLanguage)
 }
 
 func (sv *Service) getBulk(w http.ResponseWriter, r *http.Request) error {
