@@ -106,7 +106,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	if s.AI, err = ai.New(cfg, logger); err != nil {
 		return nil, err
 	}
-	if s.Media, err = storage.Open(cfg.Storage); err != nil {
+	if s.Media, err = storage.Open(cfg.Storage, cfg.Getenv); err != nil {
 		return nil, err
 	}
 	contentSvc := &content.Service{AI: s.AI, Media: s.Media, River: s.River, PublicURL: cfg.PublicURL}
