@@ -135,3 +135,38 @@ func TestImagesAPI(t *testing.T) {
 		{name: "nothing registered", method: "GET", path: "/v1/images/x", status: 404},
 	})
 }
+
+// TestGeneratedImage runs image.generate through the workers: the image is
+// registered with source ai, listed, served as media, and image.generated
+// is emitted with the Image.
+func TestGeneratedImage(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, apitest.WithWorkers())
+	p := env.NewProject("build")
+	subscribe(t, env, p)
+	j := env.Do("POST", "/v1/images", p.Key, map[string]any{"prompt": "A lighthouse at dawn", "width": 96, "height": 64}).Expect(t, 202).JSON(t)
+	done := waitDone(t, env, p.Key, j["id"].(string))
+	res, _ := done["result"].(map[string]any)
+	if done["status"] != "completed" || res["width"] != float64(96) || res["height"] != float64(64) {
+		t.Fatalf("job: %v", done)
+	}
+	key := res["key"].(string)
+	img := env.Do("GET", "/v1/images/"+key, p.Key, nil).Expect(t, 200).JSON(t)
+	if img["source"] != "ai" || img["url"] != res["url"] || img["width"] != float64(96) {
+		t.Fatalf("image: %v", img)
+	}
+	status, h, b := media(t, env, img["url"].(string), nil)
+	if status != 200 || h.Get("Content-Type") != img["content_type"] || int64(len(b)) != int64(img["size_bytes"].(float64)) {
+		t.Fatalf("media: %d %v %d bytes", status, h, len(b))
+	}
+	if n := events(t, p, topicGenerated); n != 1 && hasWebhooks(t, p) {
+		t.Fatalf("%d image.generated events, want 1", n)
+	}
+	if d := lastEvent(t, p, topicGenerated); d != "" && !strings.Contains(d, `"key": "`+key+`"`) {
+		t.Fatalf("event data: %s", d)
+	}
+	env.Do("DELETE", "/v1/images/"+key, p.Key, nil).Expect(t, 204)
+	if status, _, _ := media(t, env, img["url"].(string), nil); status != 404 {
+		t.Fatalf("deleted generated media: %d", status)
+	}
+}
