@@ -149,9 +149,10 @@ func pickSlug(ctx context.Context, tx pgx.Tx, table string, explicit *string, na
 	if len(base) > 200 {
 		base = strings.TrimRight(base[:200], "-")
 	}
-	// Serialise derivations of one table's slugs, so two concurrent creates
-	// of "Summer" get summer and summer-2 instead of a 409.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "slug:"+table); err != nil {
+	// Serialise derivations of one table's slugs in this project (advisory
+	// locks are database-wide, hence the schema in the key), so two
+	// concurrent creates of "Summer" get summer and summer-2, not a 409.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':slug:' || $1))`, table); err != nil {
 		return "", err
 	}
 	return slug.Unique(ctx, base, taken(tx, table))

@@ -76,6 +76,7 @@ func TestGalleriesAPI(t *testing.T) {
 					t.Fatalf("second page: %v", slugs)
 				}
 			}},
+		{name: "list shape", method: "GET", path: "/v1/galleries?limit=1", status: 200, golden: "gallery_list"},
 		{name: "list bad limit", method: "GET", path: "/v1/galleries?limit=0", status: 422, check: field("limit")},
 		{name: "list bad cursor", method: "GET", path: "/v1/galleries?cursor=eHl6", status: 422, check: field("cursor")},
 		{name: "list without key", method: "GET", path: "/v1/galleries", key: noKey, status: 401},

@@ -133,6 +133,7 @@ var (
 	jobRe    = regexp.MustCompile(`job_[0-9A-Za-z]{24}`)
 	hostRe   = regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
 	uploadRe = regexp.MustCompile(`-[0-9a-f]{10}"`)
+	cursorRe = regexp.MustCompile(`"next_cursor": "[^"]+"`)
 )
 
 // golden compares body, re-indented and normalised (timestamps, project
@@ -154,6 +155,7 @@ func golden(t testing.TB, name string, body []byte) {
 	got = jobRe.ReplaceAllString(got, "job_<id>")
 	got = hostRe.ReplaceAllString(got, "http://<host>")
 	got = uploadRe.ReplaceAllString(got, `-<hash>"`)
+	got = cursorRe.ReplaceAllString(got, `"next_cursor": "<cursor>"`)
 	path := filepath.Join("testdata", name+".golden")
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {

@@ -92,7 +92,7 @@ func (sv *Service) uploadImage(w http.ResponseWriter, r *http.Request) error {
 			if len(base) > 190 {
 				base = strings.TrimRight(base[:190], "-")
 			}
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('image-key'))`); err != nil {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':image-key'))`); err != nil {
 				return err
 			}
 			if key, err = slug.Unique(ctx, base, func(ctx context.Context, k string) (bool, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -134,6 +135,14 @@ func TestImagesAPI(t *testing.T) {
 		{name: "upload with no credits", method: "POST", path: "/v1/images", req: up("x.png", hero, "key", "x"), status: 402, check: body("cost:1", "balance:0")},
 		{name: "nothing registered", method: "GET", path: "/v1/images/x", status: 404},
 	})
+	// The refused upload's bytes were removed again.
+	dir := strings.TrimPrefix(env.Config.Storage, "file://")
+	if left, _ := filepath.Glob(filepath.Join(dir, poor.ID, "*", "*")); len(left) != 0 {
+		t.Fatalf("a refused upload left %v", left)
+	}
+	if kept, _ := filepath.Glob(filepath.Join(dir, p.ID, "_u", "hero.*")); len(kept) != 1 {
+		t.Fatalf("hero's object: %v", kept)
+	}
 }
 
 // TestGeneratedImage runs image.generate through the workers: the image is
