@@ -2,7 +2,9 @@ package content_test
 
 import (
 	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/plinth-dev/plinth/internal/apitest"
@@ -107,5 +109,53 @@ func TestGalleriesAPI(t *testing.T) {
 	})
 	if n := ledgerOps(t, p, "content_update") + ledgerOps(t, p, "page_update") + ledgerOps(t, p, "image_register"); n != 0 {
 		t.Fatalf("galleries cost nothing, %d charges", n)
+	}
+}
+
+// TestConcurrentSlugs: concurrent creates of one name all succeed, each
+// with its own derived slug.
+func TestConcurrentSlugs(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	const n = 6
+	slugs := make(chan string, 2*n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			r := env.Do("POST", "/v1/galleries", p.Key, map[string]any{"name": "Same Name"})
+			if r.Status == 201 {
+				var g struct{ Data struct{ Slug string } }
+				r.Decode(t, &g)
+				slugs <- g.Data.Slug
+			} else {
+				slugs <- fmt.Sprintf("status %d", r.Status)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			r := env.Do("POST", "/v1/pages", p.Key, map[string]any{"title": "Same Name"})
+			var pg struct{ Slug string }
+			if r.Status == 201 {
+				r.Decode(t, &pg)
+				slugs <- "page:" + pg.Slug
+			} else {
+				slugs <- fmt.Sprintf("page status %d", r.Status)
+			}
+		}()
+	}
+	wg.Wait()
+	close(slugs)
+	var got []string
+	for s := range slugs {
+		got = append(got, s)
+	}
+	sort.Strings(got)
+	want := []string{"page:same-name", "page:same-name-2", "page:same-name-3", "page:same-name-4", "page:same-name-5", "page:same-name-6",
+		"same-name", "same-name-2", "same-name-3", "same-name-4", "same-name-5", "same-name-6"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("slugs: %v", got)
 	}
 }
