@@ -26,6 +26,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/storage"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/content"
+	"github.com/plinth-dev/plinth/tenant/forms"
 	"github.com/plinth-dev/plinth/tenant/jobs"
 	"github.com/plinth-dev/plinth/tenant/usage"
 )
@@ -118,6 +119,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	}
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20))
+	r.Use(forms.CORS) // before the limiter: a 429 of a public form is readable in a browser
 	// Rate limits run before routing, so that every response (401s, 404s
 	// of unknown routes, the public surface) carries the headers.
 	r.Use(limits.Handler)
@@ -127,8 +129,10 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 		// The public read surface: no key; the project is named by
 		// X-Service-Project-Key or ?project_id=.
 		v1.Route("/public", func(pub chi.Router) {
+			pub.Use(forms.Preflight) // preflights name no project
 			pub.Use(c.PublicProject)
 			pub.Use(idem.Handler) // public submits (bookings, forms) accept Idempotency-Key too
+			forms.PublicRoutes(pub)
 			contentSvc.MountPublic(pub)
 			if opts.TestPublicRoutes != nil {
 				opts.TestPublicRoutes(pub)
@@ -139,6 +143,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 			api.Use(idem.Handler)
 			c.ProjectRoutes(api)
 			usage.Routes(api)
+			forms.Routes(api)
 			jobsAPI.Mount(api)
 			contentSvc.Mount(api)
 			if opts.TestRoutes != nil {

@@ -1,0 +1,205 @@
+package forms
+
+import (
+	"encoding/csv"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// PublicRoutes mounts the keyless submit endpoints on the /v1/public router,
+// which has already resolved the project (central.PublicProject). CORS and
+// Preflight let browsers on any site post to them.
+func PublicRoutes(r chi.Router) {
+	r.Post("/forms/newsletter", httpapi.H(subscribe))
+	r.Post("/forms/contact", httpapi.H(contact))
+}
+
+// Routes mounts the admin endpoints on the authenticated /v1 router:
+// forms:read to list and export, forms:write to delete.
+func Routes(r chi.Router) {
+	r.With(tenant.Pillar("forms")).Get("/form-submissions", httpapi.H(listSubmissions))
+	r.With(tenant.Pillar("forms")).Delete("/form-submissions/{id}", httpapi.H(deleteSubmission))
+}
+
+func subscribe(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	var in newsletterRequest
+	if err := httpapi.Decode(r, &in); err != nil {
+		return err
+	}
+	sub, err := in.validate()
+	if err != nil {
+		return err
+	}
+	saved, err := save(r.Context(), s, sub)
+	if err != nil {
+		return err
+	}
+	out := toAPI(saved)
+	// A repeated subscription answers with the existing row's id and date,
+	// but echoes only what this request sent: an anonymous caller must not
+	// read back a name or source stored by an earlier subscription.
+	out.Email, out.Name, out.Source = sub.Email, sub.Name, sub.Source
+	return httpapi.JSON(w, http.StatusCreated, out)
+}
+
+func contact(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	var in contactRequest
+	if err := httpapi.Decode(r, &in); err != nil {
+		return err
+	}
+	sub, err := in.validate()
+	if err != nil {
+		return err
+	}
+	saved, err := save(r.Context(), s, sub)
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusCreated, toAPI(saved))
+}
+
+func listSubmissions(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	typ := r.URL.Query().Get("type")
+	if typ != "" && typ != TypeNewsletter && typ != TypeContact {
+		return httpapi.Invalid("type", "must be newsletter or contact")
+	}
+	if wantsCSV(r) {
+		if typ == TypeContact {
+			return httpapi.Invalid("type", "the CSV export lists newsletter subscribers; omit type or use newsletter")
+		}
+		return exportCSV(w, r, s)
+	}
+	page, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	var before int64
+	if page.Cursor != "" {
+		if before, err = strconv.ParseInt(page.Cursor, 10, 64); err != nil || before <= 0 {
+			return httpapi.Invalid("cursor", "is not a cursor this API issued")
+		}
+	}
+	rows, err := list(r.Context(), s, typ, before, page.Limit+1)
+	if err != nil {
+		return err
+	}
+	out := make([]Submission, len(rows))
+	for i, row := range rows {
+		out[i] = toAPI(row)
+	}
+	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(out, page.Limit, func(x Submission) string {
+		return strconv.FormatInt(x.ID, 10)
+	}))
+}
+
+func deleteSubmission(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil || id <= 0 {
+		return httpapi.NotFound("no form submission with this id")
+	}
+	if err := remove(r.Context(), s, id); err != nil {
+		return err
+	}
+	return httpapi.NoContent(w)
+}
+
+// wantsCSV reports whether the Accept header asks for text/csv at least as
+// much as for JSON.
+func wantsCSV(r *http.Request) bool {
+	csvQ, jsonQ := 0.0, -1.0
+	for _, h := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(h, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			q := 1.0
+			if v, ok := params["q"]; ok {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					q = f
+				}
+			}
+			switch mt {
+			case "text/csv":
+				csvQ = max(csvQ, q)
+			case "application/json":
+				jsonQ = max(jsonQ, q)
+			}
+		}
+	}
+	return csvQ > 0 && csvQ >= jsonQ
+}
+
+// exportCSV streams every genuine newsletter subscriber (spam excluded) as
+// CSV: email, name, source, created_at (RFC 3339 UTC, as in JSON). Once the
+// body has started, an error cannot become a problem+json any more, so the
+// connection is aborted: the client sees a truncated transfer rather than a
+// short, valid-looking file.
+func exportCSV(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	cw := csv.NewWriter(w)
+	started := false
+	start := func() error {
+		started = true
+		h := w.Header()
+		h.Set("Content-Type", "text/csv; charset=utf-8")
+		h.Set("Content-Disposition", `attachment; filename="newsletter-subscribers.csv"`)
+		h.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		return cw.Write([]string{"email", "name", "source", "created_at"})
+	}
+	err := eachSubscriber(r.Context(), s, func(sub subscriber) error {
+		if !started {
+			if err := start(); err != nil {
+				return err
+			}
+		}
+		return cw.Write([]string{csvCell(sub.Email), csvCell(sub.Name), csvCell(sub.Source), sub.CreatedAt.UTC().Format(time.RFC3339Nano)})
+	})
+	if err == nil && !started {
+		err = start()
+	}
+	if err == nil {
+		cw.Flush()
+		err = cw.Error()
+	}
+	if err != nil && started {
+		httpapi.Logger(r.Context()).ErrorContext(r.Context(), "newsletter export aborted", "request_id", httpapi.RequestID(r.Context()), "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	return err
+}
+
+// csvCell guards a visitor-supplied value against formula injection: a
+// spreadsheet would evaluate a cell starting with = + - @ (or a tab or
+// carriage return, per OWASP), so such a cell gets a leading single quote.
+// Quoting of commas, quotes and newlines is encoding/csv's job.
+func csvCell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
