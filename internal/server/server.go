@@ -130,7 +130,9 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	if s.Media, err = storage.Open(cfg.Storage, cfg.Getenv); err != nil {
 		return nil, err
 	}
-	contentSvc := &content.Service{AI: s.AI, Media: s.Media, River: s.River, PublicURL: cfg.PublicURL}
+	contentSvc := &content.Service{AI: s.AI, Media: s.Media, River: s.River, PublicURL: cfg.PublicURL,
+		Fetch: content.GuardedFetch(cfg.Dev, opts.RootCAs)}
+	contentSvc.EmitTo(s.Outbox)
 	contentSvc.Register(s.Jobs)
 
 	limits, err := s.rateLimits(opts)

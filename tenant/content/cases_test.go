@@ -9,12 +9,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/tenant/content"
 )
 
 // Topics this pillar emits.
 const (
-	topicChanged   = "content.changed"
-	topicGenerated = "image.generated"
+	topicChanged   = content.TopicChanged
+	topicGenerated = content.TopicGenerated
 )
 
 // noKey sends a request without an Authorization header.
@@ -45,25 +46,13 @@ type apiCase struct {
 // is delivered).
 func subscribe(t *testing.T, env *apitest.Env, p *apitest.Project) {
 	t.Helper()
-	if !hasWebhooks(t, p) {
-		return
-	}
 	env.Do("POST", "/v1/webhook-endpoints", p.Key, map[string]any{
 		"url": "https://127.0.0.1:9/hook", "events": []string{topicChanged, topicGenerated},
 	}).Expect(t, 201)
 }
 
-// hasWebhooks reports whether the webhook tables exist. TEMP until the
-// webhooks issue lands on main.
-func hasWebhooks(t testing.TB, p *apitest.Project) bool {
-	return query[bool](t, p, `SELECT to_regclass('webhook_events') IS NOT NULL`)
-}
-
 // events counts the events of topic recorded for p.
 func events(t testing.TB, p *apitest.Project, topic string) int {
-	if !hasWebhooks(t, p) {
-		return 0
-	}
 	return query[int](t, p, `SELECT count(*) FROM webhook_events WHERE type = $1`, topic)
 }
 
@@ -71,9 +60,6 @@ func events(t testing.TB, p *apitest.Project, topic string) int {
 func lastEvent(t testing.TB, p *apitest.Project, topic string) string {
 	t.Helper()
 	var s string
-	if !hasWebhooks(t, p) {
-		return ""
-	}
 	err := p.Scope.Tx(context.Background(), func(tx pgx.Tx) error {
 		return tx.QueryRow(context.Background(), `SELECT payload::jsonb->>'data' FROM webhook_events WHERE type = $1 ORDER BY created_at DESC, id DESC LIMIT 1`, topic).Scan(&s)
 	})
@@ -134,7 +120,7 @@ func run(t *testing.T, env *apitest.Env, p *apitest.Project, cases []apiCase) {
 				t.Fatalf("charged %d hundredths, want %d credits", got, c.credits)
 			}
 			for _, tp := range topics {
-				if got := events(t, p, tp) - evBefore[tp]; got != c.events[tp] && hasWebhooks(t, p) {
+				if got := events(t, p, tp) - evBefore[tp]; got != c.events[tp] {
 					t.Fatalf("%d %s events, want %d", got, tp, c.events[tp])
 				}
 			}
