@@ -134,6 +134,7 @@ func TestImagesAPI(t *testing.T) {
 	run(t, env, poor, []apiCase{
 		{name: "upload with no credits", method: "POST", path: "/v1/images", req: up("x.png", hero, "key", "x"), status: 402, check: body("cost:1", "balance:0")},
 		{name: "nothing registered", method: "GET", path: "/v1/images/x", status: 404},
+		{name: "generate with no credits", method: "POST", path: "/v1/images", body: map[string]any{"prompt": "x"}, status: 402, check: body("cost:10", "balance:0")},
 	})
 	// The refused upload's bytes were removed again.
 	dir := strings.TrimPrefix(env.Config.Storage, "file://")

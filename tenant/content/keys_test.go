@@ -91,6 +91,11 @@ func TestContentKeysAPI(t *testing.T) {
 		{name: "bulk without key", method: "GET", path: "/v1/content/bulk", key: noKey, status: 401},
 		{name: "bulk other pillar", method: "GET", path: "/v1/content/bulk", key: other, status: 403},
 
+		// POST /content/translate (its own tests cover the job, 402 and 422)
+		{name: "translate without key", method: "POST", path: "/v1/content/translate", key: noKey, body: map[string]any{"languages": []string{"fr"}}, status: 401},
+		{name: "translate read-only", method: "POST", path: "/v1/content/translate", key: ro, body: map[string]any{"languages": []string{"fr"}}, status: 403},
+		{name: "translate bad json", method: "POST", path: "/v1/content/translate", body: "{", status: 400},
+
 		// DELETE /content/{key}
 		{name: "delete one language", method: "DELETE", path: "/v1/content/nav.home?lang=fr", status: 204},
 		{name: "the other remains", method: "GET", path: "/v1/content/nav.home?lang=fr", status: 200, check: body("lang:en")},

@@ -130,6 +130,8 @@ func TestPagesAPI(t *testing.T) {
 		}},
 		{name: "list bad status", method: "GET", path: "/v1/pages?status=live", status: 422},
 		{name: "list without key", method: "GET", path: "/v1/pages", key: noKey, status: 401},
+		{name: "list other pillar", method: "GET", path: "/v1/pages", key: other, status: 403},
+		{name: "list bad limit", method: "GET", path: "/v1/pages?limit=101", status: 422, check: field("limit")},
 
 		{name: "patch publish", method: "PATCH", path: "/v1/pages/about-us", body: map[string]any{"status": "published", "seo": map[string]any{"noindex": true}},
 			status: 200, credits: 1, golden: "page_published"},
