@@ -145,10 +145,12 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	if s.AI, err = ai.New(cfg, logger); err != nil {
 		return nil, err
 	}
-	if s.Media, err = storage.Open(cfg.Storage); err != nil {
+	if s.Media, err = storage.Open(cfg.Storage, cfg.Getenv); err != nil {
 		return nil, err
 	}
-	contentSvc := &content.Service{AI: s.AI, Media: s.Media, River: s.River, PublicURL: cfg.PublicURL}
+	contentSvc := &content.Service{AI: s.AI, Media: s.Media, River: s.River, PublicURL: cfg.PublicURL,
+		Fetch: content.GuardedFetch(cfg.Dev, opts.RootCAs)}
+	contentSvc.EmitTo(s.Outbox)
 	contentSvc.Register(s.Jobs)
 	socialSvc.River, socialSvc.AI, socialSvc.Images, socialSvc.Events = s.River, s.AI, contentSvc, s.Outbox
 
