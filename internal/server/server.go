@@ -25,6 +25,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/ratelimit"
 	"github.com/plinth-dev/plinth/internal/storage"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/blog"
 	"github.com/plinth-dev/plinth/tenant/content"
 	"github.com/plinth-dev/plinth/tenant/forms"
 	"github.com/plinth-dev/plinth/tenant/jobs"
@@ -94,6 +95,10 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	s.Jobs = jobs.NewRunner(c, logger)
 	river.AddWorker(workers, s.Jobs)
 	registered++
+	blogSvc := &blog.Service{Projects: c, Logger: logger}
+	river.AddWorker(workers, blogSvc.ScheduleWorker())
+	periodic = append(periodic, blog.Periodic(cfg.SchedulerInterval))
+	registered++
 	s.opts.Workers = opts.Workers && registered > 0
 
 	qo := opts.Queue
@@ -112,6 +117,8 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	}
 	contentSvc := &content.Service{AI: s.AI, Media: s.Media, River: s.River, PublicURL: cfg.PublicURL}
 	contentSvc.Register(s.Jobs)
+	blogSvc.River, blogSvc.AI, blogSvc.Media, blogSvc.MediaURL = s.River, s.AI, s.Media, contentSvc.MediaURL
+	blogSvc.Register(s.Jobs)
 
 	limits, err := s.rateLimits(opts)
 	if err != nil {
@@ -134,6 +141,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 			pub.Use(idem.Handler) // public submits (bookings, forms) accept Idempotency-Key too
 			forms.PublicRoutes(pub)
 			contentSvc.MountPublic(pub)
+			blogSvc.MountPublic(pub)
 			if opts.TestPublicRoutes != nil {
 				opts.TestPublicRoutes(pub)
 			}
@@ -146,6 +154,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 			forms.Routes(api)
 			jobsAPI.Mount(api)
 			contentSvc.Mount(api)
+			blogSvc.Mount(api)
 			if opts.TestRoutes != nil {
 				opts.TestRoutes(api)
 			}
