@@ -271,17 +271,17 @@ func (sv *Service) getPost(w http.ResponseWriter, r *http.Request) error {
 // are those of the post's original language (other languages: PUT
 // .../translations/{lang}); null removes the category or the image.
 type patchRequest struct {
-	Title           *string           `json:"title"`
-	Content         *string           `json:"content"`
-	Excerpt         *string           `json:"excerpt"`
-	MetaTitle       *string           `json:"meta_title"`
-	MetaDescription *string           `json:"meta_description"`
-	Slug            *string           `json:"slug"`
-	CategoryID      nullable[int64]   `json:"category_id"`
-	TagIDs          *[]int64          `json:"tag_ids"`
-	FeaturedImage   nullable[string]  `json:"featured_image"`
-	Status          *string           `json:"status"`
-	ScheduledAt     *string           `json:"scheduled_at"`
+	Title           *string          `json:"title"`
+	Content         *string          `json:"content"`
+	Excerpt         *string          `json:"excerpt"`
+	MetaTitle       *string          `json:"meta_title"`
+	MetaDescription *string          `json:"meta_description"`
+	Slug            *string          `json:"slug"`
+	CategoryID      nullable[int64]  `json:"category_id"`
+	TagIDs          *[]int64         `json:"tag_ids"`
+	FeaturedImage   nullable[string] `json:"featured_image"`
+	Status          *string          `json:"status"`
+	ScheduledAt     *string          `json:"scheduled_at"`
 }
 
 func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request) error {
