@@ -95,7 +95,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	s.Jobs = jobs.NewRunner(c, logger)
 	river.AddWorker(workers, s.Jobs)
 	registered++
-	blogSvc := &blog.Service{Projects: c, Logger: logger}
+	blogSvc := &blog.Service{Projects: c}
 	river.AddWorker(workers, blogSvc.ScheduleWorker())
 	periodic = append(periodic, blog.Periodic(cfg.SchedulerInterval))
 	registered++

@@ -16,7 +16,6 @@ package blog
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -70,7 +69,6 @@ type Service struct {
 	MediaURL func(projectID, key string) string
 	// Events receives blog_post.published and blog_post.translated.
 	Events Emitter
-	Logger *slog.Logger
 }
 
 // Register adds the pillar's job handlers to the runner.

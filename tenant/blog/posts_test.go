@@ -440,3 +440,19 @@ func TestScopes(t *testing.T) {
 	env.Do("POST", path+"/publish", write, nil).Expect(t, 200)
 	env.Do("GET", path, write, nil).Problem(t, 403, "forbidden")
 }
+
+// A create retried with the same Idempotency-Key makes one post.
+func TestCreateIdempotent(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	req := apitest.Request{Method: "POST", Path: "/v1/blog-posts", Key: p.Key, Body: map[string]any{"title": "Once"},
+		Header: map[string]string{"Idempotency-Key": "create-once"}}
+	first := env.Send(req).Expect(t, 201)
+	again := env.Send(req).Expect(t, 201)
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, first.Body, again.Body)
+	require.Equal(t, int64(1), query[int64](t, p, `SELECT count(*) FROM blog_posts`))
+	req.Body = map[string]any{"title": "Other"}
+	env.Send(req).Problem(t, 409, "idempotency_conflict")
+}
