@@ -1,6 +1,7 @@
 package central_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -114,5 +115,39 @@ func TestRoutingErrors(t *testing.T) {
 	h := env.Do("GET", "/v1/health", "", nil).Expect(t, http.StatusOK).JSON(t)
 	if h["status"] != "ok" || h["version"] == "" {
 		t.Fatalf("health: %v", h)
+	}
+}
+
+// A key's secret is shown once: an idempotent replay of its creation
+// returns the key without the secret, and the stored response never holds it.
+func TestKeyCreationReplayOmitsSecret(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	req := apitest.Request{Method: "POST", Path: "/v1/projects/me/api-keys", Key: p.Key,
+		Body: map[string]any{"name": "once", "scopes": []string{"blog:read"}}, Header: map[string]string{"Idempotency-Key": "mint-1"}}
+	first := env.Send(req).Expect(t, 201).JSON(t)
+	secret, _ := first["secret"].(string)
+	if secret == "" {
+		t.Fatalf("creation must show the secret: %v", first)
+	}
+	replay := env.Send(req).Expect(t, 201)
+	if replay.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("second request was not a replay: %v", replay.Header)
+	}
+	got := replay.JSON(t)
+	if got["id"] != first["id"] || got["masked"] != first["masked"] {
+		t.Fatalf("replay must describe the same key: %v vs %v", got, first)
+	}
+	if _, ok := got["secret"]; ok || strings.Contains(string(replay.Body), secret) {
+		t.Fatalf("replay leaked the secret: %s", replay.Body)
+	}
+	var stored int
+	if err := env.DB.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM `+p.Schema+`.idempotency_keys WHERE convert_from(body, 'UTF8') LIKE '%' || $1 || '%'`, secret).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored != 0 {
+		t.Fatal("the key secret is stored in the idempotency table")
 	}
 }

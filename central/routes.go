@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/idempotency"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
@@ -108,6 +109,7 @@ func (c *Central) createKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	idempotency.OmitFromReplay(r.Context(), "secret") // shown once, never stored
 	return httpapi.JSON(w, 201, k)
 }
 

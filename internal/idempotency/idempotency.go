@@ -191,6 +191,8 @@ func reinstance(body []byte, rid string) []byte {
 // in-flight 409.
 func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handler, s *tenant.Scope, key string, owner [16]byte) {
 	rec := &recorder{w: w}
+	omit := &omitted{}
+	r = r.WithContext(context.WithValue(r.Context(), omitKey{}, omit))
 	stop := m.renew(s, key, owner)
 	completed := false
 	defer func() {
@@ -209,7 +211,7 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 			}
 			return
 		}
-		if err := m.store(ctx, s, key, owner, status, w.Header(), rec.body.Bytes()); err != nil {
+		if err := m.store(ctx, s, key, owner, status, w.Header(), omit.strip(rec.body.Bytes())); err != nil {
 			// The effect may have committed: keep the reservation (it
 			// lapses after the lease) rather than invite a second run now.
 			m.Logger.ErrorContext(ctx, "idempotency: storing the response failed", "key", key, "err", err)
@@ -218,6 +220,39 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 	}()
 	next.ServeHTTP(rec, r)
 	completed = true
+}
+
+type omitKey struct{}
+
+// omitted lists the top-level response fields never to store.
+type omitted struct{ fields []string }
+
+// OmitFromReplay names top-level fields of the response being written that
+// must not be stored for replay: secrets shown once (an API key's secret,
+// a webhook signing secret). A replay then carries the rest of the
+// response without them, so the secret is never kept at rest.
+func OmitFromReplay(ctx context.Context, fields ...string) {
+	if o, ok := ctx.Value(omitKey{}).(*omitted); ok {
+		o.fields = append(o.fields, fields...)
+	}
+}
+
+func (o *omitted) strip(body []byte) []byte {
+	if len(o.fields) == 0 {
+		return body
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil // not an object: store no body rather than a secret
+	}
+	for _, f := range o.fields {
+		delete(m, f)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return append(b, '\n')
 }
 
 // renew extends the reservation's lease while the request runs, so a
