@@ -296,16 +296,13 @@ func (sv *Service) generateJob(ctx context.Context, run *jobs.Run) (jobs.Commit,
 			Width: &img.Width, Height: &img.Height, ContentType: &ct, SizeBytes: &size, Source: content.SourceAI}); err != nil {
 			return nil, err
 		}
-		sl, err := pickSlug(ctx, tx, "blog_posts", nil, orig.Title, 0)
+		row := &postRow{Status: StatusDraft, Language: a.Language, FeaturedImage: &url}
+		var err error
+		if row.Slug, err = pickSlug(ctx, tx, spacePost, nil, orig.Title, 0); err != nil {
+			return nil, err
+		}
+		id, err := insertPost(ctx, tx, row, orig)
 		if err != nil {
-			return nil, err
-		}
-		var id int64
-		if err := tx.QueryRow(ctx, `INSERT INTO blog_posts (slug, language, featured_image) VALUES ($1, $2, $3) RETURNING id`,
-			sl, a.Language, url).Scan(&id); err != nil {
-			return nil, err
-		}
-		if err := putText(ctx, tx, id, orig); err != nil {
 			return nil, err
 		}
 		for _, lang := range a.TargetLanguages {
@@ -316,7 +313,7 @@ func (sv *Service) generateJob(ctx context.Context, run *jobs.Run) (jobs.Commit,
 		if err := sv.emitTranslated(ctx, tx, run.Scope, id, a.TargetLanguages); err != nil {
 			return nil, err
 		}
-		return GenerateResult{PostID: id, Slug: sl, Title: orig.Title}, nil
+		return GenerateResult{PostID: id, Slug: row.Slug, Title: orig.Title}, nil
 	}, nil
 }
 

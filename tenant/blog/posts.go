@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -129,25 +130,20 @@ func (sv *Service) createManual(w http.ResponseWriter, r *http.Request, s *tenan
 	text := Translation{Lang: lang, Title: cleanText(*req.Title), Excerpt: cleanText(deref(req.Excerpt)),
 		Content: cleanHTML(deref(req.Content)), MetaTitle: cleanText(deref(req.MetaTitle)), MetaDescription: cleanText(deref(req.MetaDescription))}
 	var out Post
-	err := s.Tx(r.Context(), func(tx pgx.Tx) error {
+	err := s.Tx(r.Context(), func(tx pgx.Tx) (err error) {
 		ctx := r.Context()
 		if err := checkTerms(ctx, tx, req.CategoryID, tags); err != nil {
 			return err
 		}
-		sl, err := pickSlug(ctx, tx, "blog_posts", req.Slug, text.Title, 0)
+		row := &postRow{Status: status, Language: lang, TagIDs: tags, FeaturedImage: req.FeaturedImage, ScheduledAt: at}
+		if req.CategoryID != nil {
+			row.Category = &Term{ID: *req.CategoryID}
+		}
+		if row.Slug, err = pickSlug(ctx, tx, spacePost, req.Slug, text.Title, 0); err != nil {
+			return err
+		}
+		id, err := insertPost(ctx, tx, row, text)
 		if err != nil {
-			return err
-		}
-		var id int64
-		if err := tx.QueryRow(ctx, `INSERT INTO blog_posts (slug, status, language, category_id, featured_image, published_at, scheduled_at)
-			VALUES ($1, $2, $3, $4, $5, CASE WHEN $2 = 'published' THEN now() END, $6) RETURNING id`,
-			sl, status, lang, req.CategoryID, req.FeaturedImage, at).Scan(&id); err != nil {
-			return err
-		}
-		if err := putText(ctx, tx, id, text); err != nil {
-			return err
-		}
-		if err := setTags(ctx, tx, id, tags); err != nil {
 			return err
 		}
 		out, err = sv.finishWrite(ctx, tx, s, id, status == StatusPublished, "")
@@ -166,27 +162,33 @@ func deref(s *string) string {
 	return *s
 }
 
-// checkTerms answers 422 when the category or a tag does not exist.
+// checkTerms answers 422 when the category or a tag does not exist. The
+// rows found stay locked (FOR KEY SHARE) until the transaction ends, so a
+// concurrent delete of a tag waits and then takes it off this post too.
 func checkTerms(ctx context.Context, tx pgx.Tx, categoryID *int64, tagIDs []int64) error {
 	var v httpapi.Validator
-	if categoryID != nil {
-		var ok bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM blog_categories WHERE id = $1)`, *categoryID).Scan(&ok); err != nil {
+	check := func(kind, field string, ids []int64) error {
+		rows, err := tx.Query(ctx, `SELECT id FROM blog_terms WHERE kind = $1 AND id = ANY($2) FOR KEY SHARE`, kind, ids)
+		if err != nil {
 			return err
 		}
-		v.Check(ok, "category_id", fmt.Sprintf("no category has the id %d", *categoryID))
+		found, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			v.Check(slices.Contains(found, id), field, fmt.Sprintf("no %s has the id %d", kind, id))
+		}
+		return nil
+	}
+	if categoryID != nil {
+		if err := check(spaceCategory, "category_id", []int64{*categoryID}); err != nil {
+			return err
+		}
 	}
 	if len(tagIDs) > 0 {
-		rows, err := tx.Query(ctx, `SELECT id FROM unnest($1::bigint[]) AS t (id) WHERE NOT EXISTS (SELECT 1 FROM blog_tags g WHERE g.id = t.id)`, tagIDs)
-		if err != nil {
+		if err := check(spaceTag, "tag_ids", tagIDs); err != nil {
 			return err
-		}
-		missing, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return err
-		}
-		for _, id := range missing {
-			v.Check(false, "tag_ids", fmt.Sprintf("no tag has the id %d", id))
 		}
 	}
 	return v.Err()
@@ -335,7 +337,7 @@ func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if req.Slug != nil && *req.Slug != p.Slug {
-			if _, err := pickSlug(ctx, tx, "blog_posts", req.Slug, "", p.ID); err != nil {
+			if _, err := pickSlug(ctx, tx, spacePost, req.Slug, "", p.ID); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, `UPDATE blog_posts SET slug = $2 WHERE id = $1`, p.ID, *req.Slug); err != nil {

@@ -3,6 +3,7 @@ package blog
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,7 +64,7 @@ type Translation struct {
 	MetaDescription string `json:"meta_description"`
 }
 
-// postRow is a blog_posts row with its category, translations and tags.
+// postRow is a blog_posts row with its category and tags.
 type postRow struct {
 	ID            int64
 	Slug          string
@@ -76,7 +77,8 @@ type postRow struct {
 	UpdatedAt     time.Time
 	Category      *Term
 	Texts         []Translation // the original language first, then by language code
-	Tags          []Term
+	TagIDs        []int64
+	Tags          []Term // by name
 }
 
 // text returns the post's text in lang, else in its original language.
@@ -121,70 +123,68 @@ func utc(t *time.Time) *time.Time {
 	return &u
 }
 
-const postColumns = `p.id, p.slug, p.status, p.language, p.featured_image, p.published_at, p.scheduled_at, p.created_at, p.updated_at,
-	c.id, c.name, c.slug`
+const postColumns = `p.id, p.slug, p.status, p.language, p.texts, p.tag_ids, p.featured_image, p.published_at, p.scheduled_at,
+	p.created_at, p.updated_at, c.id, c.name, c.slug`
 
-const postFrom = ` FROM blog_posts p LEFT JOIN blog_categories c ON c.id = p.category_id`
+const postFrom = ` FROM blog_posts p LEFT JOIN blog_terms c ON c.id = p.category_id`
 
 func scanPost(row pgx.Row) (*postRow, error) {
 	var p postRow
+	var texts map[string]Translation
 	var cid *int64
 	var cname, cslug *string
-	if err := row.Scan(&p.ID, &p.Slug, &p.Status, &p.Language, &p.FeaturedImage, &p.PublishedAt, &p.ScheduledAt, &p.CreatedAt, &p.UpdatedAt,
-		&cid, &cname, &cslug); err != nil {
+	if err := row.Scan(&p.ID, &p.Slug, &p.Status, &p.Language, &texts, &p.TagIDs, &p.FeaturedImage, &p.PublishedAt, &p.ScheduledAt,
+		&p.CreatedAt, &p.UpdatedAt, &cid, &cname, &cslug); err != nil {
 		return nil, err
 	}
 	if cid != nil {
 		p.Category = &Term{ID: *cid, Name: *cname, Slug: *cslug}
 	}
+	for lang, t := range texts {
+		t.Lang = lang
+		p.Texts = append(p.Texts, t)
+	}
+	sort.Slice(p.Texts, func(i, j int) bool {
+		a, b := p.Texts[i].Lang, p.Texts[j].Lang
+		if (a == p.Language) != (b == p.Language) {
+			return a == p.Language
+		}
+		return a < b
+	})
 	return &p, nil
 }
 
-// fill loads the translations and tags of posts.
+// fill loads the tags of posts.
 func fill(ctx context.Context, tx pgx.Tx, posts []*postRow) error {
-	if len(posts) == 0 {
+	var ids []int64
+	for _, p := range posts {
+		ids = append(ids, p.TagIDs...)
+	}
+	if len(ids) == 0 {
 		return nil
 	}
-	byID := make(map[int64]*postRow, len(posts))
-	ids := make([]int64, len(posts))
-	for i, p := range posts {
-		byID[p.ID], ids[i] = p, p.ID
-	}
-	rows, err := tx.Query(ctx, `SELECT post_id, lang, title, excerpt, content, meta_title, meta_description
-		FROM blog_post_translations WHERE post_id = ANY($1) ORDER BY post_id, lang`, ids)
+	rows, err := tx.Query(ctx, `SELECT id, name, slug FROM blog_terms WHERE kind = 'tag' AND id = ANY($1) ORDER BY name, id`, ids)
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var id int64
-		var t Translation
-		if err := rows.Scan(&id, &t.Lang, &t.Title, &t.Excerpt, &t.Content, &t.MetaTitle, &t.MetaDescription); err != nil {
-			rows.Close()
-			return err
-		}
-		byID[id].Texts = append(byID[id].Texts, t)
-	}
-	if err := rows.Err(); err != nil {
+	tags, err := pgx.CollectRows(rows, scanTerm)
+	if err != nil {
 		return err
 	}
 	for _, p := range posts {
-		sort.SliceStable(p.Texts, func(i, j int) bool { return p.Texts[i].Lang == p.Language && p.Texts[j].Lang != p.Language })
-	}
-	rows, err = tx.Query(ctx, `SELECT pt.post_id, t.id, t.name, t.slug FROM blog_post_tags pt JOIN blog_tags t ON t.id = pt.tag_id
-		WHERE pt.post_id = ANY($1) ORDER BY pt.post_id, t.name, t.id`, ids)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var t Term
-		if err := rows.Scan(&id, &t.ID, &t.Name, &t.Slug); err != nil {
-			return err
+		for _, t := range tags {
+			if slices.Contains(p.TagIDs, t.ID) {
+				p.Tags = append(p.Tags, t)
+			}
 		}
-		byID[id].Tags = append(byID[id].Tags, t)
 	}
-	return rows.Err()
+	return nil
+}
+
+func scanTerm(row pgx.CollectableRow) (Term, error) {
+	var t Term
+	err := row.Scan(&t.ID, &t.Name, &t.Slug)
+	return t, err
 }
 
 // isID reports whether ref names a post by id (numeric) rather than slug.
@@ -240,8 +240,8 @@ func listPosts(ctx context.Context, tx pgx.Tx, f postFilter, cursor string, limi
 		WHERE ($1::text IS NULL OR p.status = $1)
 		AND ($2::bigint IS NULL OR p.category_id = $2)
 		AND ($3::text IS NULL OR c.slug = $3)
-		AND ($4::bigint IS NULL OR EXISTS (SELECT 1 FROM blog_post_tags pt WHERE pt.post_id = p.id AND pt.tag_id = $4))
-		AND ($5::text IS NULL OR EXISTS (SELECT 1 FROM blog_post_tags pt JOIN blog_tags t ON t.id = pt.tag_id WHERE pt.post_id = p.id AND t.slug = $5))
+		AND ($4::bigint IS NULL OR $4 = ANY (p.tag_ids))
+		AND ($5::text IS NULL OR EXISTS (SELECT 1 FROM blog_terms t WHERE t.kind = 'tag' AND t.slug = $5 AND t.id = ANY (p.tag_ids)))
 		AND ($6::bigint[] IS NULL OR p.id = ANY($6))`
 	if f.Public {
 		q += ` AND p.status = 'published'`
@@ -294,29 +294,41 @@ func parsePublicCursor(c string) (time.Time, int64, error) {
 	return time.UnixMicro(us), id, nil
 }
 
-// lockSlugs serialises slug derivation of table within the project, so
-// two requests deriving from the same title get -2 and -3, not a 409.
-func lockSlugs(ctx context.Context, tx pgx.Tx, table string) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '.' || $1 || '.slug', 0))`, table)
+// Slug spaces: posts, and categories and tags apart.
+const (
+	spacePost     = "post"
+	spaceCategory = "category"
+	spaceTag      = "tag"
+)
+
+// lockSlugs serialises slug derivation in a space of the project, so two
+// requests deriving from the same title get -2 and -3, not a 409.
+func lockSlugs(ctx context.Context, tx pgx.Tx, space string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '.blog.' || $1 || '.slug', 0))`, space)
 	return err
 }
 
-// slugTaken reports whether table (a constant of this package) has slug.
-func slugTaken(ctx context.Context, tx pgx.Tx, table, s string, except int64) (bool, error) {
+// slugTaken reports whether another row (not except) of space has slug s.
+func slugTaken(ctx context.Context, tx pgx.Tx, space, s string, except int64) (bool, error) {
 	var taken bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+pgx.Identifier{table}.Sanitize()+` WHERE slug = $1 AND id <> $2)`, s, except).Scan(&taken)
+	var err error
+	if space == spacePost {
+		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM blog_posts WHERE slug = $1 AND id <> $2)`, s, except).Scan(&taken)
+	} else {
+		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM blog_terms WHERE kind = $3 AND slug = $1 AND id <> $2)`, s, except, space).Scan(&taken)
+	}
 	return taken, err
 }
 
-// pickSlug returns the slug of a new or renamed row of table: given, when
+// pickSlug returns the slug of a new or renamed row of space: given, when
 // it is free (409 conflict when taken), else derived from name and made
-// unique with -2, -3, …. It takes the table's slug lock.
-func pickSlug(ctx context.Context, tx pgx.Tx, table string, given *string, name string, except int64) (string, error) {
-	if err := lockSlugs(ctx, tx, table); err != nil {
+// unique with -2, -3, …. It takes the space's slug lock.
+func pickSlug(ctx context.Context, tx pgx.Tx, space string, given *string, name string, except int64) (string, error) {
+	if err := lockSlugs(ctx, tx, space); err != nil {
 		return "", err
 	}
 	if given != nil {
-		taken, err := slugTaken(ctx, tx, table, *given, except)
+		taken, err := slugTaken(ctx, tx, space, *given, except)
 		if err != nil {
 			return "", err
 		}
@@ -325,20 +337,17 @@ func pickSlug(ctx context.Context, tx pgx.Tx, table string, given *string, name 
 		}
 		return *given, nil
 	}
-	return slug.Unique(ctx, deriveSlug(name, kinds[table]), func(ctx context.Context, c string) (bool, error) {
-		return slugTaken(ctx, tx, table, c, except)
+	return slug.Unique(ctx, deriveSlug(name, space), func(ctx context.Context, c string) (bool, error) {
+		return slugTaken(ctx, tx, space, c, except)
 	})
 }
 
-// kinds names what each table holds, to prefix a numeric derived slug.
-var kinds = map[string]string{"blog_posts": "post", "blog_categories": "category", "blog_tags": "tag"}
-
 // deriveSlug is slug.Make of name, never all digits: a numeric reference
 // (a path segment, a filter) names a post, category or tag by id.
-func deriveSlug(name, kind string) string {
+func deriveSlug(name, space string) string {
 	s := slug.Make(name)
 	if _, numeric := isID(s); numeric {
-		s = kind + "-" + s
+		s = space + "-" + s
 	}
 	return s
 }
@@ -350,22 +359,38 @@ func validSlug(s string) bool {
 	return slug.Valid(s) && !numeric
 }
 
+// textJSON is a post's text as stored in texts, under its language.
+func textJSON(t Translation) map[string]any {
+	return map[string]any{t.Lang: map[string]string{"title": t.Title, "excerpt": t.Excerpt, "content": t.Content,
+		"meta_title": t.MetaTitle, "meta_description": t.MetaDescription}}
+}
+
+// insertPost inserts a post with its text in its original language and
+// returns its id.
+func insertPost(ctx context.Context, tx pgx.Tx, p *postRow, text Translation) (int64, error) {
+	var catID *int64
+	if p.Category != nil {
+		catID = &p.Category.ID
+	}
+	if p.TagIDs == nil {
+		p.TagIDs = []int64{}
+	}
+	var id int64
+	err := tx.QueryRow(ctx, `INSERT INTO blog_posts (slug, status, language, texts, category_id, tag_ids, featured_image, published_at, scheduled_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $2 = 'published' THEN now() END, $8) RETURNING id`,
+		p.Slug, p.Status, p.Language, textJSON(text), catID, p.TagIDs, p.FeaturedImage, p.ScheduledAt).Scan(&id)
+	return id, err
+}
+
 // putText writes the post's text in t.Lang.
 func putText(ctx context.Context, tx pgx.Tx, postID int64, t Translation) error {
-	_, err := tx.Exec(ctx, `INSERT INTO blog_post_translations (post_id, lang, title, excerpt, content, meta_title, meta_description)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (post_id, lang) DO UPDATE SET title = EXCLUDED.title, excerpt = EXCLUDED.excerpt, content = EXCLUDED.content,
-			meta_title = EXCLUDED.meta_title, meta_description = EXCLUDED.meta_description, updated_at = now()`,
-		postID, t.Lang, t.Title, t.Excerpt, t.Content, t.MetaTitle, t.MetaDescription)
+	_, err := tx.Exec(ctx, `UPDATE blog_posts SET texts = texts || $2, updated_at = now() WHERE id = $1`, postID, textJSON(t))
 	return err
 }
 
 // setTags replaces the tags of a post.
 func setTags(ctx context.Context, tx pgx.Tx, postID int64, tagIDs []int64) error {
-	if _, err := tx.Exec(ctx, `DELETE FROM blog_post_tags WHERE post_id = $1`, postID); err != nil {
-		return err
-	}
-	_, err := tx.Exec(ctx, `INSERT INTO blog_post_tags (post_id, tag_id) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`, postID, tagIDs)
+	_, err := tx.Exec(ctx, `UPDATE blog_posts SET tag_ids = $2 WHERE id = $1`, postID, tagIDs)
 	return err
 }
 

@@ -32,8 +32,8 @@ func checkTerm(name, slug *string) error {
 	return v.Err()
 }
 
-// createTerm inserts a category or tag (table) and answers 201 with it.
-func createTerm(w http.ResponseWriter, r *http.Request, table string) error {
+// createTerm inserts a category or tag (kind) and answers 201 with it.
+func createTerm(w http.ResponseWriter, r *http.Request, kind string) error {
 	s, err := tenant.From(r)
 	if err != nil {
 		return err
@@ -47,11 +47,11 @@ func createTerm(w http.ResponseWriter, r *http.Request, table string) error {
 	}
 	t := Term{Name: cleanText(*req.Name)}
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		if t.Slug, err = pickSlug(r.Context(), tx, table, req.Slug, t.Name, 0); err != nil {
+		if t.Slug, err = pickSlug(r.Context(), tx, kind, req.Slug, t.Name, 0); err != nil {
 			return err
 		}
-		return tx.QueryRow(r.Context(), `INSERT INTO `+pgx.Identifier{table}.Sanitize()+` (name, slug) VALUES ($1, $2) RETURNING id`,
-			t.Name, t.Slug).Scan(&t.ID)
+		return tx.QueryRow(r.Context(), `INSERT INTO blog_terms (kind, name, slug) VALUES ($1, $2, $3) RETURNING id`,
+			kind, t.Name, t.Slug).Scan(&t.ID)
 	})
 	if err != nil {
 		return err
@@ -71,7 +71,7 @@ func termID(r *http.Request) (int64, error) {
 
 // deleteTerm deletes a category (its posts keep no category) or a tag
 // (taken off its posts).
-func deleteTerm(w http.ResponseWriter, r *http.Request, table string) error {
+func deleteTerm(w http.ResponseWriter, r *http.Request, kind string) error {
 	s, err := tenant.From(r)
 	if err != nil {
 		return err
@@ -81,9 +81,15 @@ func deleteTerm(w http.ResponseWriter, r *http.Request, table string) error {
 		return err
 	}
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		tag, err := tx.Exec(r.Context(), `DELETE FROM `+pgx.Identifier{table}.Sanitize()+` WHERE id = $1`, id)
-		if err == nil && tag.RowsAffected() == 0 {
+		tag, err := tx.Exec(r.Context(), `DELETE FROM blog_terms WHERE kind = $1 AND id = $2`, kind, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
 			return httpapi.ErrNotFound
+		}
+		if kind == spaceTag { // a category is unset by its foreign key
+			_, err = tx.Exec(r.Context(), `UPDATE blog_posts SET tag_ids = array_remove(tag_ids, $1::bigint) WHERE $1::bigint = ANY (tag_ids)`, id)
 		}
 		return err
 	})
@@ -94,22 +100,16 @@ func deleteTerm(w http.ResponseWriter, r *http.Request, table string) error {
 }
 
 func createCategory(w http.ResponseWriter, r *http.Request) error {
-	return createTerm(w, r, "blog_categories")
+	return createTerm(w, r, spaceCategory)
 }
 
-func createTag(w http.ResponseWriter, r *http.Request) error { return createTerm(w, r, "blog_tags") }
+func createTag(w http.ResponseWriter, r *http.Request) error { return createTerm(w, r, spaceTag) }
 
 func deleteCategory(w http.ResponseWriter, r *http.Request) error {
-	return deleteTerm(w, r, "blog_categories")
+	return deleteTerm(w, r, spaceCategory)
 }
 
-func deleteTag(w http.ResponseWriter, r *http.Request) error { return deleteTerm(w, r, "blog_tags") }
-
-func scanTerm(row pgx.CollectableRow) (Term, error) {
-	var t Term
-	err := row.Scan(&t.ID, &t.Name, &t.Slug)
-	return t, err
-}
+func deleteTag(w http.ResponseWriter, r *http.Request) error { return deleteTerm(w, r, spaceTag) }
 
 // listCategories pages through the categories, newest first.
 func listCategories(w http.ResponseWriter, r *http.Request) error {
@@ -129,7 +129,7 @@ func listCategories(w http.ResponseWriter, r *http.Request) error {
 	}
 	var out []Term
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		rows, err := tx.Query(r.Context(), `SELECT id, name, slug FROM blog_categories WHERE ($1 = 0 OR id < $1) ORDER BY id DESC LIMIT $2`,
+		rows, err := tx.Query(r.Context(), `SELECT id, name, slug FROM blog_terms WHERE kind = 'category' AND ($1 = 0 OR id < $1) ORDER BY id DESC LIMIT $2`,
 			before, page.Limit+1)
 		if err != nil {
 			return err
@@ -151,7 +151,7 @@ func listTags(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := []Term{}
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		rows, err := tx.Query(r.Context(), `SELECT id, name, slug FROM blog_tags ORDER BY id DESC`)
+		rows, err := tx.Query(r.Context(), `SELECT id, name, slug FROM blog_terms WHERE kind = 'tag' ORDER BY id DESC`)
 		if err != nil {
 			return err
 		}
@@ -192,14 +192,14 @@ func patchCategory(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if req.Slug != nil && *req.Slug != t.Slug {
-			if t.Slug, err = pickSlug(ctx, tx, "blog_categories", req.Slug, "", id); err != nil {
+			if t.Slug, err = pickSlug(ctx, tx, spaceCategory, req.Slug, "", id); err != nil {
 				return err
 			}
 		}
 		if req.Name != nil {
 			t.Name = cleanText(*req.Name)
 		}
-		_, err = tx.Exec(ctx, `UPDATE blog_categories SET name = $2, slug = $3 WHERE id = $1`, id, t.Name, t.Slug)
+		_, err = tx.Exec(ctx, `UPDATE blog_terms SET name = $2, slug = $3 WHERE id = $1`, id, t.Name, t.Slug)
 		return err
 	})
 	if err != nil {
@@ -210,7 +210,7 @@ func patchCategory(w http.ResponseWriter, r *http.Request) error {
 
 func getCategory(ctx context.Context, tx pgx.Tx, id int64) (Term, error) {
 	var t Term
-	err := tx.QueryRow(ctx, `SELECT id, name, slug FROM blog_categories WHERE id = $1 FOR UPDATE`, id).Scan(&t.ID, &t.Name, &t.Slug)
+	err := tx.QueryRow(ctx, `SELECT id, name, slug FROM blog_terms WHERE kind = 'category' AND id = $1 FOR UPDATE`, id).Scan(&t.ID, &t.Name, &t.Slug)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, httpapi.ErrNotFound
 	}

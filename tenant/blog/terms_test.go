@@ -76,3 +76,29 @@ func TestTags(t *testing.T) {
 	env.Do("DELETE", "/v1/tags/x", p.Key, nil).Problem(t, 404, "not_found")
 	require.Equal(t, []any{b}, env.Do("GET", "/v1/blog-posts/"+idOf(m), p.Key, nil).Expect(t, 200).JSON(t)["tags"])
 }
+
+// A tag deleted while posts are being tagged with it is off every post
+// afterwards: no post keeps the id of a tag that no longer exists.
+func TestTagDeleteRace(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	for i := range 8 {
+		tag := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "t"}).Expect(t, 201).JSON(t)
+		done := make(chan int, 1)
+		go func() {
+			done <- env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"title": "p", "tag_ids": []any{tag["id"]}}).Status
+		}()
+		if i%2 == 0 {
+			env.Do("DELETE", "/v1/tags/"+idOf(tag), p.Key, nil).Expect(t, 204)
+		} else {
+			env.Do("PATCH", "/v1/blog-posts/p", p.Key, map[string]any{"tag_ids": []any{tag["id"]}}) // may be 404 or 422
+			env.Do("DELETE", "/v1/tags/"+idOf(tag), p.Key, nil).Expect(t, 204)
+		}
+		status := <-done
+		require.Contains(t, []int{201, 422}, status)
+	}
+	dangling := query[int64](t, p, `SELECT count(*) FROM blog_posts p, unnest(p.tag_ids) AS t (id)
+		WHERE NOT EXISTS (SELECT 1 FROM blog_terms WHERE id = t.id)`)
+	require.Equal(t, int64(0), dangling)
+}
