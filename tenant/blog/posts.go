@@ -20,18 +20,14 @@ import (
 type createRequest struct {
 	Type *string `json:"type"`
 
-	Title           *string  `json:"title"`
-	Content         *string  `json:"content"`
-	LanguageCode    *string  `json:"language_code"`
-	Excerpt         *string  `json:"excerpt"`
-	Slug            *string  `json:"slug"`
-	CategoryID      *int64   `json:"category_id"`
-	TagIDs          *[]int64 `json:"tag_ids"`
-	FeaturedImage   *string  `json:"featured_image"`
-	MetaTitle       *string  `json:"meta_title"`
-	MetaDescription *string  `json:"meta_description"`
-	Status          *string  `json:"status"`
-	ScheduledAt     *string  `json:"scheduled_at"`
+	textFields
+	LanguageCode  *string  `json:"language_code"`
+	Slug          *string  `json:"slug"`
+	CategoryID    *int64   `json:"category_id"`
+	TagIDs        *[]int64 `json:"tag_ids"`
+	FeaturedImage *string  `json:"featured_image"`
+	Status        *string  `json:"status"`
+	ScheduledAt   *string  `json:"scheduled_at"`
 
 	Topic           *string   `json:"topic"`
 	TargetLanguages *[]string `json:"target_languages"`
@@ -68,7 +64,7 @@ func (sv *Service) createPost(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req createRequest
-	if err := httpapi.Decode(r, &req); err != nil {
+	if err := decode(r, &req); err != nil {
 		return err
 	}
 	typ := "manual"
@@ -95,15 +91,12 @@ func (sv *Service) createManual(w http.ResponseWriter, r *http.Request, s *tenan
 		return httpapi.BadRequest(`missing required field "title"`)
 	}
 	var v httpapi.Validator
+	req.textFields.clean(&v)
 	lang := s.Project.DefaultLanguage
 	if req.LanguageCode != nil {
 		lang = *req.LanguageCode
 		checkLanguage(&v, "language_code", lang)
 	}
-	checkLen(&v, "title", req.Title, maxTitle, true)
-	checkLen(&v, "excerpt", req.Excerpt, maxExcerpt, false)
-	checkLen(&v, "meta_title", req.MetaTitle, maxMetaTitle, false)
-	checkLen(&v, "meta_description", req.MetaDescription, maxMetaDescription, false)
 	checkSlug(&v, req.Slug)
 	if req.FeaturedImage != nil {
 		checkImageURL(&v, *req.FeaturedImage)
@@ -127,8 +120,7 @@ func (sv *Service) createManual(w http.ResponseWriter, r *http.Request, s *tenan
 	if err := v.Err(); err != nil {
 		return err
 	}
-	text := Translation{Lang: lang, Title: cleanText(*req.Title), Excerpt: cleanText(deref(req.Excerpt)),
-		Content: cleanHTML(deref(req.Content)), MetaTitle: cleanText(deref(req.MetaTitle)), MetaDescription: cleanText(deref(req.MetaDescription))}
+	text := req.onto(Translation{Lang: lang})
 	var out Post
 	err := s.Tx(r.Context(), func(tx pgx.Tx) (err error) {
 		ctx := r.Context()
@@ -153,13 +145,6 @@ func (sv *Service) createManual(w http.ResponseWriter, r *http.Request, s *tenan
 		return err
 	}
 	return httpapi.JSON(w, http.StatusCreated, out)
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // checkTerms answers 422 when the category or a tag does not exist. The
@@ -273,17 +258,13 @@ func (sv *Service) getPost(w http.ResponseWriter, r *http.Request) error {
 // are those of the post's original language (other languages: PUT
 // .../translations/{lang}); null removes the category or the image.
 type patchRequest struct {
-	Title           *string          `json:"title"`
-	Content         *string          `json:"content"`
-	Excerpt         *string          `json:"excerpt"`
-	MetaTitle       *string          `json:"meta_title"`
-	MetaDescription *string          `json:"meta_description"`
-	Slug            *string          `json:"slug"`
-	CategoryID      nullable[int64]  `json:"category_id"`
-	TagIDs          *[]int64         `json:"tag_ids"`
-	FeaturedImage   nullable[string] `json:"featured_image"`
-	Status          *string          `json:"status"`
-	ScheduledAt     *string          `json:"scheduled_at"`
+	textFields
+	Slug          *string          `json:"slug"`
+	CategoryID    nullable[int64]  `json:"category_id"`
+	TagIDs        *[]int64         `json:"tag_ids"`
+	FeaturedImage nullable[string] `json:"featured_image"`
+	Status        *string          `json:"status"`
+	ScheduledAt   *string          `json:"scheduled_at"`
 }
 
 func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request) error {
@@ -292,14 +273,11 @@ func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req patchRequest
-	if err := httpapi.Decode(r, &req); err != nil {
+	if err := decode(r, &req); err != nil {
 		return err
 	}
 	var v httpapi.Validator
-	checkLen(&v, "title", req.Title, maxTitle, true)
-	checkLen(&v, "excerpt", req.Excerpt, maxExcerpt, false)
-	checkLen(&v, "meta_title", req.MetaTitle, maxMetaTitle, false)
-	checkLen(&v, "meta_description", req.MetaDescription, maxMetaDescription, false)
+	req.textFields.clean(&v)
 	checkSlug(&v, req.Slug)
 	if req.FeaturedImage.Set && !req.FeaturedImage.Null {
 		checkImageURL(&v, req.FeaturedImage.V)
@@ -363,15 +341,8 @@ func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
-		if req.Title != nil || req.Content != nil || req.Excerpt != nil || req.MetaTitle != nil || req.MetaDescription != nil {
-			t := p.text(p.Language)
-			t.Lang = p.Language
-			apply(&t.Title, req.Title, cleanText)
-			apply(&t.Excerpt, req.Excerpt, cleanText)
-			apply(&t.Content, req.Content, cleanHTML)
-			apply(&t.MetaTitle, req.MetaTitle, cleanText)
-			apply(&t.MetaDescription, req.MetaDescription, cleanText)
-			if err := putText(ctx, tx, p.ID, t); err != nil {
+		if req.any() {
+			if err := putText(ctx, tx, p.ID, req.onto(p.text(p.Language))); err != nil {
 				return err
 			}
 		}
@@ -391,12 +362,6 @@ func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, out)
-}
-
-func apply(dst *string, v *string, clean func(string) string) {
-	if v != nil {
-		*dst = clean(*v)
-	}
 }
 
 // setStatus moves p to status (at: the time of a schedule) and reports
@@ -499,38 +464,29 @@ func (sv *Service) deletePost(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.NoContent(w)
 }
 
-// translationRequest is the body of PUT /blog-posts/{id}/translations/{lang}.
-type translationRequest struct {
-	Title           *string `json:"title" required:"true"`
-	Excerpt         *string `json:"excerpt"`
-	Content         *string `json:"content"`
-	MetaTitle       *string `json:"meta_title"`
-	MetaDescription *string `json:"meta_description"`
-}
-
 // putTranslation writes the post's text in one language (the original
-// one included), all fields at once: an absent field is empty.
+// one included) from a body of textFields, title required, all fields at
+// once: an absent field is empty.
 func (sv *Service) putTranslation(w http.ResponseWriter, r *http.Request) error {
 	s, err := tenant.From(r)
 	if err != nil {
 		return err
 	}
 	lang := chi.URLParam(r, "lang")
-	var req translationRequest
+	var req textFields
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
 	}
+	if req.Title == nil {
+		return httpapi.BadRequest(`missing required field "title"`)
+	}
 	var v httpapi.Validator
+	req.clean(&v)
 	checkLanguage(&v, "lang", lang)
-	checkLen(&v, "title", req.Title, maxTitle, true)
-	checkLen(&v, "excerpt", req.Excerpt, maxExcerpt, false)
-	checkLen(&v, "meta_title", req.MetaTitle, maxMetaTitle, false)
-	checkLen(&v, "meta_description", req.MetaDescription, maxMetaDescription, false)
 	if err := v.Err(); err != nil {
 		return err
 	}
-	t := Translation{Lang: lang, Title: cleanText(*req.Title), Excerpt: cleanText(deref(req.Excerpt)), Content: cleanHTML(deref(req.Content)),
-		MetaTitle: cleanText(deref(req.MetaTitle)), MetaDescription: cleanText(deref(req.MetaDescription))}
+	t := req.onto(Translation{Lang: lang})
 	var out Post
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
 		p, err := loadPost(r.Context(), tx, chi.URLParam(r, "ref"), true)

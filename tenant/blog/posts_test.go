@@ -90,6 +90,7 @@ func TestCreateValidation(t *testing.T) {
 		{"empty title", map[string]any{"title": "  "}, 422, "title"},
 		{"long title", map[string]any{"title": strings.Repeat("a", 301)}, 422, "title"},
 		{"title not a string", map[string]any{"title": 5}, 422, "title"},
+		{"title of markup only", map[string]any{"title": "<b></b><script>x</script>"}, 422, "title"},
 		{"bad slug", map[string]any{"title": "x", "slug": "Not A Slug"}, 422, "slug"},
 		{"numeric slug", map[string]any{"title": "x", "slug": "2024"}, 422, "slug"},
 		{"bad language", map[string]any{"title": "x", "language_code": "english!"}, 422, "language_code"},
@@ -266,6 +267,7 @@ func TestPatchPost(t *testing.T) {
 		field  string
 	}{
 		"empty title":        {map[string]any{"title": ""}, 422, "title"},
+		"content not text":   {map[string]any{"content": 5}, 422, "content"},
 		"bad status":         {map[string]any{"status": "gone"}, 422, "status"},
 		"scheduled no time":  {map[string]any{"status": "scheduled"}, 422, "scheduled_at"},
 		"time without state": {map[string]any{"scheduled_at": time.Now().Add(time.Hour).Format(time.RFC3339)}, 422, "scheduled_at"},

@@ -2,6 +2,7 @@ package blog
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -42,6 +43,70 @@ func (n *nullable[T]) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	return json.Unmarshal(b, &n.V)
+}
+
+// clean returns *p sanitised by f (nil stays nil), so that what is
+// validated is what is stored.
+func clean(p *string, f func(string) string) *string {
+	if p == nil {
+		return nil
+	}
+	c := f(*p)
+	return &c
+}
+
+// decode is httpapi.Decode for bodies that embed textFields: a wrong-typed
+// text field is named as the client sent it ("title"), not by its Go path
+// through the embedded struct ("textFields.title").
+func decode(r *http.Request, dst any) error {
+	err := httpapi.Decode(r, dst)
+	var ae *httpapi.Error
+	if errors.As(err, &ae) && ae.Errors != nil {
+		named := make(map[string][]string, len(ae.Errors))
+		for k, msgs := range ae.Errors {
+			named[strings.TrimPrefix(k, "textFields.")] = msgs
+		}
+		ae.Errors = named
+	}
+	return err
+}
+
+// textFields are the texts of a post in one language, as a request sends
+// them (embedded in the create, PATCH and translation bodies).
+type textFields struct {
+	Title           *string `json:"title"`
+	Content         *string `json:"content"`
+	Excerpt         *string `json:"excerpt"`
+	MetaTitle       *string `json:"meta_title"`
+	MetaDescription *string `json:"meta_description"`
+}
+
+// clean sanitises the fields present and checks them.
+func (f *textFields) clean(v *httpapi.Validator) {
+	f.Title, f.Excerpt, f.Content = clean(f.Title, cleanText), clean(f.Excerpt, cleanText), clean(f.Content, cleanHTML)
+	f.MetaTitle, f.MetaDescription = clean(f.MetaTitle, cleanText), clean(f.MetaDescription, cleanText)
+	checkLen(v, "title", f.Title, maxTitle, true)
+	checkLen(v, "excerpt", f.Excerpt, maxExcerpt, false)
+	checkLen(v, "meta_title", f.MetaTitle, maxMetaTitle, false)
+	checkLen(v, "meta_description", f.MetaDescription, maxMetaDescription, false)
+}
+
+// any reports whether a text field is present.
+func (f *textFields) any() bool {
+	return f.Title != nil || f.Content != nil || f.Excerpt != nil || f.MetaTitle != nil || f.MetaDescription != nil
+}
+
+// onto returns t with the fields present replaced.
+func (f *textFields) onto(t Translation) Translation {
+	for _, x := range []struct {
+		dst *string
+		v   *string
+	}{{&t.Title, f.Title}, {&t.Content, f.Content}, {&t.Excerpt, f.Excerpt}, {&t.MetaTitle, f.MetaTitle}, {&t.MetaDescription, f.MetaDescription}} {
+		if x.v != nil {
+			*x.dst = *x.v
+		}
+	}
+	return t
 }
 
 // checkLen checks that a present text field has at most max characters

@@ -25,6 +25,7 @@ type termPatch struct {
 	Slug *string `json:"slug"`
 }
 
+// checkTerm checks the fields of a category or tag; name is already clean.
 func checkTerm(name, slug *string) error {
 	var v httpapi.Validator
 	checkLen(&v, "name", name, maxName, true)
@@ -42,10 +43,11 @@ func createTerm(w http.ResponseWriter, r *http.Request, kind string) error {
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
 	}
+	req.Name = clean(req.Name, cleanText)
 	if err := checkTerm(req.Name, req.Slug); err != nil {
 		return err
 	}
-	t := Term{Name: cleanText(*req.Name)}
+	t := Term{Name: *req.Name}
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
 		if t.Slug, err = pickSlug(r.Context(), tx, kind, req.Slug, t.Name, 0); err != nil {
 			return err
@@ -181,6 +183,7 @@ func patchCategory(w http.ResponseWriter, r *http.Request) error {
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
 	}
+	req.Name = clean(req.Name, cleanText)
 	if err := checkTerm(req.Name, req.Slug); err != nil {
 		return err
 	}
@@ -197,7 +200,7 @@ func patchCategory(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		if req.Name != nil {
-			t.Name = cleanText(*req.Name)
+			t.Name = *req.Name
 		}
 		_, err = tx.Exec(ctx, `UPDATE blog_terms SET name = $2, slug = $3 WHERE id = $1`, id, t.Name, t.Slug)
 		return err
