@@ -70,14 +70,11 @@ func (s *Scope) Test() bool { return s.Key != nil && s.Key.Test }
 
 // Tx runs fn in a transaction whose search_path is the project's schema
 // (then public). It commits when fn returns nil and rolls back otherwise.
+// BEGIN and SET LOCAL go in one round trip (the schema name is validated
+// by NewScope and quoted).
 func (s *Scope) Tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT set_config('search_path', $1, true)",
-			pgx.Identifier{s.Project.Schema}.Sanitize()+", public"); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
+	begin := "BEGIN; SET LOCAL search_path TO " + pgx.Identifier{s.Project.Schema}.Sanitize() + ", public"
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: begin}, fn)
 }
 
 // Allows reports whether the key grants scope ("pillar:permission"). A key

@@ -6,6 +6,7 @@ package apitest
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -69,6 +70,12 @@ func WithEnv(kv ...string) Option {
 
 // WithWorkers runs River workers in the test server.
 func WithWorkers() Option { return func(_ *config.Config, o *server.Options) { o.Workers = true } }
+
+// WithRootCAs makes the server trust these roots for outgoing HTTPS, such
+// as an httptest TLS receiver's (srv.Client().Transport's RootCAs).
+func WithRootCAs(pool *x509.CertPool) Option {
+	return func(_ *config.Config, o *server.Options) { o.RootCAs = pool }
+}
 
 // WithTestRoutes mounts test-only routes inside the authenticated /v1
 // group (behind rate limits and idempotency).

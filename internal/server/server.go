@@ -5,9 +5,11 @@ package server
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"time"
 
@@ -24,12 +26,14 @@ import (
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
 	"github.com/plinth-dev/plinth/internal/storage"
+	"github.com/plinth-dev/plinth/internal/webhook"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/blog"
 	"github.com/plinth-dev/plinth/tenant/content"
 	"github.com/plinth-dev/plinth/tenant/forms"
 	"github.com/plinth-dev/plinth/tenant/jobs"
 	"github.com/plinth-dev/plinth/tenant/usage"
+	"github.com/plinth-dev/plinth/tenant/webhooks"
 )
 
 // Version is the API version reported by /v1/health.
@@ -51,6 +55,9 @@ type Options struct {
 	// /v1/public. Only tests set them.
 	TestRoutes       func(chi.Router)
 	TestPublicRoutes func(chi.Router)
+	// RootCAs, when set, replaces the system roots for outgoing HTTPS
+	// (webhook receivers); tests trust their httptest servers with it.
+	RootCAs *x509.CertPool
 }
 
 // Server is one assembled process.
@@ -66,6 +73,8 @@ type Server struct {
 	JobEvents *jobs.Hub
 	AI        ai.Provider
 	Media     storage.Store
+	// Outbox emits webhook events inside a pillar's transaction.
+	Outbox *webhook.Outbox
 
 	live *queue.Liveness
 
@@ -99,14 +108,25 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	river.AddWorker(workers, blogSvc.ScheduleWorker())
 	periodic = append(periodic, blog.Periodic(cfg.SchedulerInterval))
 	registered++
+	// Webhooks: deliveries run on their own queue.
+	hookSecrets := webhook.NewSecrets(c.Secret())
+	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
+		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger}, c, hookSecrets))
+	registered++
 	s.opts.Workers = opts.Workers && registered > 0
 
 	qo := opts.Queue
 	qo.Work, qo.Logger, qo.PeriodicJobs = s.opts.Workers, logger, periodic
+	qo.Queues = maps.Clone(qo.Queues)
+	if qo.Queues == nil {
+		qo.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}}
+	}
+	qo.Queues[webhook.Queue] = webhook.QueueConfig
 	s.River, err = queue.New(pool, workers, qo)
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
+	s.Outbox = webhook.NewOutbox(s.River)
 	s.JobEvents = jobs.NewHub(pool, logger)
 	jobsAPI := &jobs.API{Hub: s.JobEvents, River: s.River}
 	if s.AI, err = ai.New(cfg, logger); err != nil {
@@ -117,7 +137,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	}
 	contentSvc := &content.Service{AI: s.AI, Media: s.Media, River: s.River, PublicURL: cfg.PublicURL}
 	contentSvc.Register(s.Jobs)
-	blogSvc.River, blogSvc.AI, blogSvc.Media, blogSvc.MediaURL = s.River, s.AI, s.Media, contentSvc.MediaURL
+	blogSvc.River, blogSvc.AI, blogSvc.Media, blogSvc.MediaURL, blogSvc.Events = s.River, s.AI, s.Media, contentSvc.MediaURL, s.Outbox
 	blogSvc.Register(s.Jobs)
 
 	limits, err := s.rateLimits(opts)
@@ -155,6 +175,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 			jobsAPI.Mount(api)
 			contentSvc.Mount(api)
 			blogSvc.Mount(api)
+			api.Route("/webhook-endpoints", webhooks.New(s.Outbox, hookSecrets, cfg.Dev).Routes)
 			if opts.TestRoutes != nil {
 				opts.TestRoutes(api)
 			}

@@ -1,0 +1,159 @@
+// Package webhook is the outgoing webhook machinery: the transactional
+// outbox every pillar emits events through, the signing of deliveries, and
+// the River worker that delivers them with retries, pacing and credits.
+//
+// An event is emitted inside the transaction of the change it reports:
+// Emit freezes the envelope, writes one delivery per subscribed endpoint
+// and inserts their River jobs in that same transaction, so a rolled-back
+// change never sends anything and a committed one always does.
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/id"
+	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// Queue is the River queue of deliveries. It has its own workers, so
+// deliveries and other jobs never wait for each other.
+const Queue = "webhooks"
+
+// QueueConfig sizes the delivery queue of one process. A worker is a
+// goroutine that holds a database connection only inside its short
+// transactions (at most half the pool at once), so many are cheap: a job
+// near its pacing slot waits for it in a worker for up to 150 ms, so an
+// endpoint sending at its full 85/s keeps about 13 workers. One endpoint
+// never holds more than MaxInFlight (see limits.go). The short fetch
+// cooldown and poll keep commit-to-send latency low and let paced jobs
+// wake on time.
+var QueueConfig = river.QueueConfig{MaxWorkers: 1000, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 25 * time.Millisecond}
+
+// infraAttempts bounds River's own retries of a delivery job, which happen
+// only when the job itself fails (database unreachable, process stopped):
+// receiver failures are retried by the delivery's schedule, by snoozing,
+// and never consume these.
+const infraAttempts = 100
+
+// DeliverArgs is the River job of one delivery; it lives until the
+// delivery succeeds or fails for good.
+type DeliverArgs struct {
+	ProjectID  string `json:"project_id"`
+	EndpointID string `json:"endpoint_id"`
+	DeliveryID string `json:"delivery_id"`
+}
+
+// Kind is the River job kind.
+func (DeliverArgs) Kind() string { return "webhook.deliver" }
+
+// InsertOpts puts deliveries on their own queue.
+func (DeliverArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, MaxAttempts: infraAttempts}
+}
+
+// Envelope is the body of every delivery.
+type Envelope struct {
+	ID      string          `json:"id"`
+	Type    string          `json:"type"`
+	Created int64           `json:"created"`
+	Data    json.RawMessage `json:"data"`
+}
+
+// Outbox writes events and their deliveries inside callers' transactions.
+type Outbox struct{ river *queue.Client }
+
+// NewOutbox returns an outbox inserting delivery jobs through c (which
+// need not work jobs itself).
+func NewOutbox(c *queue.Client) *Outbox { return &Outbox{river: c} }
+
+// Emit records the event topic with data (the resource as its GET shows
+// it) inside tx, the caller's transaction on s: the envelope is frozen now,
+// and one delivery, with its River job, is created per active endpoint
+// subscribed to topic. Nothing is stored when no endpoint is subscribed.
+// Events of a test-key request are charged to the test credit pool.
+func (o *Outbox) Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error {
+	if o == nil || o.river == nil {
+		return errors.New("webhook: Emit on an outbox without a River client")
+	}
+	if !ValidTopic(topic) {
+		return fmt.Errorf("webhook: unknown topic %q", topic)
+	}
+	// FOR KEY SHARE keeps a concurrent endpoint deletion from failing the
+	// caller's transaction on the deliveries' foreign key.
+	rows, err := tx.Query(ctx, `SELECT id FROM webhook_endpoints WHERE is_active AND $1 = ANY (events) ORDER BY id FOR KEY SHARE`, topic)
+	if err != nil {
+		return err
+	}
+	endpoints, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(endpoints) == 0 {
+		return err
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("webhook: marshal %s data: %w", topic, err)
+	}
+	now := time.Now()
+	evt := Envelope{ID: id.NewAt("evt_", now), Type: topic, Created: now.Unix(), Data: raw}
+	body, err := json.Marshal(evt)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, payload, test, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		evt.ID, topic, string(body), s.Test(), now); err != nil {
+		return err
+	}
+	ids := make([]string, len(endpoints))
+	for i := range ids {
+		ids[i] = id.NewAt("whd_", now)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, next_attempt_at, created_at)
+		SELECT d, e, $3, $4, $4 FROM unnest($1::text[], $2::text[]) AS t (d, e)`, ids, endpoints, evt.ID, now); err != nil {
+		return err
+	}
+	jobs := make([]river.InsertManyParams, len(ids))
+	for i := range ids {
+		jobs[i] = river.InsertManyParams{Args: DeliverArgs{ProjectID: s.Project.ID, EndpointID: endpoints[i], DeliveryID: ids[i]}}
+	}
+	_, err = o.river.InsertManyTx(ctx, tx, jobs)
+	return err
+}
+
+// ErrEndpointDisabled is returned by Redeliver for an inactive endpoint.
+var ErrEndpointDisabled = httpapi.Conflict(httpapi.CodeConflict, "the endpoint is disabled; enable it (is_active) before redelivering")
+
+// Redeliver creates a new delivery (a new whd_ id) of the event of
+// delivery deliveryID to its endpoint endpointID, with the envelope
+// frozen at emission, and returns its id. ErrNotFound when the delivery
+// is not the endpoint's.
+func (o *Outbox) Redeliver(ctx context.Context, tx pgx.Tx, s *tenant.Scope, endpointID, deliveryID string) (string, error) {
+	var eventID string
+	var active bool
+	err := tx.QueryRow(ctx, `SELECT d.event_id, ep.is_active FROM webhook_deliveries d JOIN webhook_endpoints ep ON ep.id = d.endpoint_id
+		WHERE d.id = $1 AND d.endpoint_id = $2 FOR KEY SHARE OF ep`, deliveryID, endpointID).Scan(&eventID, &active)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", httpapi.ErrNotFound
+	}
+	if err != nil {
+		return "", err
+	}
+	if !active {
+		return "", ErrEndpointDisabled
+	}
+	now := time.Now()
+	did := id.NewAt("whd_", now)
+	if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $4)`,
+		did, endpointID, eventID, now); err != nil {
+		return "", err
+	}
+	_, err = o.river.InsertTx(ctx, tx, DeliverArgs{ProjectID: s.Project.ID, EndpointID: endpointID, DeliveryID: did}, nil)
+	return did, err
+}

@@ -1,0 +1,401 @@
+// Package webhooks serves /v1/webhook-endpoints: the endpoints a project's
+// events are delivered to, their signing secrets, their deliveries and
+// redelivery. Delivery itself is internal/webhook.
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/id"
+	"github.com/plinth-dev/plinth/internal/idempotency"
+	"github.com/plinth-dev/plinth/internal/ssrf"
+	"github.com/plinth-dev/plinth/internal/webhook"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// RotationWindow is how long a replaced signing secret keeps signing.
+const RotationWindow = 24 * time.Hour
+
+// maxURL bounds an endpoint URL.
+const maxURL = 2048
+
+// Handler serves the routes.
+type Handler struct {
+	outbox  *webhook.Outbox
+	secrets *webhook.Secrets
+	dev     bool
+	// resolver checks URL hosts at creation (nil: the system resolver)
+	resolver ssrf.Resolver
+}
+
+// New returns the handler; dev allows http:// and loopback URLs.
+func New(outbox *webhook.Outbox, secrets *webhook.Secrets, dev bool) *Handler {
+	return &Handler{outbox: outbox, secrets: secrets, dev: dev}
+}
+
+// Routes mounts the routes on r (the /v1/webhook-endpoints subrouter,
+// behind the authenticator): webhooks:read for GET, webhooks:write else.
+func (h *Handler) Routes(r chi.Router) {
+	r.Use(tenant.Pillar("webhooks"))
+	r.Get("/", httpapi.H(h.list))
+	r.Post("/", httpapi.H(h.create))
+	r.Get("/{id}", httpapi.H(h.get))
+	r.Patch("/{id}", httpapi.H(h.update))
+	r.Delete("/{id}", httpapi.H(h.delete))
+	r.Post("/{id}/rotate-secret", httpapi.H(h.rotate))
+	r.Get("/{id}/deliveries", httpapi.H(h.deliveries))
+	r.Post("/{id}/deliveries/{delivery_id}/redeliver", httpapi.H(h.redeliver))
+}
+
+// Endpoint is the webhook endpoint resource.
+type Endpoint struct {
+	ID                 string    `json:"id"`
+	URL                string    `json:"url"`
+	Events             []string  `json:"events"`
+	IsActive           bool      `json:"is_active"`
+	SigningSecret      string    `json:"signing_secret,omitempty"`
+	CreatedAt          time.Time `json:"created_at"`
+	LastDeliveryStatus string    `json:"last_delivery_status"`
+}
+
+// Delivery is the delivery record resource.
+type Delivery struct {
+	ID             string     `json:"id"`
+	EventID        string     `json:"event_id"`
+	EventType      string     `json:"event_type"`
+	Status         string     `json:"status"`
+	Attempts       int        `json:"attempts"`
+	LastStatusCode *int       `json:"last_status_code"`
+	LastError      *string    `json:"last_error"`
+	NextAttemptAt  *time.Time `json:"next_attempt_at"`
+	CreatedAt      time.Time  `json:"created_at"`
+}
+
+const endpointColumns = `id, url, events, is_active, created_at, last_delivery_status`
+
+func scanEndpoint(row pgx.Row) (Endpoint, error) {
+	var e Endpoint
+	err := row.Scan(&e.ID, &e.URL, &e.Events, &e.IsActive, &e.CreatedAt, &e.LastDeliveryStatus)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, httpapi.ErrNotFound
+	}
+	e.CreatedAt = e.CreatedAt.UTC()
+	return e, err
+}
+
+const deliveryColumns = `d.id, d.event_id, e.type, d.status, d.attempts, d.last_status_code, d.last_error, d.next_attempt_at, d.created_at`
+
+func scanDelivery(row pgx.Row) (Delivery, error) {
+	var d Delivery
+	err := row.Scan(&d.ID, &d.EventID, &d.EventType, &d.Status, &d.Attempts, &d.LastStatusCode, &d.LastError, &d.NextAttemptAt, &d.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, httpapi.ErrNotFound
+	}
+	d.CreatedAt = d.CreatedAt.UTC()
+	if d.NextAttemptAt != nil {
+		t := d.NextAttemptAt.UTC()
+		d.NextAttemptAt = &t
+	}
+	return d, err
+}
+
+// endpointID returns the path's endpoint id; a malformed one is unknown.
+func endpointID(r *http.Request, param string) (string, error) {
+	v := chi.URLParam(r, param)
+	if !id.Valid("whe_", v) {
+		return "", httpapi.ErrNotFound
+	}
+	return v, nil
+}
+
+type createRequest struct {
+	URL      string   `json:"url" required:"true"`
+	Events   []string `json:"events" required:"true"`
+	IsActive *bool    `json:"is_active"`
+}
+
+type updateRequest struct {
+	URL      *string   `json:"url"`
+	Events   *[]string `json:"events"`
+	IsActive *bool     `json:"is_active"`
+}
+
+// checkURL validates an endpoint URL: https (http and loopback in dev
+// mode) and, through the SSRF rules, no host that is or resolves to a
+// private, loopback, link-local or reserved address.
+func (h *Handler) checkURL(ctx context.Context, v *httpapi.Validator, raw string) {
+	if len(raw) > maxURL {
+		v.Check(false, "url", "must be at most 2048 characters")
+		return
+	}
+	if _, err := ssrf.CheckURL(ctx, raw, h.dev, h.resolver); err != nil {
+		v.Check(false, "url", err.Error())
+	}
+}
+
+// checkEvents validates a topic list and returns it without duplicates.
+func checkEvents(v *httpapi.Validator, events []string) []string {
+	out := make([]string, 0, len(events))
+	for _, e := range events {
+		if !webhook.ValidTopic(e) {
+			v.Check(false, "events", "unknown topic "+e)
+			continue
+		}
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	v.Check(len(events) > 0, "events", "must name at least one topic")
+	return out
+}
+
+func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	var req createRequest
+	if err := httpapi.Decode(r, &req); err != nil {
+		return err
+	}
+	var v httpapi.Validator
+	h.checkURL(r.Context(), &v, req.URL)
+	events := checkEvents(&v, req.Events)
+	if err := v.Err(); err != nil {
+		return err
+	}
+	active := req.IsActive == nil || *req.IsActive
+	eid := id.New("whe_")
+	secret := webhook.NewSigningSecret()
+	var e Endpoint
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		e, err = scanEndpoint(tx.QueryRow(r.Context(), `INSERT INTO webhook_endpoints (id, url, events, is_active, secret)
+			VALUES ($1, $2, $3, $4, $5) RETURNING `+endpointColumns, eid, req.URL, events, active, h.secrets.Seal(eid, secret)))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	e.SigningSecret = secret
+	idempotency.OmitFromReplay(r.Context(), "signing_secret") // shown once, never stored
+	return httpapi.JSON(w, http.StatusCreated, e)
+}
+
+func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	page, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	var rows []Endpoint
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		res, err := tx.Query(r.Context(), `SELECT `+endpointColumns+` FROM webhook_endpoints
+			WHERE $1 = '' OR id < $1 ORDER BY id DESC LIMIT $2`, page.Cursor, page.Limit+1)
+		if err != nil {
+			return err
+		}
+		rows, err = pgx.CollectRows(res, func(row pgx.CollectableRow) (Endpoint, error) { return scanEndpoint(row) })
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(rows, page.Limit, func(e Endpoint) string { return e.ID }))
+}
+
+func (h *Handler) get(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	eid, err := endpointID(r, "id")
+	if err != nil {
+		return err
+	}
+	var e Endpoint
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		e, err = scanEndpoint(tx.QueryRow(r.Context(), `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1`, eid))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusOK, e)
+}
+
+func (h *Handler) update(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	eid, err := endpointID(r, "id")
+	if err != nil {
+		return err
+	}
+	var req updateRequest
+	if err := httpapi.Decode(r, &req); err != nil {
+		return err
+	}
+	var v httpapi.Validator
+	if req.URL != nil {
+		h.checkURL(r.Context(), &v, *req.URL)
+	}
+	var events []string
+	if req.Events != nil {
+		events = checkEvents(&v, *req.Events)
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	var e Endpoint
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		e, err = scanEndpoint(tx.QueryRow(r.Context(), `UPDATE webhook_endpoints SET
+				url = COALESCE($2, url), events = COALESCE($3, events), is_active = COALESCE($4, is_active), updated_at = now()
+			WHERE id = $1 RETURNING `+endpointColumns, eid, req.URL, events, req.IsActive))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusOK, e)
+}
+
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	eid, err := endpointID(r, "id")
+	if err != nil {
+		return err
+	}
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		// Lock the deliveries before the endpoint, in the order a delivery
+		// worker takes them, so the cascade cannot deadlock with one.
+		if _, err := tx.Exec(r.Context(), `SELECT FROM webhook_deliveries WHERE endpoint_id = $1 FOR UPDATE`, eid); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(r.Context(), `DELETE FROM webhook_endpoints WHERE id = $1`, eid)
+		if err == nil && tag.RowsAffected() == 0 {
+			return httpapi.ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.NoContent(w)
+}
+
+// rotate replaces the signing secret; the replaced one keeps signing for
+// RotationWindow (a second v1 entry), a secret replaced before that is
+// dropped at once.
+func (h *Handler) rotate(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	eid, err := endpointID(r, "id")
+	if err != nil {
+		return err
+	}
+	secret := webhook.NewSigningSecret()
+	var e Endpoint
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		e, err = scanEndpoint(tx.QueryRow(r.Context(), `UPDATE webhook_endpoints SET
+				previous_secret = secret, previous_until = now() + $3::interval, secret = $2, updated_at = now()
+			WHERE id = $1 RETURNING `+endpointColumns, eid, h.secrets.Seal(eid, secret), RotationWindow))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	e.SigningSecret = secret
+	idempotency.OmitFromReplay(r.Context(), "signing_secret")
+	return httpapi.JSON(w, http.StatusOK, e)
+}
+
+var deliveryStatuses = []string{"pending", "succeeded", "failed"}
+
+func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	eid, err := endpointID(r, "id")
+	if err != nil {
+		return err
+	}
+	page, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	status := r.URL.Query().Get("status")
+	if status != "" && !slices.Contains(deliveryStatuses, status) {
+		return httpapi.Invalid("status", "must be pending, succeeded or failed")
+	}
+	var rows []Delivery
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(r.Context(), `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1)`, eid).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return httpapi.ErrNotFound
+		}
+		res, err := tx.Query(r.Context(), `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+			WHERE d.endpoint_id = $1 AND ($2 = '' OR d.id < $2) AND ($3 = '' OR d.status = $3)
+			ORDER BY d.id DESC LIMIT $4`, eid, page.Cursor, status, page.Limit+1)
+		if err != nil {
+			return err
+		}
+		rows, err = pgx.CollectRows(res, func(row pgx.CollectableRow) (Delivery, error) { return scanDelivery(row) })
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(rows, page.Limit, func(d Delivery) string { return d.ID }))
+}
+
+// redeliver sends the original envelope again as a new delivery: 202 with
+// the new delivery record.
+func (h *Handler) redeliver(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	eid, err := endpointID(r, "id")
+	if err != nil {
+		return err
+	}
+	did := chi.URLParam(r, "delivery_id")
+	if !id.Valid("whd_", did) {
+		return httpapi.ErrNotFound
+	}
+	var d Delivery
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		nid, err := h.outbox.Redeliver(r.Context(), tx, s, eid, did)
+		if err != nil {
+			return err
+		}
+		d, err = scanDelivery(tx.QueryRow(r.Context(), `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+			WHERE d.id = $1`, nid))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusAccepted, d)
+}
