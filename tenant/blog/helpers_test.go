@@ -2,6 +2,7 @@ package blog_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -109,6 +110,44 @@ func ledger(t *testing.T, p *apitest.Project, ref string) map[string]int64 {
 			out[op] = n
 		}
 		return rows.Err()
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// subscribe makes p's blog events recorded: an endpoint subscribed to
+// both blog topics (the outbox stores nothing without one).
+func subscribe(t *testing.T, env *apitest.Env, p *apitest.Project, url string) {
+	t.Helper()
+	if url == "" {
+		url = "https://127.0.0.1:9/hook" // never answers; events are stored all the same
+	}
+	env.Do("POST", "/v1/webhook-endpoints", p.Key, map[string]any{"url": url,
+		"events": []string{"blog_post.published", "blog_post.translated"}}).Expect(t, 201)
+}
+
+// events returns the data of p's recorded events of topic, oldest first.
+func events(t *testing.T, p *apitest.Project, topic string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	err := p.Scope.Tx(context.Background(), func(tx pgx.Tx) error {
+		rows, err := tx.Query(context.Background(), `SELECT payload FROM webhook_events WHERE type = $1 ORDER BY id`, topic)
+		if err != nil {
+			return err
+		}
+		payloads, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		for _, pl := range payloads {
+			var env struct {
+				Type string         `json:"type"`
+				Data map[string]any `json:"data"`
+			}
+			if err := json.Unmarshal([]byte(pl), &env); err != nil {
+				return err
+			}
+			require.Equal(t, topic, env.Type)
+			out = append(out, env.Data)
+		}
+		return err
 	})
 	require.NoError(t, err)
 	return out

@@ -2,6 +2,7 @@ package blog_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
 	"github.com/plinth-dev/plinth/tenant/blog"
 )
 
@@ -37,11 +39,12 @@ func TestPublishDueOnce(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t) // no workers: the test is the only scheduler
 	p := env.NewProject("build")
+	subscribe(t, env, p, "")
 	due := makeDue(t, env, p, 30)
 	later := post(t, env, p.Key, map[string]any{"title": "Not yet", "status": "scheduled", "scheduled_at": time.Now().Add(time.Hour).Format(time.RFC3339)})
 	draft := post(t, env, p.Key, map[string]any{"title": "Draft"})
 
-	sv := &blog.Service{Projects: env.Server.Central}
+	sv := &blog.Service{Projects: env.Server.Central, Events: env.Server.Outbox}
 	var mu sync.Mutex
 	published := map[int64]int{}
 	var wg sync.WaitGroup
@@ -73,6 +76,15 @@ func TestPublishDueOnce(t *testing.T) {
 	require.Len(t, published, len(due))
 	for _, id := range due {
 		require.Equal(t, 1, published[id], "post %d published %d times", id, published[id])
+	}
+	announced := map[float64]int{}
+	for _, e := range events(t, p, "blog_post.published") {
+		announced[e["id"].(float64)]++
+		require.Equal(t, "published", e["status"])
+	}
+	require.Len(t, announced, len(due))
+	for _, id := range due {
+		require.Equal(t, 1, announced[float64(id)], "post %d announced %d times", id, announced[float64(id)])
 	}
 	require.Equal(t, "scheduled", env.Do("GET", "/v1/blog-posts/"+idOf(later), p.Key, nil).Expect(t, 200).JSON(t)["status"])
 	require.Equal(t, "draft", env.Do("GET", "/v1/blog-posts/"+idOf(draft), p.Key, nil).Expect(t, 200).JSON(t)["status"])
@@ -108,9 +120,12 @@ func TestPublishAllDue(t *testing.T) {
 func TestSchedulerTwoInstances(t *testing.T) {
 	t.Parallel()
 	const interval = time.Second
-	env := apitest.New(t, apitest.WithWorkers(), apitest.WithEnv("PLINTH_SCHEDULER_INTERVAL", interval.String()))
-	second := env.Instance(apitest.WithWorkers())
+	rc := webhooktest.NewTLS(t, nil)
+	env := apitest.New(t, apitest.WithWorkers(), apitest.WithRootCAs(rc.RootCAs()), apitest.WithEnv("PLINTH_SCHEDULER_INTERVAL", interval.String()))
+	second := env.Instance(apitest.WithWorkers(), apitest.WithRootCAs(rc.RootCAs()))
 	p := env.NewProject("build")
+	_, secret := webhooktest.Endpoint(t, env, p.Key, rc.URL, "blog_post.published")
+	rc.SetSecret(secret)
 	at := time.Now().Add(2 * time.Second).UTC().Truncate(time.Millisecond)
 	m := post(t, env, p.Key, map[string]any{"title": "On time", "status": "scheduled", "scheduled_at": at.Format(time.RFC3339Nano)})
 	path := "/v1/blog-posts/" + idOf(m)
@@ -129,9 +144,22 @@ func TestSchedulerTwoInstances(t *testing.T) {
 	require.False(t, pubAt.Before(at), "published at %s, before its time %s", pubAt, at)
 	require.LessOrEqual(t, pubAt.Sub(at), 2*interval, "published at %s, scheduled at %s", pubAt, at)
 
-	// Later ticks, on either instance, leave it alone.
-	time.Sleep(2*interval + 200*time.Millisecond)
+	// The receiver gets blog_post.published, signed, with the post.
+	reqs := rc.WaitN(t, 10*time.Second, 1)
+	require.NoError(t, reqs[0].Verified)
+	require.Equal(t, "blog_post.published", reqs[0].Header.Get("X-Service-Event"))
+	var envelope struct {
+		Data map[string]any `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(reqs[0].Body, &envelope))
+	require.Equal(t, m["id"], envelope.Data["id"])
+	require.Equal(t, "published", envelope.Data["status"])
+
+	// Later ticks, on either instance, leave it alone: once.
+	time.Sleep(2*interval + 500*time.Millisecond)
 	again := env.Do("GET", path, p.Key, nil).Expect(t, 200).JSON(t)
 	require.Equal(t, got["published_at"], again["published_at"])
 	require.Equal(t, got["updated_at"], again["updated_at"])
+	require.Len(t, events(t, p, "blog_post.published"), 1)
+	require.Len(t, rc.Requests(), 1)
 }
