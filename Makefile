@@ -1,5 +1,6 @@
 GO ?= go
 BIN := bin/plinth
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: help build run test lint bench fmt
 
@@ -15,12 +16,13 @@ run: build ## start the server with embedded defaults (private Postgres, offline
 test: ## run every test against a real PostgreSQL, with the race detector
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-lint: ## go vet and gofmt
-	$(GO) vet ./...
+lint: ## gofmt, go vet and staticcheck (fetched through the Go module proxy on first use)
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 bench: ## run the benchmarks the issues name (see README, Performance)
-	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 30m ./...
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 3s -timeout 30m ./...
 
 fmt: ## format the code
 	gofmt -w .

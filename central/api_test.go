@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/plinth-dev/plinth/internal/apitest"
 )
@@ -15,7 +17,11 @@ func TestProjectsMeAndKeys(t *testing.T) {
 	env := apitest.New(t)
 	p := env.NewProject("build")
 
-	me := env.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200).JSON(t)
+	r := env.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200)
+	if r.Header.Get("X-Request-Id") == "" || r.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("headers of a success: %v", r.Header)
+	}
+	me := r.JSON(t)
 	if me["id"] != p.ID || me["plan"] != "build" || me["default_language"] != "en" {
 		t.Fatalf("projects/me: %v", me)
 	}
@@ -61,8 +67,7 @@ func TestProjectsMeAndKeys(t *testing.T) {
 
 	// revoke: 204, then 401 at once on this instance, then 404 on repeat
 	env.Do("DELETE", "/v1/api-keys/"+k["id"].(string), p.Key, nil).Expect(t, 204)
-	r := env.Do("GET", "/v1/projects/me", secret, nil)
-	r.Problem(t, 401, "unauthorized")
+	env.Do("GET", "/v1/projects/me", secret, nil).Problem(t, 401, "unauthorized")
 	env.Do("DELETE", "/v1/api-keys/"+k["id"].(string), p.Key, nil).Problem(t, 404, "not_found")
 }
 
@@ -116,6 +121,79 @@ func TestRoutingErrors(t *testing.T) {
 	if h["status"] != "ok" || h["version"] == "" {
 		t.Fatalf("health: %v", h)
 	}
+}
+
+// TestLastUsedAt: a key's use is recorded off the request path, and key
+// timestamps are RFC 3339 UTC.
+func TestLastUsedAt(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("")
+	k := env.Do("POST", "/v1/projects/me/api-keys", p.Key, map[string]any{"name": "u", "scopes": []string{"project:read"}}).Expect(t, 201).JSON(t)
+	if k["last_used_at"] != nil || !strings.HasSuffix(fmt.Sprint(k["created_at"]), "Z") {
+		t.Fatalf("new key: %v", k)
+	}
+	env.Do("GET", "/v1/projects/me", k["secret"].(string), nil).Expect(t, 200)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var list struct {
+			Data []map[string]any `json:"data"`
+		}
+		env.Do("GET", "/v1/projects/me/api-keys", p.Key, nil).Expect(t, 200).Decode(t, &list)
+		for _, row := range list.Data {
+			if row["id"] == k["id"] && row["last_used_at"] != nil {
+				ts := fmt.Sprint(row["last_used_at"])
+				if _, err := time.Parse(time.RFC3339, ts); err != nil || !strings.HasSuffix(ts, "Z") {
+					t.Fatalf("last_used_at %q", ts)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("last_used_at never set: %v", list.Data)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestKeyLimitConcurrent: mints racing for the last free places never
+// exceed 20 active keys.
+func TestKeyLimitConcurrent(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("") // holds 1 key
+	var wg sync.WaitGroup
+	statuses := make([]int, 30)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := env.TrySend(apitest.Request{Method: "POST", Path: "/v1/projects/me/api-keys", Key: p.Key, Body: map[string]any{"name": fmt.Sprint("k", i), "scopes": []string{"*"}}})
+			if err == nil {
+				statuses[i] = r.Status
+				if r.Status == 409 {
+					if _, err := r.CheckProblem(409, "key_limit_reached"); err != nil {
+						statuses[i] = -1
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	count := map[int]int{}
+	for _, s := range statuses {
+		count[s]++
+	}
+	if count[201] != 19 || count[409] != 11 {
+		t.Fatalf("statuses %v, want 19 x 201 and 11 x 409 key_limit_reached", count)
+	}
+	keys, err := env.Server.Central.ListKeys(context.Background(), p.ID)
+	if err != nil || len(keys) != 20 {
+		t.Fatalf("%d active keys (%v)", len(keys), err)
+	}
+	// Revoking one frees a place.
+	env.Do("DELETE", "/v1/api-keys/"+keys[0].ID, p.Key, nil).Expect(t, 204)
+	env.Do("POST", "/v1/projects/me/api-keys", p.Key, map[string]any{"name": "again", "scopes": []string{"*"}}).Expect(t, 201)
 }
 
 // A key's secret is shown once: an idempotent replay of its creation

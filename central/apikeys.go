@@ -2,7 +2,6 @@ package central
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
@@ -137,6 +136,7 @@ func (c *Central) MintKey(ctx context.Context, projectID, name string, scopes, c
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at`,
 			k.ID, projectID, k.Name, k.Prefix, k.Masked, HashKey(c.secret, secret), scopes, test).Scan(&k.CreatedAt)
 	})
+	k.CreatedAt = k.CreatedAt.UTC()
 	return k, err
 }
 
@@ -149,7 +149,12 @@ func (c *Central) ListKeys(ctx context.Context, projectID string) ([]APIKey, err
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (APIKey, error) {
 		var k APIKey
-		return k, r.Scan(&k.ID, &k.Name, &k.Prefix, &k.Masked, &k.Scopes, &k.LastUsedAt, &k.CreatedAt)
+		err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.Masked, &k.Scopes, &k.LastUsedAt, &k.CreatedAt)
+		k.CreatedAt = k.CreatedAt.UTC()
+		if k.LastUsedAt != nil {
+			*k.LastUsedAt = k.LastUsedAt.UTC()
+		}
+		return k, err
 	})
 	if out == nil {
 		out = []APIKey{}
@@ -171,17 +176,21 @@ func (c *Central) RevokeKey(ctx context.Context, projectID, keyID string) error 
 	return nil
 }
 
-var errUnauthorized = httpapi.NewError(401, httpapi.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <key>")
-
 // Unauthorized is the 401 with its WWW-Authenticate challenge.
 func Unauthorized(detail string) *httpapi.Error {
 	e := httpapi.NewError(401, httpapi.CodeUnauthorized, detail)
 	return e.WithHeader("WWW-Authenticate", `Bearer realm="plinth"`)
 }
 
+type resolveKey struct{ key string }
+
 // Resolve maps a presented key to its scope: from the cache when fresh,
-// else by hash from the database.
+// else by hash from the database; within one request at most once.
 func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error) {
+	return httpapi.Memo(ctx, resolveKey{key}, func() (*tenant.Scope, error) { return c.resolve(ctx, key) })
+}
+
+func (c *Central) resolve(ctx context.Context, key string) (*tenant.Scope, error) {
 	test, ok := ParseKey(key)
 	if !ok {
 		return nil, Unauthorized("the API key is malformed")
@@ -189,14 +198,12 @@ func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error
 	hash := HashKey(c.secret, key)
 	hk := string(hash)
 	if e, ok := c.keys.get(hk); ok {
-		c.touch(e)
+		c.touch(e.scope.Key.ID)
 		return e.scope, nil
 	}
 	var k tenant.Key
 	var revoked *time.Time
-	p, err := scanProject(c.pool.QueryRow(ctx, `SELECT `+projectColumns+`, k.id, k.scopes, k.test, k.revoked_at
-		FROM central.api_keys k JOIN central.projects p ON p.id = k.project_id JOIN central.placements pl ON pl.project_id = p.id
-		WHERE k.hash = $1`, hash), &k.ID, &k.Scopes, &k.Test, &revoked)
+	p, err := scanProject(c.pool.QueryRow(ctx, resolveSQL, hash), &k.ID, &k.Scopes, &k.Test, &revoked)
 	if errors.Is(err, httpapi.ErrNotFound) {
 		return nil, Unauthorized("the API key is not valid")
 	}
@@ -217,23 +224,36 @@ func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error
 	if err != nil {
 		return nil, err
 	}
-	c.touch(c.keys.put(hk, s))
+	c.keys.put(hk, s)
+	c.touch(k.ID)
 	return s, nil
 }
 
-// touch records last_used_at at most once a minute per key, off the request path.
-func (c *Central) touch(e *keyEntry) {
+// resolveSQL looks a key up by hash with its project and placement.
+const resolveSQL = `SELECT ` + projectColumns + `, k.id, k.scopes, k.test, k.revoked_at
+	FROM central.api_keys k JOIN central.projects p ON p.id = k.project_id JOIN central.placements pl ON pl.project_id = p.id
+	WHERE k.hash = $1`
+
+// touch records last_used_at at most once a minute per key and instance,
+// off the request path, whatever the cache TTL.
+func (c *Central) touch(keyID string) {
 	now := time.Now()
-	c.keys.mu.Lock()
-	stale := now.Sub(e.touched) > time.Minute
-	if stale {
-		e.touched = now
-	}
-	c.keys.mu.Unlock()
-	if !stale {
+	c.keys.mu.RLock()
+	last, ok := c.keys.touched[keyID]
+	c.keys.mu.RUnlock()
+	if ok && now.Sub(last) < time.Minute {
 		return
 	}
-	keyID := e.scope.Key.ID
+	c.keys.mu.Lock()
+	if last, ok := c.keys.touched[keyID]; ok && now.Sub(last) < time.Minute {
+		c.keys.mu.Unlock()
+		return
+	}
+	if len(c.keys.touched) > 100_000 {
+		c.keys.touched = map[string]time.Time{}
+	}
+	c.keys.touched[keyID] = now
+	c.keys.mu.Unlock()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -271,6 +291,3 @@ func (c *Central) Authenticate(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r.WithContext(tenant.WithScope(r.Context(), s)))
 	})
 }
-
-// hashHex is the hex form of a key hash, for logs and tests.
-func hashHex(h []byte) string { return hex.EncodeToString(h) }

@@ -150,6 +150,7 @@ func addUser(ctx context.Context, q querier, tenantID int64, name, email, passwo
 	u := User{TenantID: tenantID}
 	err = q.QueryRow(ctx, `INSERT INTO central.users (tenant_id, name, email, password_hash) VALUES ($1, $2, $3, $4)
 		RETURNING id, name, email, created_at`, tenantID, name, email, hash).Scan(&u.ID, &u.Name, &u.Email, &u.CreatedAt)
+	u.CreatedAt = u.CreatedAt.UTC()
 	return u, err
 }
 
@@ -211,9 +212,29 @@ func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.P
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	pid := id.New("prj_")
-	var schema string
-	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+	created, err := c.insertProject(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	shard, err := c.ShardPool(created.Shard)
+	if err != nil {
+		return nil, err
+	}
+	if err := provisioning.ProvisionProject(ctx, c.pool, shard, created.Schema); err != nil {
+		return nil, fmt.Errorf("provision %s: %w", created.ID, err)
+	}
+	return created, nil
+}
+
+// insertProject writes the project and its placement row in one
+// transaction of three round trips.
+func (c *Central) insertProject(ctx context.Context, p ProjectParams) (*tenant.Project, error) {
+	// Projects of one workspace are inserted one at a time (the tenant row
+	// lock, sent with BEGIN; the id is an integer), so two of one name
+	// created at once cannot both pick the same free slug.
+	begin := fmt.Sprintf("BEGIN; SELECT 1 FROM central.tenants WHERE id = %d FOR NO KEY UPDATE", p.TenantID)
+	var created *tenant.Project
+	err := pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{BeginQuery: begin}, func(tx pgx.Tx) error {
 		s, err := slug.Unique(ctx, slug.Make(p.Name), func(ctx context.Context, cand string) (bool, error) {
 			var exists bool
 			err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM central.projects WHERE tenant_id = $1 AND slug = $2)`, p.TenantID, cand).Scan(&exists)
@@ -222,27 +243,22 @@ func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.P
 		if err != nil {
 			return err
 		}
-		var seq int64
-		if err := tx.QueryRow(ctx, `INSERT INTO central.projects (id, tenant_id, name, slug, industry, default_language, target_languages, timezone, plan)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq`,
-			pid, p.TenantID, p.Name, s, p.Industry, p.DefaultLanguage, p.TargetLanguages, p.Timezone, p.Plan).Scan(&seq); err != nil {
-			return err
-		}
-		schema = fmt.Sprintf("project_%d", seq)
-		_, err = tx.Exec(ctx, `INSERT INTO central.placements (project_id, shard, schema_name) VALUES ($1, 'default', $2)`, pid, schema)
+		created, err = scanProject(tx.QueryRow(ctx, `WITH p AS (
+				INSERT INTO central.projects (id, tenant_id, name, slug, industry, default_language, target_languages, timezone, plan)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *
+			), pl AS (
+				INSERT INTO central.placements (project_id, shard, schema_name) SELECT id, 'default', 'project_' || seq FROM p
+				RETURNING shard, schema_name
+			)
+			SELECT `+projectColumns+` FROM p, pl`,
+			id.New("prj_"), p.TenantID, p.Name, s, p.Industry, p.DefaultLanguage, p.TargetLanguages, p.Timezone, p.Plan))
 		return err
 	})
-	if err != nil {
-		return nil, err
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation
+		return nil, httpapi.NotFound(fmt.Sprintf("no tenant %d", p.TenantID))
 	}
-	shard, err := c.ShardPool("default")
-	if err != nil {
-		return nil, err
-	}
-	if err := provisioning.MigrateProject(ctx, c.pool, shard, schema); err != nil {
-		return nil, fmt.Errorf("provision %s: %w", pid, err)
-	}
-	return c.Project(ctx, pid)
+	return created, err
 }
 
 const projectColumns = `p.id, p.tenant_id, p.name, p.slug, p.industry, p.default_language, p.target_languages, p.timezone, p.plan,
@@ -409,7 +425,6 @@ func (c *Central) listenOnce(ctx context.Context) error {
 type keyEntry struct {
 	scope   *tenant.Scope
 	expires time.Time
-	touched time.Time
 }
 
 type projectEntry struct {
@@ -423,10 +438,11 @@ type keyCache struct {
 	mu       sync.RWMutex
 	byHash   map[string]*keyEntry
 	projects map[string]projectEntry
+	touched  map[string]time.Time // key id → last last_used_at write
 }
 
 func newKeyCache(ttl time.Duration) *keyCache {
-	return &keyCache{ttl: ttl, byHash: map[string]*keyEntry{}, projects: map[string]projectEntry{}}
+	return &keyCache{ttl: ttl, byHash: map[string]*keyEntry{}, projects: map[string]projectEntry{}, touched: map[string]time.Time{}}
 }
 
 func (k *keyCache) get(hash string) (*keyEntry, bool) {
@@ -439,7 +455,10 @@ func (k *keyCache) get(hash string) (*keyEntry, bool) {
 	return e, true
 }
 
-func (k *keyCache) put(hash string, s *tenant.Scope) *keyEntry {
+func (k *keyCache) put(hash string, s *tenant.Scope) {
+	if k.ttl <= 0 {
+		return
+	}
 	e := &keyEntry{scope: s, expires: time.Now().Add(k.ttl)}
 	k.mu.Lock()
 	if len(k.byHash) > 100_000 {
@@ -447,7 +466,6 @@ func (k *keyCache) put(hash string, s *tenant.Scope) *keyEntry {
 	}
 	k.byHash[hash] = e
 	k.mu.Unlock()
-	return e
 }
 
 func (k *keyCache) project(pid string) (*tenant.Project, bool) {

@@ -36,3 +36,29 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
+
+func TestScopes(t *testing.T) {
+	for s, ok := range map[string]bool{"*": true, "content:*": true, "content:read": true, "social:connect": true, "commerce:admin": true,
+		"content:admin": false, "nope:read": false, "content": false, "": false, "*:*": false, "content:read ": false} {
+		if ValidScope(s) != ok {
+			t.Errorf("ValidScope(%q) = %v", s, !ok)
+		}
+	}
+	for _, c := range []struct {
+		held, want []string
+		ok         bool
+	}{
+		{[]string{"*"}, []string{"*"}, true},
+		{[]string{"*"}, []string{"blog:*", "commerce:admin"}, true},
+		{[]string{"content:*"}, []string{"content:read", "content:write"}, true},
+		{[]string{"content:*"}, []string{"content:*"}, true},
+		{[]string{"content:read", "content:write"}, []string{"content:*"}, true},
+		{[]string{"content:read"}, []string{"content:*"}, false},
+		{[]string{"content:*", "blog:*"}, []string{"*"}, false},
+		{[]string{"project:admin"}, []string{"project:read"}, false},
+	} {
+		if got := Subset(c.held, c.want); got != c.ok {
+			t.Errorf("Subset(%v, %v) = %v", c.held, c.want, got)
+		}
+	}
+}

@@ -70,9 +70,14 @@ func (s *Scope) Test() bool { return s.Key != nil && s.Key.Test }
 
 // Tx runs fn in a transaction whose search_path is the project's schema
 // (then public). It commits when fn returns nil and rolls back otherwise.
-// BEGIN and SET LOCAL go in one round trip (the schema name is validated
-// by NewScope and quoted).
+//
+// BEGIN and SET LOCAL travel in one simple-protocol message, so binding the
+// schema costs no round trip of its own; SET LOCAL ends with the
+// transaction, so a pooled connection never keeps a project's search_path.
 func (s *Scope) Tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	if !schemaRe.MatchString(s.Project.Schema) {
+		return fmt.Errorf("tenant: invalid schema %q for project %s", s.Project.Schema, s.Project.ID)
+	}
 	begin := "BEGIN; SET LOCAL search_path TO " + pgx.Identifier{s.Project.Schema}.Sanitize() + ", public"
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: begin}, fn)
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -87,6 +88,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return fmt.Errorf("unknown command %q", cmd)
 }
 
+// privatePort is the port the private cluster prefers.
+const privatePort = 54329
+
 type database struct {
 	pool    *pgxpool.Pool
 	cluster *pgcluster.Cluster
@@ -103,7 +107,14 @@ func openDB(ctx context.Context, cfg config.Config, logger *slog.Logger) (*datab
 		if err != nil {
 			return nil, err
 		}
-		c.Port = 54329
+		// A fixed port lets psql find the cluster; another process on it
+		// (a second checkout, say) makes this one pick a free port.
+		c.Port = privatePort
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.Port)); err != nil {
+			c.Port = 0
+		} else {
+			l.Close()
+		}
 		if db.started, err = c.Start(ctx); err != nil {
 			return nil, fmt.Errorf("private PostgreSQL cluster: %w", err)
 		}
@@ -196,6 +207,7 @@ func migrateAll(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) er
 
 func serve(ctx context.Context, cfg config.Config, args []string, logger *slog.Logger, stdout io.Writer, _ bool) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // the error is returned and printed by main
 	noMigrate := fs.Bool("no-migrate", false, "skip migrations")
 	noWorkers := fs.Bool("no-workers", false, "serve the API only")
 	workersOnly := fs.Bool("workers-only", false, "run only workers")
@@ -261,6 +273,9 @@ func serve(ctx context.Context, cfg config.Config, args []string, logger *slog.L
 	return hs.Shutdown(sctx)
 }
 
+// demoKeyFile holds the demo key, beside the private cluster.
+const demoKeyFile = ".plinth/demo_key"
+
 // demo creates, on the private cluster's first start, a demo tenant,
 // project and key, and prints the key with a curl line.
 func demo(ctx context.Context, c *central.Central, cfg config.Config, stdout io.Writer) error {
@@ -269,8 +284,15 @@ func demo(ctx context.Context, c *central.Central, cfg config.Config, stdout io.
 		return err
 	}
 	if n > 0 {
-		fmt.Fprintf(stdout, "\nReusing the private cluster in .plinth/pg; the demo key was printed on its first start.\n"+
-			"Mint another with: plinth key create --project <prj_ id> (see: psql or GET /central/api/projects)\n\n")
+		var pid string
+		if err := c.Pool().QueryRow(ctx, `SELECT id FROM central.projects ORDER BY seq LIMIT 1`).Scan(&pid); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nReusing the private cluster in .plinth/pg; the demo key was printed on its first start")
+		if _, err := os.Stat(demoKeyFile); err == nil {
+			fmt.Fprintf(stdout, " and saved in %s", demoKeyFile)
+		}
+		fmt.Fprintf(stdout, ".\nMint another with: bin/plinth key create --project %s\n\n", pid)
 		return nil
 	}
 	t, _, err := c.CreateTenant(ctx, "Demo", "demo.localhost", "demo@plinth.dev", "plinth-demo")
@@ -285,8 +307,13 @@ func demo(ctx context.Context, c *central.Central, cfg config.Config, stdout io.
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nDemo project %s created. Its API key (shown once):\n\n  %s\n\n  curl -s %s/v1/projects/me -H 'Authorization: Bearer %s'\n\n",
-		p.ID, k.Secret, cfg.PublicURL, k.Secret)
+	// Saved beside the cluster (which trusts every local connection anyway)
+	// so the README's session can read it: KEY=$(cat .plinth/demo_key).
+	if err := os.WriteFile(demoKeyFile, []byte(k.Secret+"\n"), 0o600); err != nil {
+		return fmt.Errorf("save the demo key: %w", err)
+	}
+	fmt.Fprintf(stdout, "\nDemo project %s created. Its API key (shown once, saved in %s):\n\n  %s\n\n  curl -s %s/v1/projects/me -H 'Authorization: Bearer %s'\n\n",
+		p.ID, demoKeyFile, k.Secret, cfg.PublicURL, k.Secret)
 	fmt.Fprintf(stdout, "Dashboard login: demo@plinth.dev / plinth-demo\n\n")
 	return nil
 }
@@ -294,6 +321,7 @@ func demo(ctx context.Context, c *central.Central, cfg config.Config, stdout io.
 // admin runs one CLI subcommand that prints a resource.
 func admin(ctx context.Context, c *central.Central, cmd string, args []string) (any, error) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // the error is returned and printed by main
 	str := func(name, def string) *string { return fs.String(name, def, "") }
 	switch cmd {
 	case "tenant create":

@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"io"
-	"log/slog"
-	"strconv"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
-	"github.com/plinth-dev/plinth/central"
-	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/pgtest"
+	"github.com/plinth-dev/plinth/provisioning"
 )
 
 func TestMain(m *testing.M) {
@@ -21,90 +25,369 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m)
 }
 
-// cli runs one plinth command against db and decodes its JSON output.
-func cli(t *testing.T, url string, args ...string) (map[string]any, error) {
-	t.Helper()
-	env := map[string]string{"DATABASE_URL": url, "PLINTH_SECRET": "cli-test-secret"}
-	var out, errb bytes.Buffer
-	err := run(context.Background(), args, func(k string) string { return env[k] }, &out, &errb)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
-		t.Fatalf("%v printed %q, not one JSON object: %v", args, out.String(), err)
-	}
-	return m, nil
+// syncBuffer is an io.Writer safe for a running command and a test reading it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
 }
 
-// TestUserAdd: one email in two tenants with different passwords, each
-// password logging in to its own tenant.
-func TestUserAdd(t *testing.T) {
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func envOf(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+// cli runs one command in-process and returns its stdout and stderr.
+func cli(t *testing.T, env map[string]string, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, envOf(env), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+// mustJSON runs a command that must print one JSON object.
+func mustJSON(t *testing.T, env map[string]string, args ...string) map[string]any {
+	t.Helper()
+	out, errs, err := cli(t, env, args...)
+	if err != nil {
+		t.Fatalf("plinth %s: %v\n%s", strings.Join(args, " "), err, errs)
+	}
+	var m map[string]any
+	dec := json.NewDecoder(strings.NewReader(out))
+	if err := dec.Decode(&m); err != nil || dec.More() {
+		t.Fatalf("plinth %s printed %q, want one JSON object", strings.Join(args, " "), out)
+	}
+	return m
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// get sends GET url with an optional bearer key.
+func get(url, key string) (int, []byte, error) {
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return res.StatusCode, b, err
+}
+
+// serving is a `plinth serve` running in-process.
+type serving struct {
+	out, errs syncBuffer
+	base      string
+	cancel    context.CancelFunc
+	finished  chan struct{}
+	err       error
+}
+
+// startServe runs `plinth serve args` in-process on PLINTH_ADDR of env and
+// waits until /v1/health answers 200.
+func startServe(t *testing.T, env map[string]string, args ...string) *serving {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &serving{base: "http://" + env["PLINTH_ADDR"], cancel: cancel, finished: make(chan struct{})}
+	go func() {
+		defer close(s.finished)
+		s.err = run(ctx, append([]string{"serve"}, args...), envOf(env), &s.out, &s.errs)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-s.finished:
+		case <-time.After(30 * time.Second):
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.finished:
+			t.Fatalf("serve returned before serving: %v\n%s", s.err, s.errs.String())
+		default:
+		}
+		if st, _, err := get(s.base+"/v1/health", ""); err == nil && st == 200 {
+			return s
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s never became healthy:\n%s", s.base, s.errs.String())
+	return nil
+}
+
+// stop cancels the context, as SIGINT does, and requires a clean return.
+func (s *serving) stop(t *testing.T) {
+	t.Helper()
+	s.cancel()
+	select {
+	case <-s.finished:
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not stop within 60 s of cancel")
+	}
+	if s.err != nil {
+		t.Fatalf("serve after cancel: %v\n%s", s.err, s.errs.String())
+	}
+	if _, _, err := get(s.base+"/v1/health", ""); err == nil {
+		t.Fatal("still serving after shutdown")
+	}
+}
+
+func TestAdminCommands(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	id := func(m map[string]any) string { return strconv.FormatInt(int64(m["id"].(float64)), 10) }
+	env := map[string]string{"DATABASE_URL": db.URL, "PLINTH_SECRET": "cli-test-secret"}
+	ctx := context.Background()
 
-	t1, err := cli(t, db.URL, "tenant", "create", "--name", "Acme", "--domain", "acme.test", "--owner-email", "owner@acme.test", "--owner-password", "owner-password")
-	if err != nil {
-		t.Fatal(err)
+	tn := mustJSON(t, env, "tenant", "create", "--name", "Acme", "--domain", "Acme.Test", "--owner-email", "a@acme.test", "--owner-password", "long-password")
+	owner, _ := tn["owner"].(map[string]any)
+	if tn["id"] == nil || tn["name"] != "Acme" || tn["domain"] != "acme.test" || owner["email"] != "a@acme.test" || owner["id"] == nil || owner["created_at"] == nil {
+		t.Fatalf("tenant create: %v", tn)
 	}
-	if t1["name"] != "Acme" || t1["domain"] != "acme.test" || t1["owner"].(map[string]any)["email"] != "owner@acme.test" {
-		t.Fatalf("tenant create: %v", t1)
+	if strings.Contains(fmt.Sprint(tn), "password") {
+		t.Fatalf("tenant create prints a password: %v", tn)
 	}
-	t2, err := cli(t, db.URL, "tenant", "create", "--name", "Beta", "--domain", "beta.test", "--owner-email", "owner@beta.test", "--owner-password", "owner-password")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tid := fmt.Sprint(tn["id"])
 
-	u1, err := cli(t, db.URL, "user", "add", "--tenant", id(t1), "--email", "Dev@Example.com", "--password", "password-one", "--name", "Dev One")
-	if err != nil {
+	pr := mustJSON(t, env, "project", "create", "--tenant", tid, "--name", "Acme site", "--plan", "build", "--target-languages", "fr, de", "--timezone", "Europe/Paris", "--industry", "bakery")
+	pid, _ := pr["id"].(string)
+	if !strings.HasPrefix(pid, "prj_") || pr["slug"] != "acme-site" || pr["plan"] != "build" || pr["default_language"] != "en" ||
+		fmt.Sprint(pr["target_languages"]) != "[fr de]" || pr["timezone"] != "Europe/Paris" || pr["industry"] != "bakery" {
+		t.Fatalf("project create: %v", pr)
+	}
+	var schema string
+	var version int64
+	if err := db.Pool.QueryRow(ctx, `SELECT schema_name, schema_version FROM central.placements WHERE project_id = $1`, pid).Scan(&schema, &version); err != nil {
 		t.Fatal(err)
 	}
-	if u1["email"] != "Dev@Example.com" || u1["name"] != "Dev One" || u1["id"] == nil || !strings.HasSuffix(u1["created_at"].(string), "Z") {
-		t.Fatalf("user add: %v", u1)
-	}
-	if _, ok := u1["password_hash"]; ok {
-		t.Fatalf("user add prints the hash: %v", u1)
-	}
-	u2, err := cli(t, db.URL, "user", "add", "--tenant", id(t2), "--email", "dev@example.com", "--password", "password-two")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u2["name"] != "dev" {
-		t.Fatalf("user add without --name: %v", u2)
+	latest, _ := provisioning.LatestTenantVersion()
+	if version != latest || !tableExists(t, db, schema, "credit_pools") {
+		t.Fatalf("project schema %s at version %d (want %d) or without its tables", schema, version, latest)
 	}
 
-	// refused: the same email twice in one tenant, an unknown tenant, a short password
-	for name, args := range map[string][]string{
-		"duplicate":      {"--tenant", id(t1), "--email", "DEV@example.com", "--password", "password-three"},
-		"unknown tenant": {"--tenant", "987654", "--email", "x@example.com", "--password", "password-three"},
-		"short password": {"--tenant", id(t1), "--email", "y@example.com", "--password", "short"},
-		"bad email":      {"--tenant", id(t1), "--email", "not-an-email", "--password", "password-three"},
+	k := mustJSON(t, env, "key", "create", "--project", pid, "--name", "deploy", "--scopes", "project:read, content:*")
+	secret, _ := k["secret"].(string)
+	if !strings.HasPrefix(secret, "pln_live_") || len(secret) != 41 || k["name"] != "deploy" || fmt.Sprint(k["scopes"]) != "[project:read content:*]" || !strings.HasPrefix(fmt.Sprint(k["id"]), "key_") {
+		t.Fatalf("key create: %v", k)
+	}
+	tk := mustJSON(t, env, "key", "create", "--project", pid, "--test")
+	if !strings.HasPrefix(fmt.Sprint(tk["secret"]), "pln_test_") || fmt.Sprint(tk["scopes"]) != "[*]" || tk["name"] != "cli" {
+		t.Fatalf("key create --test: %v", tk)
+	}
+
+	c := mustJSON(t, env, "credits", "topup", "--project", pid, "--amount", "500")
+	if c["project_id"] != pid || c["added"] != float64(500) || c["balance"].(float64) < 500 {
+		t.Fatalf("credits topup: %v", c)
+	}
+	var topup int64
+	if err := db.Pool.QueryRow(ctx, `SELECT topup_balance FROM `+schema+`.credit_pools WHERE pool = 'live'`).Scan(&topup); err != nil || topup != 500*100 {
+		t.Fatalf("topup balance %d (hundredths), err %v", topup, err)
+	}
+
+	// The printed secret authenticates against a server on this database,
+	// which shuts down cleanly when its context ends.
+	srv := startServe(t, map[string]string{"DATABASE_URL": db.URL, "PLINTH_SECRET": "cli-test-secret", "PLINTH_ADDR": freeAddr(t)}, "--no-migrate")
+	st, body, err := get(srv.base+"/v1/projects/me", secret)
+	if err != nil || st != 200 || !strings.Contains(string(body), pid) {
+		t.Fatalf("the CLI key on GET /v1/projects/me: %d %s %v", st, body, err)
+	}
+	srv.stop(t)
+
+	// Failures are errors, never a printed object.
+	for _, args := range [][]string{
+		{"tenant", "create", "--name", "X", "--domain", "x.test", "--owner-email", "not-an-email", "--owner-password", "long-password"},
+		{"tenant", "create", "--name", "Dup", "--domain", "acme.test", "--owner-email", "d@acme.test", "--owner-password", "long-password"},
+		{"project", "create", "--tenant", "999999", "--name", "Orphan"},
+		{"project", "create", "--tenant", tid, "--name", "Bad", "--plan", "gold"},
+		{"key", "create", "--project", "prj_nope"},
+		{"key", "create", "--project", pid, "--scopes", "blog:delete"},
+		{"credits", "topup", "--project", "prj_nope", "--amount", "5"},
+		{"credits", "topup", "--project", pid, "--amount", "0"},
+		{"project", "create", "--tenant", tid, "--colour", "red"},
 	} {
-		_, err := cli(t, db.URL, append([]string{"user", "add"}, args...)...)
-		var ae *httpapi.Error
-		if !errors.As(err, &ae) || ae.Status >= 500 {
-			t.Fatalf("%s: %v", name, err)
+		out, _, err := cli(t, env, args...)
+		if err == nil || out != "" {
+			t.Fatalf("plinth %s: err %v, printed %q", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+func tableExists(t *testing.T, db *pgtest.DB, schema, table string) bool {
+	t.Helper()
+	var ok bool
+	if err := db.Pool.QueryRow(context.Background(), `SELECT to_regclass($1) IS NOT NULL`, schema+"."+table).Scan(&ok); err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+var migratedRe = regexp.MustCompile(`msg=migrated project_schemas=(\d+)`)
+
+func migrated(t *testing.T, env map[string]string) string {
+	t.Helper()
+	_, errs, err := cli(t, env, "migrate")
+	if err != nil {
+		t.Fatalf("migrate: %v\n%s", err, errs)
+	}
+	m := migratedRe.FindStringSubmatch(errs)
+	if m == nil {
+		t.Fatalf("migrate logged no count: %s", errs)
+	}
+	return m[1]
+}
+
+// TestMigrate: migrate is idempotent, and resumes an interrupted
+// provisioning: placements left at version 0, with or without their
+// schema, are migrated by the next run.
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	env := map[string]string{"DATABASE_URL": db.URL}
+	ctx := context.Background()
+	tid := fmt.Sprint(mustJSON(t, env, "tenant", "create", "--name", "M", "--domain", "m.test", "--owner-email", "m@m.test", "--owner-password", "long-password")["id"])
+	var pids []string
+	for i := 0; i < 3; i++ {
+		pids = append(pids, mustJSON(t, env, "project", "create", "--tenant", tid, "--name", "P")["id"].(string))
+	}
+	if n := migrated(t, env); n != "0" {
+		t.Fatalf("first migrate touched %s schemas, want 0 (all current)", n)
+	}
+
+	// Interrupted: a project whose schema was never created, and one whose
+	// version was never recorded.
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO central.projects (id, seq, tenant_id, name, slug) VALUES ('prj_interrupted0000000000000', 900, $1, 'I', 'i')`, mustInt(tid)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO central.placements (project_id, schema_name) VALUES ('prj_interrupted0000000000000', 'project_900')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `UPDATE central.placements SET schema_version = 0 WHERE project_id = $1`, pids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if n := migrated(t, env); n != "2" {
+		t.Fatalf("resuming migrate touched %s schemas, want 2", n)
+	}
+	latest, _ := provisioning.LatestTenantVersion()
+	var behind int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM central.placements WHERE schema_version <> $1`, latest).Scan(&behind); err != nil || behind != 0 {
+		t.Fatalf("%d placements behind after migrate (%v)", behind, err)
+	}
+	if !tableExists(t, db, "project_900", "credit_ledger") {
+		t.Fatal("the interrupted project's schema was not created")
+	}
+	if n := migrated(t, env); n != "0" {
+		t.Fatalf("repeated migrate touched %s schemas, want 0", n)
+	}
+}
+
+func mustInt(s string) int64 {
+	var n int64
+	fmt.Sscan(s, &n)
+	return n
+}
+
+func TestCommandErrors(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no command"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"tenant"}, `unknown command "tenant"`},
+		{[]string{"tenant", "delete"}, `unknown command "tenant delete"`},
+		{[]string{"key", "rotate", "--project", "prj_x"}, `unknown command "key rotate"`},
+	} {
+		out, errs, err := cli(t, nil, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) || out != "" || !strings.Contains(errs, "usage: plinth") {
+			t.Fatalf("plinth %v: err %v, stdout %q, stderr %q", c.args, err, out, errs)
+		}
+	}
+	out, _, err := cli(t, nil, "help")
+	if err != nil || !strings.Contains(out, "usage: plinth") {
+		t.Fatalf("help: %v %q", err, out)
+	}
+	if _, _, err := cli(t, map[string]string{"PLINTH_KEY_CACHE_TTL": "soon"}, "migrate"); err == nil || !strings.Contains(err.Error(), "PLINTH_KEY_CACHE_TTL") {
+		t.Fatalf("bad config: %v", err)
+	}
+	if _, _, err := cli(t, map[string]string{"DATABASE_URL": "postgres://127.0.0.1:1/x?connect_timeout=2"}, "serve", "--bogus"); err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Fatalf("bad flag: %v", err)
+	}
+	if _, _, err := cli(t, map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:1/x?connect_timeout=2"}, "migrate"); err == nil {
+		t.Fatal("migrate against no database succeeded")
+	}
+}
+
+// TestServePrivateCluster: with DATABASE_URL unset, serve starts a cluster
+// under ./.plinth/pg, creates and prints a demo key with a curl line, and
+// stops the cluster on shutdown; the next start reuses it.
+func TestServePrivateCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL cluster")
+	}
+	dir := pgtest.TempDir(t)
+	t.Chdir(dir)
+	addr := freeAddr(t)
+	env := map[string]string{"PLINTH_ADDR": addr}
+	pidFile := filepath.Join(dir, ".plinth", "pg", "data", "postmaster.pid")
+
+	notRunning := func() {
+		t.Helper()
+		if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
+			t.Fatalf("the private cluster still runs after shutdown (%v)", err)
 		}
 	}
 
-	// the stored hashes are argon2id and each password reaches its own tenant
-	var hash string
-	if err := db.Pool.QueryRow(context.Background(), `SELECT password_hash FROM central.users WHERE id = $1`, int64(u1["id"].(float64))).Scan(&hash); err != nil || !strings.HasPrefix(hash, "$argon2id$") {
-		t.Fatalf("stored hash %q: %v", hash, err)
+	srv := startServe(t, env)
+	out := srv.out.String()
+	key := regexp.MustCompile(`pln_live_[0-9A-Za-z]{32}`).FindString(out)
+	if key == "" || !strings.Contains(out, "curl -s http://"+addr+"/v1/projects/me -H 'Authorization: Bearer "+key+"'") {
+		t.Fatalf("no demo key and curl line in:\n%s", out)
 	}
-	c, err := central.Open(context.Background(), db.Pool, "cli-test-secret", 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(pidFile); err != nil {
+		t.Fatalf("no cluster under ./.plinth/pg: %v", err)
 	}
-	for pw, want := range map[string]map[string]any{"password-one": t1, "password-two": t2} {
-		res, err := c.Login(context.Background(), "DEV@example.com", pw, nil)
-		if err != nil || strconv.FormatInt(res.Tenant.ID, 10) != id(want) {
-			t.Fatalf("login with %s: %+v %v, want tenant %s", pw, res.Tenant, err, id(want))
-		}
+	if b, err := os.ReadFile(filepath.Join(dir, ".plinth", "demo_key")); err != nil || strings.TrimSpace(string(b)) != key {
+		t.Fatalf(".plinth/demo_key holds %q (%v), want the printed key", b, err)
 	}
-	ts, err := c.TenantsForEmail(context.Background(), "dev@EXAMPLE.com")
-	if err != nil || len(ts) != 2 {
-		t.Fatalf("tenants for the email: %v %v", ts, err)
+	st, body, err := get(srv.base+"/v1/projects/me", key)
+	if err != nil || st != 200 || !strings.Contains(string(body), `"plan":"build"`) {
+		t.Fatalf("demo key: %d %s %v", st, body, err)
 	}
+	srv.stop(t)
+	notRunning()
+
+	srv = startServe(t, env)
+	if out := srv.out.String(); !strings.Contains(out, "Reusing the private cluster") || !strings.Contains(out, ".plinth/demo_key") || strings.Contains(out, "pln_live_") {
+		t.Fatalf("second start output:\n%s", out)
+	}
+	if st, _, err := get(srv.base+"/v1/projects/me", key); err != nil || st != 200 {
+		t.Fatalf("the demo key after a restart: %d %v", st, err)
+	}
+	srv.stop(t)
+	notRunning()
 }

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -101,13 +102,7 @@ func New(t testing.TB, opts ...Option) *Env {
 	cfg.DatabaseURL = db.URL
 	e := &Env{T: t, DB: db}
 	e.start(cfg, opts)
-	ctx := context.Background()
-	n := seq.Add(1)
-	tn, _, err := e.Server.Central.CreateTenant(ctx, fmt.Sprintf("Tenant %d", n), fmt.Sprintf("t%d-%s.test", n, db.Name), fmt.Sprintf("owner%d@example.com", n), "password-123")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.tenantID = tn.ID
+	e.tenantID = e.NewTenant()
 	return e
 }
 
@@ -142,6 +137,10 @@ func (e *Env) start(cfg config.Config, opts []Option) {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(srv.Handler)
+	// Concurrent tests keep their connections instead of churning ports.
+	if tr, ok := hs.Client().Transport.(*http.Transport); ok {
+		tr.MaxIdleConnsPerHost = 64
+	}
 	t.Cleanup(func() {
 		hs.Close()
 		_ = srv.Stop(context.Background())
@@ -166,8 +165,31 @@ func (e *Env) NewProject(plan string) *Project {
 	if plan == "" {
 		plan = "build"
 	}
+	return e.CreateProject(central.ProjectParams{Name: "Project " + plan, Plan: plan, TargetLanguages: []string{"fr", "de"}})
+}
+
+// NewTenant creates another workspace and returns its id, for projects
+// that must not share a tenant (identical slugs, for one).
+func (e *Env) NewTenant() int64 {
+	e.T.Helper()
+	n := seq.Add(1)
+	tn, _, err := e.Server.Central.CreateTenant(context.Background(), fmt.Sprintf("Tenant %d", n),
+		fmt.Sprintf("t%d-%s.test", n, e.DB.Name), fmt.Sprintf("owner%d@example.com", n), "password-123")
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return tn.ID
+}
+
+// CreateProject provisions a project from params (TenantID defaults to
+// the env's tenant) with a "*" key.
+func (e *Env) CreateProject(params central.ProjectParams) *Project {
+	e.T.Helper()
+	if params.TenantID == 0 {
+		params.TenantID = e.tenantID
+	}
 	ctx := context.Background()
-	p, err := e.Server.Central.CreateProject(ctx, central.ProjectParams{TenantID: e.tenantID, Name: "Project " + plan, Plan: plan, TargetLanguages: []string{"fr", "de"}})
+	p, err := e.Server.Central.CreateProject(ctx, params)
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -218,6 +240,16 @@ func (e *Env) Do(method, path, key string, body any) *Resp {
 // Send sends r.
 func (e *Env) Send(r Request) *Resp {
 	e.T.Helper()
+	res, err := e.TrySend(r)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return res
+}
+
+// TrySend sends r and returns transport errors instead of failing the
+// test, so it may run on goroutines other than the test's.
+func (e *Env) TrySend(r Request) (*Resp, error) {
 	var rd io.Reader
 	ct := ""
 	switch b := r.Body.(type) {
@@ -229,13 +261,13 @@ func (e *Env) Send(r Request) *Resp {
 	default:
 		buf, err := json.Marshal(b)
 		if err != nil {
-			e.T.Fatal(err)
+			return nil, err
 		}
 		rd, ct = bytes.NewReader(buf), "application/json"
 	}
 	req, err := http.NewRequest(r.Method, e.URL+r.Path, rd)
 	if err != nil {
-		e.T.Fatal(err)
+		return nil, err
 	}
 	if ct != "" {
 		req.Header.Set("Content-Type", ct)
@@ -248,14 +280,69 @@ func (e *Env) Send(r Request) *Resp {
 	}
 	res, err := e.HTTP.Client().Do(req)
 	if err != nil {
-		e.T.Fatal(err)
+		return nil, err
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		e.T.Fatal(err)
+		return nil, err
 	}
-	return &Resp{Status: res.StatusCode, Header: res.Header, Body: b}
+	return &Resp{Status: res.StatusCode, Header: res.Header, Body: b}, nil
+}
+
+// Probe is one request of an isolation run and the check that its
+// response holds only the data of the project whose key sent it.
+type Probe struct {
+	Request Request
+	Check   func(*Resp) error
+}
+
+// Isolation sends workers x perWorker requests from workers goroutines at
+// once, alternating between the projects: request i of worker w is
+// probe(projects[(w+i)%len(projects)], i). It fails the test with the
+// first failed check. Pillars seed the same slugs and ids in each project,
+// then use it to show that every key sees only its own project's rows and
+// that another project's ids answer 404. Thousands of requests exceed a
+// plan's burst: use enterprise projects with Central.SetRateOverride.
+func (e *Env) Isolation(t testing.TB, projects []*Project, workers, perWorker int, probe func(p *Project, i int) Probe) {
+	t.Helper()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+		sent  atomic.Int64
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWorker; i++ {
+				p := projects[(w+i)%len(projects)]
+				pr := probe(p, i)
+				if pr.Request.Key == "" {
+					pr.Request.Key = p.Key
+				}
+				r, err := e.TrySend(pr.Request)
+				if err == nil {
+					err = pr.Check(r)
+				}
+				sent.Add(1)
+				if err != nil {
+					once.Do(func() {
+						first = fmt.Errorf("worker %d, request %d (%s %s as %s): %w", w, i, pr.Request.Method, pr.Request.Path, p.ID, err)
+					})
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		t.Fatal(first)
+	}
+	if n := sent.Load(); n != int64(workers*perWorker) {
+		t.Fatalf("sent %d requests, want %d", n, workers*perWorker)
+	}
 }
 
 // JSON decodes the body into a map.
@@ -289,22 +376,34 @@ func (r *Resp) Expect(t testing.TB, want int) *Resp {
 // equal to X-Request-Id, and returns the decoded body.
 func (r *Resp) Problem(t testing.TB, status int, code string) map[string]any {
 	t.Helper()
+	m, err := r.CheckProblem(status, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// CheckProblem is Problem returning an error, for use off the test goroutine.
+func (r *Resp) CheckProblem(status int, code string) (map[string]any, error) {
 	if r.Status != status {
-		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
+		return nil, fmt.Errorf("status %d, want %d: %s", r.Status, status, r.Body)
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
-		t.Fatalf("content type %q, want application/problem+json", ct)
+		return nil, fmt.Errorf("content type %q, want application/problem+json", ct)
 	}
-	m := r.JSON(t)
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		return nil, fmt.Errorf("body is not a JSON object: %v: %s", err, r.Body)
+	}
 	if m["code"] != code {
-		t.Fatalf("code %v, want %s: %s", m["code"], code, r.Body)
+		return nil, fmt.Errorf("code %v, want %s: %s", m["code"], code, r.Body)
 	}
 	rid := r.Header.Get("X-Request-Id")
 	if rid == "" || m["instance"] != rid {
-		t.Fatalf("instance %v must equal X-Request-Id %q", m["instance"], rid)
+		return nil, fmt.Errorf("instance %v must equal X-Request-Id %q", m["instance"], rid)
 	}
-	if m["status"] != float64(status) || m["title"] == "" || !strings.HasSuffix(fmt.Sprint(m["type"]), "/"+code) {
-		t.Fatalf("problem fields wrong: %s", r.Body)
+	if m["status"] != float64(status) || m["title"] == "" || m["title"] == nil || !strings.HasSuffix(fmt.Sprint(m["type"]), "/"+code) {
+		return nil, fmt.Errorf("problem fields wrong: %s", r.Body)
 	}
-	return m
+	return m, nil
 }

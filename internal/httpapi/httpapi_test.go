@@ -1,0 +1,260 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/internal/httpapi"
+)
+
+// serve runs one request through Base and a router holding h at /x.
+func serve(t *testing.T, h http.HandlerFunc, req *http.Request, maxBody int64) (*apitest.Resp, string) {
+	t.Helper()
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	r := httpapi.NewRouter()
+	r.Use(httpapi.Base("https://e.test/errors", logger, maxBody))
+	r.Handle("/x", h)
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, req)
+	return &apitest.Resp{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}, logs.String()
+}
+
+func problem(t *testing.T, r *apitest.Resp, status int, code string) map[string]any {
+	t.Helper()
+	m, err := r.CheckProblem(status, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["type"] != "https://e.test/errors/"+code {
+		t.Fatalf("type %v", m["type"])
+	}
+	return m
+}
+
+func TestPanicRecovery(t *testing.T) {
+	res, logs := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		panic("database password is hunter2")
+	}, httptest.NewRequest("GET", "/x", nil), 1<<20)
+	m := problem(t, res, 500, "internal_error")
+	if strings.Contains(string(res.Body), "hunter2") || strings.Contains(string(res.Body), "panic") || m["detail"] != nil {
+		t.Fatalf("500 leaks its cause: %s", res.Body)
+	}
+	rid := res.Header.Get("X-Request-Id")
+	if !strings.HasPrefix(rid, "req_") || !strings.Contains(logs, "hunter2") || !strings.Contains(logs, rid) {
+		t.Fatalf("the cause must be logged with the request id %q: %s", rid, logs)
+	}
+
+	// http.ErrAbortHandler keeps its meaning: the server aborts the response.
+	defer func() {
+		if p := recover(); p != http.ErrAbortHandler {
+			t.Fatalf("recovered %v, want http.ErrAbortHandler", p)
+		}
+	}()
+	serve(t, func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) }, httptest.NewRequest("GET", "/x", nil), 0)
+	t.Fatal("ErrAbortHandler was swallowed")
+}
+
+func TestRequestID(t *testing.T) {
+	ok := func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, httpapi.RequestID(r.Context()))
+	}
+	for _, c := range []struct {
+		sent string
+		kept bool
+	}{
+		{"", false},
+		{"abc-123_X.y:z", true},
+		{strings.Repeat("a", 128), true},
+		{strings.Repeat("a", 129), false},
+		{"has space", false},
+		{"quote\"", false},
+		{"ünicode", false},
+	} {
+		req := httptest.NewRequest("GET", "/x", nil)
+		if c.sent != "" {
+			req.Header.Set("X-Request-Id", c.sent)
+		}
+		res, _ := serve(t, ok, req, 0)
+		got := res.Header.Get("X-Request-Id")
+		if string(res.Body) != got {
+			t.Fatalf("context id %q, header %q", res.Body, got)
+		}
+		if c.kept && got != c.sent || !c.kept && (got == c.sent || !strings.HasPrefix(got, "req_") || len(got) != 28) {
+			t.Fatalf("sent %q, got %q (kept=%v)", c.sent, got, c.kept)
+		}
+	}
+}
+
+// TestDecode covers the strict decoder behind every JSON body.
+func TestDecode(t *testing.T) {
+	type body struct {
+		Name  string   `json:"name" required:"true"`
+		Tags  []string `json:"tags"`
+		Count *int     `json:"count"`
+	}
+	cases := []struct {
+		name, ct, body string
+		status         int
+		detail, field  string
+	}{
+		{name: "ok", ct: "application/json", body: `{"name":"a","tags":["x"],"count":2}`},
+		{name: "charset and +json", ct: "application/merge-patch+json; charset=utf-8", body: `{"name":"a"}`},
+		{name: "no content type", body: `{"name":"a"}`, status: 400, detail: "application/json"},
+		{name: "wrong content type", ct: "text/plain", body: `{"name":"a"}`, status: 400, detail: "application/json"},
+		{name: "bad media type", ct: "application/json; =", body: `{"name":"a"}`, status: 400},
+		{name: "invalid", ct: "application/json", body: `{"name":"a"`, status: 400, detail: "not valid JSON"},
+		{name: "empty", ct: "application/json", body: "  ", status: 400, detail: "empty"},
+		{name: "null", ct: "application/json", body: "null", status: 400, detail: "object"},
+		{name: "string", ct: "application/json", body: `"x"`, status: 400, detail: "object"},
+		{name: "trailing", ct: "application/json", body: `{"name":"a"}x`, status: 400},
+		{name: "unknown field", ct: "application/json", body: `{"name":"a","nmae":"b"}`, status: 400, detail: `"nmae"`},
+		{name: "missing required", ct: "application/json", body: `{"tags":[]}`, status: 400, detail: `"name"`},
+		{name: "null required", ct: "application/json", body: `{"name":null}`, status: 400, detail: `"name"`},
+		{name: "wrong type", ct: "application/json", body: `{"name":"a","count":"two"}`, status: 422, field: "count"},
+		{name: "wrong element type", ct: "application/json", body: `{"name":"a","tags":[1]}`, status: 422, field: "tags"},
+		{name: "over 1 MiB", ct: "application/json", body: `{"name":"` + strings.Repeat("a", httpapi.MaxJSONBody) + `"}`, status: 413},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got body
+			h := httpapi.H(func(w http.ResponseWriter, r *http.Request) error {
+				if err := httpapi.Decode(r, &got); err != nil {
+					return err
+				}
+				return httpapi.NoContent(w)
+			})
+			req := httptest.NewRequest("POST", "/x", strings.NewReader(c.body))
+			if c.ct != "" {
+				req.Header.Set("Content-Type", c.ct)
+			}
+			res, _ := serve(t, h, req, 11<<20)
+			if c.status == 0 {
+				if res.Status != 204 || got.Name != "a" {
+					t.Fatalf("status %d, decoded %+v: %s", res.Status, got, res.Body)
+				}
+				return
+			}
+			code := "bad_request"
+			if c.status == 422 {
+				code = "validation_failed"
+			}
+			m := problem(t, res, c.status, code)
+			if c.detail != "" && !strings.Contains(fmt.Sprint(m["detail"]), c.detail) {
+				t.Fatalf("detail %q lacks %q", m["detail"], c.detail)
+			}
+			if c.field != "" {
+				if errs, _ := m["errors"].(map[string]any); errs[c.field] == nil {
+					t.Fatalf("errors %v lack %s", m["errors"], c.field)
+				}
+			}
+		})
+	}
+}
+
+// TestBodyLimit: the process-wide limit of Base also ends in a 413.
+func TestBodyLimit(t *testing.T) {
+	h := httpapi.H(func(w http.ResponseWriter, r *http.Request) error {
+		var v map[string]any
+		return httpapi.Decode(r, &v)
+	})
+	req := httptest.NewRequest("POST", "/x", strings.NewReader(`{"a":"`+strings.Repeat("a", 100)+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	res, _ := serve(t, h, req, 64)
+	problem(t, res, 413, "bad_request")
+}
+
+func TestAsError(t *testing.T) {
+	cases := []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{httpapi.ErrNotFound, 404, "not_found"},
+		{fmt.Errorf("wrapped: %w", httpapi.ErrNotFound), 404, "not_found"},
+		{&pgconn.PgError{Code: "23505"}, 409, "conflict"},
+		{&pgconn.PgError{Code: "40001"}, 503, "service_unavailable"},
+		{context.DeadlineExceeded, 503, "service_unavailable"},
+		{errors.New("disk on fire"), 500, "internal_error"},
+		{httpapi.RateLimited(0, "slow down"), 429, "rate_limited"},
+		{httpapi.Conflict("key_limit_reached", "x"), 409, "key_limit_reached"},
+	}
+	for _, c := range cases {
+		res, _ := serve(t, httpapi.H(func(http.ResponseWriter, *http.Request) error { return c.err }), httptest.NewRequest("GET", "/x", nil), 0)
+		problem(t, res, c.status, c.code)
+		if c.status == 500 && strings.Contains(string(res.Body), "fire") {
+			t.Fatalf("500 leaks: %s", res.Body)
+		}
+		if c.status == 503 || c.status == 429 {
+			if res.Header.Get("Retry-After") == "" {
+				t.Fatalf("%d without Retry-After", c.status)
+			}
+		}
+	}
+}
+
+// FuzzDecodeBytes: any body either decodes or is refused with a 400 or a
+// 422, never a panic or a 500.
+func FuzzDecodeBytes(f *testing.F) {
+	for _, s := range []string{`{"name":"a","tags":["x"],"count":1}`, `{"name":null}`, `[]`, `{"name":"a"} x`, `{"count":"1"}`, ``, `{"tags":[1,{}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var v struct {
+			Name  string   `json:"name" required:"true"`
+			Tags  []string `json:"tags"`
+			Count *int     `json:"count"`
+		}
+		err := httpapi.DecodeBytes(b, &v)
+		if err == nil {
+			return
+		}
+		var ae *httpapi.Error
+		if !errors.As(err, &ae) || (ae.Status != 400 && ae.Status != 422) {
+			t.Fatalf("%q: %v", b, err)
+		}
+	})
+}
+
+func TestMemo(t *testing.T) {
+	calls := map[string]int{}
+	lookup := func(ctx context.Context, k string) (string, error) {
+		return httpapi.Memo(ctx, k, func() (string, error) {
+			calls[k]++
+			if k == "bad" {
+				return "", errors.New("no")
+			}
+			return "v-" + k, nil
+		})
+	}
+	h := func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i < 3; i++ {
+			if v, err := lookup(r.Context(), "a"); v != "v-a" || err != nil {
+				t.Errorf("a: %q %v", v, err)
+			}
+			if _, err := lookup(r.Context(), "bad"); err == nil {
+				t.Error("bad: no error")
+			}
+		}
+	}
+	serve(t, h, httptest.NewRequest("GET", "/x", nil), 0)
+	serve(t, h, httptest.NewRequest("GET", "/x", nil), 0)
+	if calls["a"] != 2 || calls["bad"] != 2 {
+		t.Fatalf("calls %v: want one per request and key", calls)
+	}
+	lookup(context.Background(), "a")
+	lookup(context.Background(), "a")
+	if calls["a"] != 4 {
+		t.Fatalf("outside a request every call runs: %v", calls)
+	}
+}

@@ -1,0 +1,4 @@
+package provisioning
+
+// FreshScript exposes freshScript to the external tests.
+var FreshScript = freshScript
