@@ -54,7 +54,8 @@ type WorkerConfig struct {
 	Retry []time.Duration
 	// RootCAs replaces the system roots for receivers' certificates (tests).
 	RootCAs *x509.CertPool
-	Logger  *slog.Logger
+	// Logger reports what an operator must fix (a changed server secret).
+	Logger *slog.Logger
 }
 
 // Worker delivers one delivery per job: it makes attempts until one
@@ -302,6 +303,8 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *ri
 	if err != nil {
 		// The server secret changed since the endpoint's secret was sealed:
 		// no attempt can be signed until the secret is rotated.
+		w.cfg.Logger.ErrorContext(ctx, "webhook: signing secret does not decrypt; was PLINTH_SECRET changed?",
+			"project", a.ProjectID, "endpoint", a.EndpointID, "delivery", a.DeliveryID)
 		return attempt{skip: true}, w.settle(ctx, tx, a, attempts, "failed",
 			outcome{err: "the signing secret cannot be decrypted with the current server secret; rotate the endpoint's secret and redeliver"})
 	}

@@ -237,3 +237,35 @@ func TestSlowEndpointDoesNotDelayAnother(t *testing.T) {
 	}
 	once.Do(func() { close(release) })
 }
+
+// TestUndecryptableSecret: a signing secret sealed under another server
+// secret (PLINTH_SECRET changed) fails the delivery without sending or
+// charging, saying why; a rotation makes the endpoint deliverable again.
+func TestUndecryptableSecret(t *testing.T) {
+	t.Parallel()
+	rc := webhooktest.NewTLS(t, nil)
+	env, p := setup(t, rc)
+	ep, _ := webhooktest.Endpoint(t, env, p.Key, rc.URL, "order.paid")
+	ctx := context.Background()
+	if err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET secret = $2 WHERE id = $1`, ep,
+			webhook.NewSecrets([]byte("another server secret")).Seal(ep, webhook.NewSigningSecret()))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	webhooktest.Emit(t, env, p, "order.paid", map[string]any{"id": 1})
+	d := waitDeliveries(t, env, p.Key, ep, settled)
+	if d[0]["status"] != "failed" || d[0]["attempts"] != float64(0) || !strings.Contains(d[0]["last_error"].(string), "cannot be decrypted") {
+		t.Fatalf("delivery: %v", d)
+	}
+	if n, _ := ledger(t, p, "live"); n != 0 || len(rc.Requests()) != 0 {
+		t.Fatalf("%d charges, %d requests", n, len(rc.Requests()))
+	}
+	secret := env.Do("POST", "/v1/webhook-endpoints/"+ep+"/rotate-secret", p.Key, nil).Expect(t, 200).JSON(t)["signing_secret"].(string)
+	rc.SetSecret(secret)
+	env.Do("POST", "/v1/webhook-endpoints/"+ep+"/deliveries/"+d[0]["id"].(string)+"/redeliver", p.Key, nil).Expect(t, 202)
+	if got := rc.WaitN(t, 10*time.Second, 1)[0]; got.Verified != nil {
+		t.Fatalf("after rotation: %v", got.Verified)
+	}
+}
