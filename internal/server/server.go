@@ -31,6 +31,7 @@ import (
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/booking"
 	"github.com/plinth-dev/plinth/tenant/commerce"
+	"github.com/plinth-dev/plinth/tenant/blog"
 	"github.com/plinth-dev/plinth/tenant/content"
 	"github.com/plinth-dev/plinth/tenant/forms"
 	"github.com/plinth-dev/plinth/tenant/jobs"
@@ -113,6 +114,10 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	river.AddWorker(workers, socialSvc.ScheduleWorker())
 	periodic = append(periodic, socialSvc.Periodic(cfg.SchedulerInterval))
 	registered += 2
+	blogSvc := &blog.Service{Projects: c}
+	river.AddWorker(workers, blogSvc.ScheduleWorker())
+	periodic = append(periodic, blog.Periodic(cfg.SchedulerInterval))
+	registered++
 	// Webhooks: deliveries run on their own queue.
 	hookSecrets := webhook.NewSecrets(c.Secret())
 	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
@@ -153,6 +158,8 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	contentSvc.EmitTo(s.Outbox)
 	contentSvc.Register(s.Jobs)
 	socialSvc.River, socialSvc.AI, socialSvc.Images, socialSvc.Events = s.River, s.AI, contentSvc, s.Outbox
+	blogSvc.River, blogSvc.AI, blogSvc.Media, blogSvc.MediaURL, blogSvc.Events = s.River, s.AI, s.Media, contentSvc.MediaURL, s.Outbox
+	blogSvc.Register(s.Jobs)
 
 	limits, err := s.rateLimits(opts)
 	if err != nil {
@@ -181,6 +188,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 			shop.PublicRoutes(pub)
 			contentSvc.MountPublic(pub)
 			bookings.PublicRoutes(pub)
+			blogSvc.MountPublic(pub)
 			if opts.TestPublicRoutes != nil {
 				opts.TestPublicRoutes(pub)
 			}
@@ -197,6 +205,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 			jobsAPI.Mount(api)
 			contentSvc.Mount(api)
 			socialSvc.Mount(api)
+			blogSvc.Mount(api)
 			api.Route("/webhook-endpoints", webhooks.New(s.Outbox, hookSecrets, cfg.Dev).Routes)
 			bookings.Routes(api)
 			if opts.TestRoutes != nil {
