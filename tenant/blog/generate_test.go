@@ -211,7 +211,7 @@ func newFakeOpenAI(t *testing.T) *fakeOpenAI {
 	require.NoError(t, err)
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer sk-test" {
-			http.Error(w, `{"error":{"message":"bad key"}}`, 401)
+			http.Error(w, `{"error":{"message":"bad key"}}`, http.StatusUnauthorized)
 			return
 		}
 		body, _ := io.ReadAll(r.Body)

@@ -376,7 +376,7 @@ func TestUpstreamThroughJobs(t *testing.T) {
 			if n == 1 {
 				w.Header().Set("Retry-After", "1")
 				w.Header().Set("X-Done", "1")
-				http.Error(w, `{"error":{"message":"slow down"}}`, 429)
+				http.Error(w, `{"error":{"message":"slow down"}}`, http.StatusTooManyRequests)
 			}
 		})
 		env := apitest.New(t, apitest.WithWorkers(), apitest.WithEnv("PLINTH_AI_PROVIDER", "openai", "OPENAI_BASE_URL", up.URL+"/v1", "OPENAI_API_KEY", "sk-test"))
