@@ -423,3 +423,25 @@ func TestUpstreamThroughJobs(t *testing.T) {
 		}
 	})
 }
+
+// Spec.Handler runs a job of a shared public type with another registered
+// handler: the Job keeps its public type.
+func TestSpecHandler(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, apitest.WithWorkers())
+	p := env.NewProject("build")
+	env.Server.Jobs.Handle("test.shared", 0, func(ctx context.Context, run *jobs.Run) (jobs.Commit, error) {
+		return func(context.Context, pgx.Tx) (any, error) { return map[string]string{"by": "type"}, nil }, nil
+	})
+	env.Server.Jobs.Handle("test.shared.other", 0, func(ctx context.Context, run *jobs.Run) (jobs.Commit, error) {
+		return func(context.Context, pgx.Tx) (any, error) { return map[string]string{"by": run.Type}, nil }, nil
+	})
+	own := submit(t, env, p, jobs.Spec{Type: "test.shared"})
+	other := submit(t, env, p, jobs.Spec{Type: "test.shared", Handler: "test.shared.other"})
+	if got := waitJob(t, env, p.Key, own.ID); fmt.Sprint(got["result"]) != "map[by:type]" {
+		t.Fatalf("own handler: %v", got)
+	}
+	if got := waitJob(t, env, p.Key, other.ID); got["type"] != "test.shared" || fmt.Sprint(got["result"]) != "map[by:test.shared]" {
+		t.Fatalf("named handler: %v", got)
+	}
+}
