@@ -231,7 +231,7 @@ func (sv *Service) list(w http.ResponseWriter, r *http.Request, admin bool) erro
 	if admin {
 		return httpapi.JSON(w, http.StatusOK, httpapi.NewList(out, page.Limit, func(p Post) string { return strconv.FormatInt(p.ID, 10) }))
 	}
-	return publicJSON(w, r, httpapi.NewList(out, page.Limit, publicCursor))
+	return httpapi.PublicJSON(w, r, httpapi.NewList(out, page.Limit, publicCursor))
 }
 
 func (sv *Service) getPost(w http.ResponseWriter, r *http.Request) error {

@@ -1,12 +1,7 @@
 package blog
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
@@ -46,41 +41,5 @@ func (sv *Service) publicGet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return publicJSON(w, r, toAPIPost(p, lang))
-}
-
-// publicJSON writes v as a 200 of the public read surface: cacheable for
-// 60 s, with a strong ETag over the body; a request whose If-None-Match
-// names it gets 304 and no body.
-func publicJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	h := w.Header()
-	h.Set("Cache-Control", "public, max-age=60")
-	h.Set("ETag", etag)
-	if noneMatch(r.Header.Get("If-None-Match"), etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return nil
-	}
-	h.Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(buf.Bytes())
-	return nil
-}
-
-// noneMatch compares If-None-Match weakly, as RFC 9110 prescribes.
-func noneMatch(header, etag string) bool {
-	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimSpace(t)
-		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
-			return true
-		}
-	}
-	return false
+	return httpapi.PublicJSON(w, r, toAPIPost(p, lang))
 }

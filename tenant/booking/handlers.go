@@ -1,11 +1,7 @@
 package booking
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -166,7 +162,7 @@ func (h *Handler) serveServices(w http.ResponseWriter, r *http.Request, public b
 	}
 	list := httpapi.NewList(rows, page.Limit, func(s Service) string { return strconv.FormatInt(s.ID, 10) })
 	if public {
-		return writePublic(w, r, list)
+		return httpapi.PublicJSON(w, r, list)
 	}
 	return httpapi.JSON(w, 200, list)
 }
@@ -325,7 +321,7 @@ func (h *Handler) serveAvailability(w http.ResponseWriter, r *http.Request, publ
 	}
 	body := map[string][]Slot{"data": slots}
 	if public {
-		return writePublic(w, r, body)
+		return httpapi.PublicJSON(w, r, body)
 	}
 	return httpapi.JSON(w, 200, body)
 }
@@ -553,30 +549,4 @@ func (h *Handler) transition(action string) httpapi.HandlerFunc {
 		}
 		return httpapi.JSON(w, 200, b)
 	}
-}
-
-// writePublic writes a public read with the caching headers of the public
-// surface: Cache-Control public for 60 s and a strong ETag of the body, a
-// matching If-None-Match answered 304.
-func writePublic(w http.ResponseWriter, r *http.Request, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	w.Header().Set("Cache-Control", "public, max-age=60")
-	w.Header().Set("ETag", etag)
-	for _, t := range strings.Split(r.Header.Get("If-None-Match"), ",") {
-		if t = strings.TrimSpace(t); t == etag || t == "W/"+etag || t == "*" {
-			w.WriteHeader(http.StatusNotModified)
-			return nil
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(200)
-	_, err := w.Write(buf.Bytes())
-	return err
 }

@@ -103,7 +103,7 @@ func (s *Service) publicListCategories(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	return publicJSON(w, r, httpapi.List[*Category]{Data: tree})
+	return httpapi.PublicJSON(w, r, httpapi.List[*Category]{Data: tree})
 }
 
 // categoryInput is the body of a create (Name required) or a PATCH.

@@ -13,14 +13,11 @@ package commerce
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -196,31 +193,6 @@ func validURL(s string) bool {
 	}
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
-}
-
-// publicJSON writes a public-surface response: cacheable for 60 s with a
-// strong ETag of the body; a matching If-None-Match gets 304.
-func publicJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	w.Header().Set("Cache-Control", "public, max-age=60")
-	w.Header().Set("ETag", etag)
-	for _, t := range strings.Split(r.Header.Get("If-None-Match"), ",") {
-		if t = strings.TrimSpace(t); t == etag || t == "*" {
-			w.WriteHeader(http.StatusNotModified)
-			return nil
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(buf.Bytes())
-	return err
 }
 
 // cursorID decodes a list cursor (the id of the last row of a page).

@@ -536,7 +536,7 @@ func (s *Service) productList(w http.ResponseWriter, r *http.Request, public boo
 		return err
 	}
 	if public {
-		return publicJSON(w, r, list)
+		return httpapi.PublicJSON(w, r, list)
 	}
 	return httpapi.JSON(w, 200, list)
 }
@@ -565,5 +565,5 @@ func (s *Service) publicGetProduct(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	return publicJSON(w, r, p)
+	return httpapi.PublicJSON(w, r, p)
 }
