@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -80,6 +82,57 @@ func (s *Scope) Tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	}
 	begin := "BEGIN; SET LOCAL search_path TO " + pgx.Identifier{s.Project.Schema}.Sanitize() + ", public"
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: begin}, fn)
+}
+
+// Read runs one query in the project's schema in a single network round
+// trip, for hot read paths (the public surface). The search_path setting
+// and the query are sent as one pipeline ending in one Sync, which
+// PostgreSQL runs as one implicit transaction: the setting holds for the
+// query (parsed after it, as an unnamed statement) and ends with it. args
+// are sent in text format; fn reads the rows, and Read closes them.
+func (s *Scope) Read(ctx context.Context, sql string, args []any, fn func(pgx.Rows) error) error {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	tm := c.Conn().TypeMap()
+	vals := make([][]byte, len(args))
+	oids := make([]uint32, len(args))
+	for i, a := range args {
+		t, ok := tm.TypeForValue(a)
+		if !ok {
+			return fmt.Errorf("tenant: Read cannot send a %T", a)
+		}
+		oids[i] = t.OID
+		if vals[i], err = tm.Encode(t.OID, pgtype.TextFormatCode, a, nil); err != nil {
+			return err
+		}
+	}
+	b := &pgconn.Batch{}
+	b.ExecParams("SELECT set_config('search_path', $1, true)", [][]byte{[]byte(pgx.Identifier{s.Project.Schema}.Sanitize() + ", public")}, nil, nil, nil)
+	b.ExecParams(sql, vals, oids, nil, nil)
+	mrr := c.Conn().PgConn().ExecBatch(ctx, b)
+	if !mrr.NextResult() {
+		return errors.Join(mrr.Close(), errors.New("tenant: Read got no result"))
+	}
+	if _, err := mrr.ResultReader().Close(); err != nil {
+		mrr.Close()
+		return err
+	}
+	if !mrr.NextResult() {
+		return errors.Join(mrr.Close(), errors.New("tenant: Read got no rows"))
+	}
+	rows := pgx.RowsFromResultReader(tm, mrr.ResultReader())
+	err = fn(rows)
+	rows.Close()
+	if err == nil {
+		err = rows.Err()
+	}
+	if cerr := mrr.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Allows reports whether the key grants scope ("pillar:permission"). A key

@@ -184,8 +184,8 @@ func TestOpenAIGivesUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_, err = c.Text(ctx, TextRequest{Prompt: "hi"})
-	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUpstream) {
-		t.Fatalf("cancelled: %v", err)
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUpstream) || len(f.all()) != 1 {
+		t.Fatalf("cancelled: %v after %d calls", err, len(f.all()))
 	}
 }
 

@@ -21,6 +21,10 @@ func Build() M {
 	d.content()
 	d.forms()
 	d.webhooks()
+	d.blog()
+	d.commerce()
+	d.booking()
+	d.social()
 	return M{
 		"openapi": "3.1.0",
 		"info": M{

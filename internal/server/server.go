@@ -24,14 +24,19 @@ import (
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/idempotency"
 	"github.com/plinth-dev/plinth/internal/openapi"
+	"github.com/plinth-dev/plinth/internal/payments"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
 	"github.com/plinth-dev/plinth/internal/storage"
 	"github.com/plinth-dev/plinth/internal/webhook"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/blog"
+	"github.com/plinth-dev/plinth/tenant/booking"
+	"github.com/plinth-dev/plinth/tenant/commerce"
 	"github.com/plinth-dev/plinth/tenant/content"
 	"github.com/plinth-dev/plinth/tenant/forms"
 	"github.com/plinth-dev/plinth/tenant/jobs"
+	"github.com/plinth-dev/plinth/tenant/social"
 	"github.com/plinth-dev/plinth/tenant/usage"
 	"github.com/plinth-dev/plinth/tenant/webhooks"
 )
@@ -106,10 +111,26 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	s.Jobs = jobs.NewRunner(c, logger)
 	river.AddWorker(workers, s.Jobs)
 	registered++
+	socialSvc := social.New(cfg, c, logger)
+	socialSvc.Register(s.Jobs)
+	river.AddWorker(workers, socialSvc.PublishWorker())
+	river.AddWorker(workers, socialSvc.ScheduleWorker())
+	periodic = append(periodic, socialSvc.Periodic(cfg.SchedulerInterval))
+	registered += 2
+	blogSvc := &blog.Service{Projects: c}
+	river.AddWorker(workers, blogSvc.ScheduleWorker())
+	periodic = append(periodic, blog.Periodic(cfg.SchedulerInterval))
+	registered++
 	// Webhooks: deliveries run on their own queue.
 	hookSecrets := webhook.NewSecrets(c.Secret())
 	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
 		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger}, c, hookSecrets))
+	registered++
+
+	// Commerce: the release job settles checkouts the processor left pending.
+	shop := commerce.New(commerce.Config{Central: c, Logger: logger, Payments: payments.New(payments.Config{
+		SecretKey: cfg.StripeSecretKey, WebhookSecret: cfg.StripeWebhookKey, APIBase: cfg.StripeAPIBase})})
+	river.AddWorker(workers, shop.Worker())
 	registered++
 	s.opts.Workers = opts.Workers && registered > 0
 
@@ -125,21 +146,30 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 		return nil, fmt.Errorf("river client: %w", err)
 	}
 	s.Outbox = webhook.NewOutbox(s.River)
+	shop.SetQueue(s.River)
+	shop.SetEvents(s.Outbox)
 	s.JobEvents = jobs.NewHub(pool, logger)
 	jobsAPI := &jobs.API{Hub: s.JobEvents, River: s.River}
 	if s.AI, err = ai.New(cfg, logger); err != nil {
 		return nil, err
 	}
-	if s.Media, err = storage.Open(cfg.Storage); err != nil {
+	if s.Media, err = storage.Open(cfg.Storage, cfg.Getenv); err != nil {
 		return nil, err
 	}
-	contentSvc := &content.Service{AI: s.AI, Media: s.Media, River: s.River, PublicURL: cfg.PublicURL}
+	contentSvc := &content.Service{AI: s.AI, Media: s.Media, River: s.River, PublicURL: cfg.PublicURL,
+		Fetch: content.GuardedFetch(cfg.Dev, opts.RootCAs)}
+	contentSvc.EmitTo(s.Outbox)
 	contentSvc.Register(s.Jobs)
+	socialSvc.River, socialSvc.AI, socialSvc.Images, socialSvc.Events = s.River, s.AI, contentSvc, s.Outbox
+	blogSvc.River, blogSvc.AI, blogSvc.Media, blogSvc.MediaURL, blogSvc.Events = s.River, s.AI, s.Media, contentSvc.MediaURL, s.Outbox
+	blogSvc.Register(s.Jobs)
 
 	limits, err := s.rateLimits(opts)
 	if err != nil {
 		return nil, err
 	}
+	bookings := booking.New(s.Outbox, time.Now)
+
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20))
 	r.Use(forms.CORS) // before the limiter: a 429 of a public form is readable in a browser
@@ -150,6 +180,8 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	r.Route("/v1", func(v1 chi.Router) {
 		v1.Get("/health", s.health)
 		v1.Get("/openapi.json", openapi.Handler) // no key
+		// The payment processor's webhook: its signature authenticates it.
+		shop.WebhookRoute(v1)
 		// The public read surface: no key; the project is named by
 		// X-Service-Project-Key or ?project_id=.
 		v1.Route("/public", func(pub chi.Router) {
@@ -157,20 +189,29 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 			pub.Use(c.PublicProject)
 			pub.Use(idem.Handler) // public submits (bookings, forms) accept Idempotency-Key too
 			forms.PublicRoutes(pub)
+			shop.PublicRoutes(pub)
 			contentSvc.MountPublic(pub)
+			bookings.PublicRoutes(pub)
+			blogSvc.MountPublic(pub)
 			if opts.TestPublicRoutes != nil {
 				opts.TestPublicRoutes(pub)
 			}
 		})
+		// OAuth callbacks: no key; the signed, single-use state names the project.
+		socialSvc.MountKeyless(v1)
 		v1.Group(func(api chi.Router) {
 			api.Use(c.Authenticate)
 			api.Use(idem.Handler)
 			c.ProjectRoutes(api)
 			usage.Routes(api)
 			forms.Routes(api)
+			shop.Routes(api)
 			jobsAPI.Mount(api)
 			contentSvc.Mount(api)
+			socialSvc.Mount(api)
+			blogSvc.Mount(api)
 			api.Route("/webhook-endpoints", webhooks.New(s.Outbox, hookSecrets, cfg.Dev).Routes)
+			bookings.Routes(api)
 			if opts.TestRoutes != nil {
 				opts.TestRoutes(api)
 			}
@@ -219,7 +260,7 @@ func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
 		Public:       ratelimit.Limit{RPM: s.Config.PublicRPM, Burst: s.Config.PublicBurst},
 		PublicPrefix: "/v1/public",
 		Peek:         []string{"/v1/health"},
-		Skip:         []string{"/central/"},
+		Skip:         []string{"/central/", "/v1/payments/webhook"}, // the processor's webhook is signed, and bursts
 		Trusted:      s.Config.TrustedProxies,
 		Clock:        clock,
 		Logger:       s.logger,

@@ -1,6 +1,7 @@
 // Package storage keeps media files (uploaded and generated images) under
 // keys such as "prj_…/hero". One interface, with a file backend (the
-// default, PLINTH_STORAGE=file://DIR); an S3 backend can implement the same.
+// default, PLINTH_STORAGE=file://DIR) and an S3-compatible backend
+// (PLINTH_STORAGE=s3://bucket[/prefix], see S3ConfigFromEnv).
 package storage
 
 import (
@@ -37,8 +38,9 @@ type Store interface {
 }
 
 // Open returns the store that spec names: file://DIR (a relative DIR is
-// relative to the working directory).
-func Open(spec string) (Store, error) {
+// relative to the working directory) or s3://bucket[/prefix], configured
+// from getenv (S3ConfigFromEnv).
+func Open(spec string, getenv func(string) string) (Store, error) {
 	u, err := url.Parse(spec)
 	if err != nil {
 		return nil, fmt.Errorf("PLINTH_STORAGE: %w", err)
@@ -51,8 +53,14 @@ func Open(spec string) (Store, error) {
 			return nil, fmt.Errorf("PLINTH_STORAGE: file:// needs a directory")
 		}
 		return NewFile(dir)
+	case "s3":
+		c, err := S3ConfigFromEnv(u, getenv)
+		if err != nil {
+			return nil, err
+		}
+		return NewS3(c)
 	}
-	return nil, fmt.Errorf("PLINTH_STORAGE: unsupported scheme %q (want file://DIR)", u.Scheme)
+	return nil, fmt.Errorf("PLINTH_STORAGE: unsupported scheme %q (want file://DIR or s3://bucket)", u.Scheme)
 }
 
 // ValidKey reports whether key is a usable object key.

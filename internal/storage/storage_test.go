@@ -13,7 +13,7 @@ import (
 func TestFileStore(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := Open("file://" + dir)
+	s, err := Open("file://"+dir, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,14 +65,14 @@ func TestFileStore(t *testing.T) {
 func TestOpenSpec(t *testing.T) {
 	wd := t.TempDir()
 	t.Chdir(wd)
-	s, err := Open("file://./.plinth/media")
+	s, err := Open("file://./.plinth/media", os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := filepath.Join(wd, ".plinth", "media"); s.(*File).Dir() != want {
 		t.Fatalf("dir %s, want %s", s.(*File).Dir(), want)
 	}
-	if _, err := Open("s4://bucket"); err == nil {
+	if _, err := Open("s4://bucket", os.Getenv); err == nil {
 		t.Fatal("unknown scheme accepted")
 	}
 }

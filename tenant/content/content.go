@@ -1,12 +1,12 @@
-// Package content is the content pillar: translation keys and images.
-// This part holds the tables and store functions the jobs need, the
-// translation.batch and image.generate job types with their submit
-// routes, and the public media route.
+// Package content is the content pillar: translation keys, components,
+// pages, galleries, images and brand context, their public reads, and the
+// translation.batch and image.generate job types.
 package content
 
 import (
 	"context"
 	"errors"
+	"net/http"
 	"regexp"
 	"time"
 
@@ -27,6 +27,9 @@ type Service struct {
 	Media     storage.Store
 	River     *queue.Client
 	PublicURL string // base of the URLs handed out, without /v1
+	// Fetch gets a user-supplied URL for a URL swap; it must refuse
+	// private and loopback addresses (the SSRF guard).
+	Fetch func(ctx context.Context, rawURL string) (*http.Response, error)
 
 	// OnValueChanged, when set, runs in the transaction that changes a
 	// content value (a first value included): the place for content.changed.
@@ -48,19 +51,85 @@ func (sv *Service) Register(r *jobs.Runner) {
 	r.Handle(TypeImage, 10*time.Minute, sv.imageJob)
 }
 
-// Mount adds the pillar's routes to the authenticated /v1 router.
+// Mount adds the pillar's routes to the authenticated /v1 router, with
+// the scopes decisions.md section 3 maps: content:* for keys, components
+// and pages; galleries:*, images:* and brand:* for the rest.
 func (sv *Service) Mount(r chi.Router) {
-	r.With(tenant.RequireScope("content:write")).Post("/content/translate", httpapi.H(sv.submitTranslate))
-	r.With(tenant.RequireScope("images:write")).Post("/images", httpapi.H(sv.submitImage))
+	r.Group(func(r chi.Router) {
+		r.Use(tenant.Pillar("content"))
+		r.Get("/content/bulk", httpapi.H(sv.getBulk))
+		r.Put("/content", httpapi.H(sv.putBatch))
+		r.Post("/content/translate", httpapi.H(sv.submitTranslate))
+		r.Get("/content/{key}", httpapi.H(sv.getKey))
+		r.Put("/content/{key}", httpapi.H(sv.putKey))
+		r.Delete("/content/{key}", httpapi.H(sv.deleteKey))
+
+		r.Get("/components", httpapi.H(sv.listComponents))
+		r.Post("/components", httpapi.H(sv.createComponent))
+		r.Get("/components/{slug}", httpapi.H(sv.getComponent))
+		r.Patch("/components/{slug}", httpapi.H(sv.patchComponent))
+		r.Delete("/components/{slug}", httpapi.H(sv.deleteComponent))
+
+		r.Get("/pages", httpapi.H(sv.listPages))
+		r.Post("/pages", httpapi.H(sv.createPage))
+		r.Get("/pages/{id_or_slug}", httpapi.H(sv.getPage))
+		r.Patch("/pages/{id_or_slug}", httpapi.H(sv.patchPage))
+		r.Delete("/pages/{id_or_slug}", httpapi.H(sv.deletePage))
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(tenant.Pillar("galleries"))
+		r.Get("/galleries", httpapi.H(sv.listGalleries))
+		r.Post("/galleries", httpapi.H(sv.createGallery))
+		r.Get("/galleries/{slug}", httpapi.H(sv.getGallery))
+		r.Patch("/galleries/{slug}", httpapi.H(sv.patchGallery))
+		r.Delete("/galleries/{slug}", httpapi.H(sv.deleteGallery))
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(tenant.Pillar("images"))
+		r.Get("/images", httpapi.H(sv.listImages))
+		r.Post("/images", httpapi.H(sv.postImage))
+		r.Get("/images/{key}", httpapi.H(sv.getImage))
+		r.Put("/images/{key}", httpapi.H(sv.swapImage))
+		r.Delete("/images/{key}", httpapi.H(sv.deleteImage))
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(tenant.Pillar("brand"))
+		r.Get("/brand", httpapi.H(sv.getBrand))
+		r.Patch("/brand", httpapi.H(sv.patchBrand))
+		r.Post("/brand/logo", httpapi.H(sv.uploadLogo))
+	})
 }
 
 // MountPublic adds the pillar's keyless routes to the /v1/public router.
+// Every answer carries Cache-Control and an ETag (304 on If-None-Match).
 func (sv *Service) MountPublic(r chi.Router) {
+	r.Get("/content/bulk", httpapi.H(sv.publicBulk))
+	r.Get("/content/{key}", httpapi.H(sv.publicKey))
+	r.Get("/pages/{slug}", httpapi.H(sv.publicPage))
+	r.Get("/galleries/{slug}", httpapi.H(sv.publicGallery))
 	r.Get("/media/{project}/{key}", httpapi.H(sv.serveMedia))
 }
 
 // KeyPattern is the pattern of content keys and image keys.
 var KeyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,199}$`)
+
+// ValidKey reports whether k matches KeyPattern, without the regexp
+// engine (the public bulk read checks up to 500 keys per request).
+func ValidKey(k string) bool {
+	if len(k) == 0 || len(k) > 200 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // ValueChange is one changed content value.
 type ValueChange struct {
@@ -116,6 +185,10 @@ type Image struct {
 	SizeBytes   *int64    `json:"size_bytes"`
 	Source      string    `json:"source"`
 	CreatedAt   time.Time `json:"created_at"`
+
+	// Object is where the bytes are stored: empty for {project}/{key}
+	// (generated images), else the object an upload or URL swap wrote.
+	Object string `json:"-"`
 }
 
 // Image sources.
@@ -128,24 +201,30 @@ const (
 // PutImage inserts img, or replaces the image of the same key, and
 // returns it as stored.
 func PutImage(ctx context.Context, tx pgx.Tx, img Image) (Image, error) {
-	err := tx.QueryRow(ctx, `INSERT INTO images (key, url, alt, width, height, content_type, size_bytes, source)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	err := tx.QueryRow(ctx, `INSERT INTO images (key, url, alt, width, height, content_type, size_bytes, source, object)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''))
 		ON CONFLICT (key) DO UPDATE SET url = EXCLUDED.url, alt = EXCLUDED.alt, width = EXCLUDED.width, height = EXCLUDED.height,
-			content_type = EXCLUDED.content_type, size_bytes = EXCLUDED.size_bytes, source = EXCLUDED.source
+			content_type = EXCLUDED.content_type, size_bytes = EXCLUDED.size_bytes, source = EXCLUDED.source, object = EXCLUDED.object
 		RETURNING created_at`,
-		img.Key, img.URL, img.Alt, img.Width, img.Height, img.ContentType, img.SizeBytes, img.Source).Scan(&img.CreatedAt)
+		img.Key, img.URL, img.Alt, img.Width, img.Height, img.ContentType, img.SizeBytes, img.Source, img.Object).Scan(&img.CreatedAt)
 	img.CreatedAt = img.CreatedAt.UTC()
 	return img, err
 }
 
 // GetImage reads the image of key (httpapi.ErrNotFound when absent).
 func GetImage(ctx context.Context, tx pgx.Tx, key string) (Image, error) {
-	var img Image
-	err := tx.QueryRow(ctx, `SELECT key, url, alt, width, height, content_type, size_bytes, source, created_at FROM images WHERE key = $1`, key).
-		Scan(&img.Key, &img.URL, &img.Alt, &img.Width, &img.Height, &img.ContentType, &img.SizeBytes, &img.Source, &img.CreatedAt)
+	img, err := scanImage(tx.QueryRow(ctx, `SELECT `+imageCols+` FROM images WHERE key = $1`, key))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return img, httpapi.ErrNotFound
 	}
+	return img, err
+}
+
+const imageCols = `key, url, alt, width, height, content_type, size_bytes, source, created_at, COALESCE(object, '')`
+
+func scanImage(row pgx.Row) (Image, error) {
+	var img Image
+	err := row.Scan(&img.Key, &img.URL, &img.Alt, &img.Width, &img.Height, &img.ContentType, &img.SizeBytes, &img.Source, &img.CreatedAt, &img.Object)
 	img.CreatedAt = img.CreatedAt.UTC()
 	return img, err
 }

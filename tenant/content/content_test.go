@@ -64,6 +64,7 @@ func TestTranslateContentKeys(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t, apitest.WithWorkers())
 	p := env.NewProject("build")
+	subscribe(t, env, p)
 	seed(t, p, "en", "home.title", "Welcome", "home.cta", "Book now", "footer.note", "Thanks for visiting")
 	seed(t, p, "fr", "home.title", "Ancien titre")
 
@@ -88,6 +89,9 @@ func TestTranslateContentKeys(t *testing.T) {
 	}
 	if _, ok := fr["footer.note"]; ok {
 		t.Fatal("only the keys asked for are translated")
+	}
+	if n := events(t, p, topicChanged); n != 4 {
+		t.Fatalf("%d content.changed events, want one per translated value (4)", n)
 	}
 
 	// Without keys: every key with a default-language value.

@@ -178,21 +178,32 @@ func (sv *Service) serveMedia(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	key := chi.URLParam(r, "key")
-	if !KeyPattern.MatchString(key) {
-		return httpapi.NotFound("no such media")
-	}
-	var img Image
+	var object, ct string
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		img, err = GetImage(r.Context(), tx, key)
-		return err
+		if key == LogoKey {
+			_, object, err = getBrand(r.Context(), tx)
+			return err
+		}
+		if !KeyPattern.MatchString(key) {
+			return httpapi.ErrNotFound
+		}
+		img, err := GetImage(r.Context(), tx, key)
+		if err != nil {
+			return err
+		}
+		object = objectOf(s.Project.ID, img)
+		if img.ContentType != nil {
+			ct = *img.ContentType
+		}
+		return nil
 	})
-	if errors.Is(err, httpapi.ErrNotFound) || (err == nil && img.Source == SourceURL) {
+	if errors.Is(err, httpapi.ErrNotFound) || (err == nil && object == "") {
 		return httpapi.NotFound("no such media")
 	}
 	if err != nil {
 		return err
 	}
-	obj, err := sv.Media.Open(r.Context(), mediaKey(s.Project.ID, key))
+	obj, err := sv.Media.Open(r.Context(), object)
 	if errors.Is(err, storage.ErrNotFound) {
 		return httpapi.NotFound("no such media")
 	}
@@ -200,10 +211,10 @@ func (sv *Service) serveMedia(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer obj.Close()
-	if img.ContentType != nil && *img.ContentType != "" {
-		w.Header().Set("Content-Type", *img.ContentType)
+	if ct != "" {
+		w.Header().Set("Content-Type", ct)
 	}
-	w.Header().Set("Cache-Control", "public, max-age=60")
+	w.Header().Set("Cache-Control", httpapi.PublicCacheControl)
 	w.Header().Set("ETag", fmt.Sprintf(`"%x-%x"`, obj.Size(), obj.ModTime().UnixNano()))
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	http.ServeContent(w, r, "", obj.ModTime(), obj)

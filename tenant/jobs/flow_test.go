@@ -376,7 +376,7 @@ func TestUpstreamThroughJobs(t *testing.T) {
 			if n == 1 {
 				w.Header().Set("Retry-After", "1")
 				w.Header().Set("X-Done", "1")
-				http.Error(w, `{"error":{"message":"slow down"}}`, 429)
+				http.Error(w, `{"error":{"message":"slow down"}}`, http.StatusTooManyRequests)
 			}
 		})
 		env := apitest.New(t, apitest.WithWorkers(), apitest.WithEnv("PLINTH_AI_PROVIDER", "openai", "OPENAI_BASE_URL", up.URL+"/v1", "OPENAI_API_KEY", "sk-test"))
@@ -422,4 +422,26 @@ func TestUpstreamThroughJobs(t *testing.T) {
 			t.Fatalf("a failed job registers no image: %d %v", n, err)
 		}
 	})
+}
+
+// Spec.Handler runs a job of a shared public type with another registered
+// handler: the Job keeps its public type.
+func TestSpecHandler(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, apitest.WithWorkers())
+	p := env.NewProject("build")
+	env.Server.Jobs.Handle("test.shared", 0, func(ctx context.Context, run *jobs.Run) (jobs.Commit, error) {
+		return func(context.Context, pgx.Tx) (any, error) { return map[string]string{"by": "type"}, nil }, nil
+	})
+	env.Server.Jobs.Handle("test.shared.other", 0, func(ctx context.Context, run *jobs.Run) (jobs.Commit, error) {
+		return func(context.Context, pgx.Tx) (any, error) { return map[string]string{"by": run.Type}, nil }, nil
+	})
+	own := submit(t, env, p, jobs.Spec{Type: "test.shared"})
+	other := submit(t, env, p, jobs.Spec{Type: "test.shared", Handler: "test.shared.other"})
+	if got := waitJob(t, env, p.Key, own.ID); fmt.Sprint(got["result"]) != "map[by:type]" {
+		t.Fatalf("own handler: %v", got)
+	}
+	if got := waitJob(t, env, p.Key, other.ID); got["type"] != "test.shared" || fmt.Sprint(got["result"]) != "map[by:test.shared]" {
+		t.Fatalf("named handler: %v", got)
+	}
 }

@@ -120,6 +120,11 @@ type Spec struct {
 	// WriteScope is the scope that may cancel the job besides jobs:read;
 	// by default the pillar write scope of Type (see WriteScopeOf).
 	WriteScope string
+	// Handler names the registered handler that runs the job when it is
+	// not Type's own: several routes submit the contract's one job type
+	// translation.batch (of content keys, of a blog post), each with its
+	// own handler. Empty: the handler of Type.
+	Handler string
 }
 
 // Charge is one debit of a submit: cost in hundredths of a credit under
@@ -135,9 +140,18 @@ type Args struct {
 	ProjectID string          `json:"project_id"`
 	JobID     string          `json:"job_id"`
 	Type      string          `json:"type"`
+	Handler   string          `json:"handler,omitempty"`
 	KeyID     string          `json:"key_id,omitempty"`
 	Test      bool            `json:"test,omitempty"`
 	Payload   json.RawMessage `json:"payload"`
+}
+
+// handlerName is the registered handler that runs the job.
+func (a Args) handlerName() string {
+	if a.Handler != "" {
+		return a.Handler
+	}
+	return a.Type
 }
 
 // Kind is the River kind of every Plinth job.
@@ -179,7 +193,7 @@ func Submit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, client *queue.Clien
 	if err != nil {
 		return Job{}, err
 	}
-	args := Args{ProjectID: s.Project.ID, JobID: jobID, Type: spec.Type, Payload: payload}
+	args := Args{ProjectID: s.Project.ID, JobID: jobID, Type: spec.Type, Handler: spec.Handler, Payload: payload}
 	if s.Key != nil {
 		args.KeyID, args.Test = s.Key.ID, s.Key.Test
 	}

@@ -95,7 +95,7 @@ func (r *Runner) handler(jobType string) (registration, bool) {
 
 // Timeout implements river.Worker: the handler's own bound.
 func (r *Runner) Timeout(job *river.Job[Args]) time.Duration {
-	if h, ok := r.handler(job.Args.Type); ok {
+	if h, ok := r.handler(job.Args.handlerName()); ok {
 		return h.timeout
 	}
 	return DefaultTimeout
@@ -204,7 +204,7 @@ func (r *Runner) Work(ctx context.Context, rj *river.Job[Args]) error {
 			return err
 		}
 	}
-	reg, known := r.handler(a.Type)
+	reg, known := r.handler(a.handlerName())
 	run := &Run{JobID: a.JobID, Type: a.Type, Scope: s, Attempt: rj.Attempt, payload: a.Payload}
 
 	// Start: pending → processing, unless the job is already decided.

@@ -3,7 +3,6 @@ package faulttest
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -145,6 +144,6 @@ func TestDeliveriesSurviveDatabaseRestart(t *testing.T) {
 	}
 	t.Logf("%d deliveries in the database, %d distinct received, %d duplicates deduped by X-Service-Delivery", len(ids), len(got), dups)
 	if len(got) != len(ids) {
-		t.Fatal(fmt.Sprintf("received %d distinct deliveries, the database holds %d", len(got), len(ids)))
+		t.Fatalf("received %d distinct deliveries, the database holds %d", len(got), len(ids))
 	}
 }

@@ -1,0 +1,5 @@
+package openapi
+
+// blog documents the routes of tenant/blog.
+func (d *doc) blog() {
+}

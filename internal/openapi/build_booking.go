@@ -1,0 +1,5 @@
+package openapi
+
+// booking documents the routes of tenant/booking.
+func (d *doc) booking() {
+}

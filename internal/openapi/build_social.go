@@ -1,0 +1,5 @@
+package openapi
+
+// social documents the routes of tenant/social.
+func (d *doc) social() {
+}

@@ -1,0 +1,45 @@
+package blog
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// publicList serves GET /v1/public/blog-posts: published posts, newest
+// publication first, with the filters of the admin list but status.
+func (sv *Service) publicList(w http.ResponseWriter, r *http.Request) error {
+	return sv.list(w, r, false)
+}
+
+// publicGet serves GET /v1/public/blog-posts/{slug}: a published post.
+func (sv *Service) publicGet(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	lang, err := langQuery(r)
+	if err != nil {
+		return err
+	}
+	ref := chi.URLParam(r, "slug")
+	if _, numeric := isID(ref); numeric {
+		return httpapi.NotFound("no published post has this slug")
+	}
+	var p *postRow
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		p, err = loadPost(r.Context(), tx, ref, false)
+		return err
+	})
+	if err == nil && p.Status != StatusPublished {
+		err = httpapi.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	return httpapi.PublicJSON(w, r, toAPIPost(p, lang))
+}

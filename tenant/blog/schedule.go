@@ -1,0 +1,149 @@
+package blog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/riverqueue/river"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// ScheduleArgs is the periodic River job that publishes the due scheduled
+// posts of every project.
+type ScheduleArgs struct{}
+
+// Kind implements river.JobArgs.
+func (ScheduleArgs) Kind() string { return "blog.schedule" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: a failed tick is not
+// retried, the next one makes up for it.
+func (ScheduleArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 1} }
+
+// Periodic is the scheduler's periodic job, every interval
+// (PLINTH_SCHEDULER_INTERVAL). River enqueues periodic jobs on its
+// elected leader only; should two ticks still run at once (a leader
+// change, a slow tick), each post is claimed by one of them (see
+// PublishDue).
+func Periodic(interval time.Duration) *river.PeriodicJob {
+	return river.NewPeriodicJob(river.PeriodicInterval(interval),
+		func() (river.JobArgs, *river.InsertOpts) { return ScheduleArgs{}, nil },
+		&river.PeriodicJobOpts{ID: "blog.schedule", RunOnStart: true})
+}
+
+// ScheduleWorker works ScheduleArgs.
+type ScheduleWorker struct {
+	river.WorkerDefaults[ScheduleArgs]
+	sv *Service
+}
+
+// ScheduleWorker returns the River worker of the scheduler.
+func (sv *Service) ScheduleWorker() *ScheduleWorker { return &ScheduleWorker{sv: sv} }
+
+// scheduleConcurrency is how many projects one tick checks at once.
+const scheduleConcurrency = 4
+
+// claimBatch bounds the posts one transaction publishes.
+const claimBatch = 100
+
+// Work publishes the due posts of every project; one project's failure
+// does not hold up the others and is reported at the end.
+func (w *ScheduleWorker) Work(ctx context.Context, _ *river.Job[ScheduleArgs]) error {
+	_, err := w.sv.PublishAllDue(ctx)
+	return err
+}
+
+// PublishAllDue publishes the due scheduled posts of every project and
+// returns how many it published.
+func (sv *Service) PublishAllDue(ctx context.Context) (int, error) {
+	rows, err := sv.Projects.Pool().Query(ctx, `SELECT project_id FROM central.placements ORDER BY project_id`)
+	if err != nil {
+		return 0, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, err
+	}
+	var g errgroup.Group
+	g.SetLimit(scheduleConcurrency)
+	counts := make([]int, len(ids))
+	errs := make([]error, len(ids))
+	for i, id := range ids {
+		g.Go(func() error {
+			s, err := sv.Projects.ScopeFor(ctx, id)
+			if errors.Is(err, httpapi.ErrNotFound) {
+				return nil // deleted since the list was read
+			}
+			for err == nil {
+				var posts []Post
+				posts, err = sv.PublishDue(ctx, s, claimBatch)
+				counts[i] += len(posts)
+				if len(posts) < claimBatch {
+					break
+				}
+			}
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
+				err = nil // schema not provisioned or migrated yet
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("project %s: %w", id, err)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	return total, errors.Join(errs...)
+}
+
+// PublishDue publishes up to limit posts of the project whose scheduled
+// time has come, with one blog_post.published each, and returns them.
+// The claim and the events are one transaction, and rows another claimer
+// holds are skipped (FOR UPDATE SKIP LOCKED) while a row it has already
+// published no longer matches status 'scheduled': however many
+// schedulers run at once, in however many processes, each due post is
+// published, and announced, once.
+func (sv *Service) PublishDue(ctx context.Context, s *tenant.Scope, limit int) ([]Post, error) {
+	var out []Post
+	err := s.Tx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE blog_posts SET status = 'published', published_at = now(), updated_at = now()
+			WHERE id IN (SELECT id FROM blog_posts WHERE status = 'scheduled' AND scheduled_at <= now()
+				ORDER BY scheduled_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
+			RETURNING id`, limit)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		out = make([]Post, 0, len(ids))
+		for _, id := range ids {
+			p, err := loadPost(ctx, tx, strconv.FormatInt(id, 10), false)
+			if err != nil {
+				return err
+			}
+			post := toAPIPost(p, p.Language)
+			if err := sv.emit(ctx, tx, s, TopicPublished, post); err != nil {
+				return err
+			}
+			out = append(out, post)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,133 @@
+package blog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/ai"
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/jobs"
+)
+
+// translateRequest is the body of POST /blog-posts/{id}/translate.
+type translateRequest struct {
+	Languages []string `json:"languages" required:"true"`
+}
+
+type translateArgs struct {
+	PostID    int64    `json:"post_id"`
+	Languages []string `json:"languages"`
+}
+
+// TranslateResult is the result of a post's translation.batch: the
+// contract's {keys_translated, locales}, the keys being the post's texts
+// (title, excerpt, content, meta title and description), and the post.
+type TranslateResult struct {
+	KeysTranslated int      `json:"keys_translated"`
+	Locales        []string `json:"locales"`
+	PostID         int64    `json:"post_id"`
+}
+
+// postFields are the texts of a post a translation carries.
+const postFields = 5
+
+// submitTranslate starts translation.batch of a post: 7 credits per
+// language, charged now and refunded if the job fails.
+func (sv *Service) submitTranslate(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	var req translateRequest
+	if err := httpapi.Decode(r, &req); err != nil {
+		return err
+	}
+	var job jobs.Job
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		p, err := loadPost(r.Context(), tx, chi.URLParam(r, "ref"), false)
+		if err != nil {
+			return err
+		}
+		var v httpapi.Validator
+		v.Check(len(req.Languages) >= 1, "languages", "must list at least one language code")
+		checkLanguages(&v, "languages", req.Languages, p.Language)
+		if err := v.Err(); err != nil {
+			return err
+		}
+		job, err = jobs.Submit(r.Context(), tx, s, sv.River, jobs.Spec{
+			Type: TypeTranslate, Handler: handlerTranslate, Args: translateArgs{PostID: p.ID, Languages: req.Languages},
+			Charges: languageCharges(len(req.Languages)), Steps: req.Languages, WriteScope: "blog:write",
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusAccepted, job)
+}
+
+// translateJob translates the post's original texts into each language
+// (one step per language) and writes every translation, with one
+// blog_post.translated per language, at completion.
+func (sv *Service) translateJob(ctx context.Context, run *jobs.Run) (jobs.Commit, error) {
+	var a translateArgs
+	if err := run.Decode(&a); err != nil {
+		return nil, jobs.Fail(jobs.CodeInvalid, "the job's arguments are unreadable: "+err.Error())
+	}
+	var src Translation
+	var from string
+	err := run.Scope.Tx(ctx, func(tx pgx.Tx) error {
+		p, err := loadPost(ctx, tx, fmt.Sprint(a.PostID), false)
+		if err != nil {
+			return err
+		}
+		from, src = p.Language, p.text(p.Language)
+		return nil
+	})
+	if errors.Is(err, httpapi.ErrNotFound) {
+		return nil, jobs.Fail(httpapi.CodeNotFound, "the post was deleted before it could be translated")
+	}
+	if err != nil {
+		return nil, err
+	}
+	site := run.Scope.Project.Name
+	out := make([]Translation, len(a.Languages))
+	for i, lang := range a.Languages {
+		if err := run.Step(ctx, lang, i*100/len(a.Languages), "Translating the post into "+lang); err != nil {
+			return nil, err
+		}
+		tr, err := sv.AI.Translate(ctx, ai.TranslateRequest{From: from, To: lang, Context: site,
+			Texts: []string{src.Title, src.Excerpt, src.Content, src.MetaTitle, src.MetaDescription}})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = Translation{Lang: lang, Title: cleanText(tr[0]), Excerpt: cleanText(tr[1]), Content: cleanHTML(tr[2]),
+			MetaTitle: cleanText(tr[3]), MetaDescription: cleanText(tr[4])}
+	}
+	return func(ctx context.Context, tx pgx.Tx) (any, error) {
+		if _, err := loadPost(ctx, tx, fmt.Sprint(a.PostID), true); err != nil {
+			if errors.Is(err, httpapi.ErrNotFound) {
+				return nil, jobs.Fail(httpapi.CodeNotFound, "the post was deleted before it could be translated")
+			}
+			return nil, err
+		}
+		for _, t := range out {
+			if err := putText(ctx, tx, a.PostID, t); err != nil {
+				return nil, err
+			}
+		}
+		if err := touch(ctx, tx, a.PostID); err != nil {
+			return nil, err
+		}
+		if err := sv.emitTranslated(ctx, tx, run.Scope, a.PostID, a.Languages); err != nil {
+			return nil, err
+		}
+		return TranslateResult{KeysTranslated: postFields, Locales: a.Languages, PostID: a.PostID}, nil
+	}, nil
+}

@@ -1,0 +1,552 @@
+package booking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// Emitter records a webhook event inside the caller's transaction, so an
+// event exists exactly when its change commits (webhook.Outbox).
+type Emitter interface {
+	Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error
+}
+
+// Handler serves the booking routes.
+type Handler struct {
+	events Emitter
+	now    func() time.Time
+}
+
+// New returns the booking handler emitting its events through events (the
+// server's webhook outbox). now is the clock availability and bookings are
+// judged by (time.Now in the server; fixed in tests).
+func New(events Emitter, now func() time.Time) *Handler {
+	if now == nil {
+		now = time.Now
+	}
+	return &Handler{events: events, now: now}
+}
+
+// Routes mounts the authenticated booking routes: booking:read for GET,
+// booking:write otherwise, booking:admin for the settings.
+func (h *Handler) Routes(r chi.Router) {
+	r.Group(func(r chi.Router) {
+		r.Use(tenant.Pillar("booking"))
+		r.Get("/booking/services", httpapi.H(h.listServices))
+		r.Post("/booking/services", httpapi.H(h.createService))
+		r.Get("/booking/services/{id}", httpapi.H(h.getService))
+		r.Patch("/booking/services/{id}", httpapi.H(h.updateService))
+		r.Delete("/booking/services/{id}", httpapi.H(h.deleteService))
+		r.Get("/booking/availability", httpapi.H(h.availability))
+		r.Get("/bookings", httpapi.H(h.listBookings))
+		r.Post("/bookings", httpapi.H(h.createBooking))
+		r.Get("/bookings/{id}", httpapi.H(h.getBooking))
+		for action := range transitions {
+			r.Post("/bookings/{id}/"+action, httpapi.H(h.transition(action)))
+		}
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(tenant.RequireScope("booking:admin"))
+		r.Get("/booking/settings", httpapi.H(h.getSettings))
+		r.Patch("/booking/settings", httpapi.H(h.patchSettings))
+	})
+}
+
+// PublicRoutes mounts the keyless routes a site's visitors use; the router
+// has already resolved the project. They show active services, free slots
+// and the visitor's own new booking, never other customers' data.
+func (h *Handler) PublicRoutes(r chi.Router) {
+	r.Get("/booking/services", httpapi.H(h.publicServices))
+	r.Get("/booking/availability", httpapi.H(h.publicAvailability))
+	r.Post("/bookings", httpapi.H(h.createBooking))
+}
+
+// pathID reads the integer id of the path; anything else names no resource.
+func pathID(r *http.Request) (int64, error) {
+	n, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, httpapi.ErrNotFound
+	}
+	return n, nil
+}
+
+// ---- settings
+
+func (h *Handler) getSettings(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	var set Settings
+	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
+		set, err = loadSettings(r.Context(), tx)
+		return err
+	}); err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, set.toJSON(s.Project.Timezone))
+}
+
+func (h *Handler) patchSettings(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	var p settingsPatch
+	if err := httpapi.Decode(r, &p); err != nil {
+		return err
+	}
+	var set Settings
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		ctx := r.Context()
+		if err := lockSettings(ctx, tx); err != nil {
+			return err
+		}
+		cur, err := loadSettings(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if set, err = p.apply(cur); err != nil {
+			return err
+		}
+		return saveSettings(ctx, tx, set)
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, set.toJSON(s.Project.Timezone))
+}
+
+// ---- services
+
+func (h *Handler) listServices(w http.ResponseWriter, r *http.Request) error {
+	return h.serveServices(w, r, false)
+}
+
+func (h *Handler) publicServices(w http.ResponseWriter, r *http.Request) error {
+	return h.serveServices(w, r, true)
+}
+
+func (h *Handler) serveServices(w http.ResponseWriter, r *http.Request, public bool) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	page, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	before, err := cursorID(page.Cursor)
+	if err != nil {
+		return err
+	}
+	var rows []Service
+	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
+		rows, err = listServices(r.Context(), tx, before, page.Limit, public)
+		return err
+	}); err != nil {
+		return err
+	}
+	list := httpapi.NewList(rows, page.Limit, func(s Service) string { return strconv.FormatInt(s.ID, 10) })
+	if public {
+		return httpapi.PublicJSON(w, r, list)
+	}
+	return httpapi.JSON(w, 200, list)
+}
+
+func (h *Handler) createService(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	var in serviceInput
+	if err := httpapi.Decode(r, &in); err != nil {
+		return err
+	}
+	if in.Name == nil {
+		return httpapi.BadRequest(`missing required field "name"`)
+	}
+	svc, err := in.apply(Service{DurationMinutes: 60, Currency: "usd", IsActive: true})
+	if err != nil {
+		return err
+	}
+	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
+		svc, err = insertService(r.Context(), tx, svc)
+		return err
+	}); err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 201, svc)
+}
+
+func (h *Handler) getService(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var svc Service
+	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
+		svc, err = getService(r.Context(), tx, id, false)
+		return err
+	}); err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, svc)
+}
+
+func (h *Handler) updateService(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var in serviceInput
+	if err := httpapi.Decode(r, &in); err != nil {
+		return err
+	}
+	var svc Service
+	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
+		cur, err := getService(r.Context(), tx, id, true)
+		if err != nil {
+			return err
+		}
+		if svc, err = in.apply(cur); err != nil {
+			return err
+		}
+		svc, err = updateService(r.Context(), tx, svc)
+		return err
+	}); err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, svc)
+}
+
+func (h *Handler) deleteService(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	if err := s.Tx(r.Context(), func(tx pgx.Tx) error { return deleteService(r.Context(), tx, id) }); err != nil {
+		return err
+	}
+	return httpapi.NoContent(w)
+}
+
+// ---- availability
+
+func (h *Handler) availability(w http.ResponseWriter, r *http.Request) error {
+	return h.serveAvailability(w, r, false)
+}
+
+func (h *Handler) publicAvailability(w http.ResponseWriter, r *http.Request) error {
+	return h.serveAvailability(w, r, true)
+}
+
+// rules combines the settings and a service into the availability rules.
+func rules(set Settings, loc *time.Location, svc Service) Rules {
+	return Rules{Loc: loc, Week: set.Week, MinNotice: time.Duration(set.MinNoticeMinutes) * time.Minute,
+		MaxDaysAhead: set.MaxDaysAhead, Duration: time.Duration(svc.DurationMinutes) * time.Minute,
+		Buffer: time.Duration(svc.BufferMinutes) * time.Minute}
+}
+
+func (h *Handler) serveAvailability(w http.ResponseWriter, r *http.Request, public bool) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	sid, err := queryID(q, "service_id", true)
+	if err != nil {
+		return err
+	}
+	now := h.now()
+	slots := []Slot{}
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		ctx := r.Context()
+		set, err := loadSettings(ctx, tx)
+		if err != nil {
+			return err
+		}
+		svc, err := getService(ctx, tx, sid, false)
+		if errors.Is(err, httpapi.ErrNotFound) || err == nil && public && !svc.IsActive {
+			return httpapi.NotFound("no such service")
+		}
+		if err != nil {
+			return err
+		}
+		_, loc := set.zone(s.Project.Timezone)
+		from, to, err := parseRange(q, loc, now, true)
+		if err != nil {
+			return err
+		}
+		if !svc.IsActive { // not bookable: no slots
+			return nil
+		}
+		rl := rules(set, loc, svc)
+		busy, err := busySpans(ctx, tx, sid, from, to.Add(rl.Duration+rl.Buffer))
+		if err != nil {
+			return err
+		}
+		for _, sp := range Slots(rl, from, to, now, busy) {
+			slots = append(slots, Slot{sp.Start, sp.End})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	body := map[string][]Slot{"data": slots}
+	if public {
+		return httpapi.PublicJSON(w, r, body)
+	}
+	return httpapi.JSON(w, 200, body)
+}
+
+// queryID reads a positive integer id from the query.
+func queryID(q url.Values, name string, required bool) (int64, error) {
+	v := q.Get(name)
+	if v == "" {
+		if required {
+			return 0, httpapi.Invalid(name, "is required")
+		}
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, httpapi.Invalid(name, "must be a positive integer id")
+	}
+	return n, nil
+}
+
+// parseRange reads from and to: RFC 3339 instants or YYYY-MM-DD dates in
+// loc (from: the start of that date; to: the end of it, so from=to=D is the
+// day D). For availability (bounded) from defaults to now and to to seven
+// days after from, and the range may span at most MaxRangeDays days.
+func parseRange(q url.Values, loc *time.Location, now time.Time, bounded bool) (from, to time.Time, err error) {
+	var v httpapi.Validator
+	from, okFrom := parseWhen(&v, q, "from", loc, false)
+	to, okTo := parseWhen(&v, q, "to", loc, true)
+	if err := v.Err(); err != nil {
+		return from, to, err
+	}
+	if !bounded {
+		return from, to, nil
+	}
+	if !okFrom {
+		from = now
+	}
+	if !okTo {
+		to = from.In(loc).AddDate(0, 0, DefaultRangeDays)
+	}
+	v.Check(to.After(from), "to", "must be after from")
+	// calendar days in loc: a range across a daylight-saving change is an
+	// hour shorter or longer than 93×24 hours
+	v.Check(!to.After(from.In(loc).AddDate(0, 0, MaxRangeDays)), "to", fmt.Sprintf("the range from..to must span at most %d days", MaxRangeDays))
+	return from, to, v.Err()
+}
+
+// parseWhen reads one bound; ok is false when it is absent.
+func parseWhen(v *httpapi.Validator, q url.Values, name string, loc *time.Location, end bool) (time.Time, bool) {
+	s := q.Get(name)
+	if s == "" {
+		return time.Time{}, false
+	}
+	// An unescaped "+" of an offset arrives as a space; read it as meant.
+	if t, err := time.Parse(time.RFC3339, strings.Replace(s, " ", "+", 1)); err == nil {
+		return t.UTC(), true
+	}
+	d, err := time.Parse("2006-01-02", s)
+	if err != nil {
+		v.Check(false, name, "must be an RFC 3339 timestamp or a date YYYY-MM-DD")
+		return time.Time{}, false
+	}
+	if end {
+		d = d.AddDate(0, 0, 1)
+	}
+	return DayStart(d, loc), true
+}
+
+// ---- bookings
+
+// createBooking serves POST /bookings, with a key or on the public surface.
+func (h *Handler) createBooking(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	var in bookingInput
+	if err := httpapi.Decode(r, &in); err != nil {
+		return err
+	}
+	nb, err := in.validate()
+	if err != nil {
+		return err
+	}
+	now := h.now()
+	var b Booking
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		ctx := r.Context()
+		set, err := loadSettings(ctx, tx)
+		if err != nil {
+			return err
+		}
+		svc, err := getService(ctx, tx, nb.ServiceID, false)
+		if errors.Is(err, httpapi.ErrNotFound) || err == nil && !svc.IsActive {
+			return httpapi.Invalid("service_id", "no active service has this id")
+		}
+		if err != nil {
+			return err
+		}
+		_, loc := set.zone(s.Project.Timezone)
+		rl := rules(set, loc, svc)
+		if !IsSlot(rl, nb.StartAt, now) {
+			return httpapi.Invalid("start_at", "is not a slot of this service's availability (weekly hours, notice, days ahead); see /booking/availability")
+		}
+		status := StatusPending
+		if set.AutoConfirm {
+			status = StatusConfirmed
+		}
+		end := nb.StartAt.Add(rl.Duration)
+		b, err = insertBooking(ctx, tx, nb, end, end.Add(rl.Buffer), status)
+		if errors.Is(err, errOverlap) {
+			return httpapi.Conflict(httpapi.CodeSlotUnavailable,
+				"the slot starting at "+nb.StartAt.Format(time.RFC3339)+" is no longer available; refresh the availability and choose another")
+		}
+		if err != nil {
+			return err
+		}
+		if status == StatusConfirmed {
+			return h.emit(ctx, tx, s, TopicConfirmed, b)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 201, b)
+}
+
+func (h *Handler) emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, b Booking) error {
+	return h.events.Emit(ctx, tx, s, topic, b)
+}
+
+func (h *Handler) getBooking(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var b Booking
+	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
+		b, err = getBooking(r.Context(), tx, id, false)
+		return err
+	}); err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, b)
+}
+
+var statuses = []string{StatusPending, StatusConfirmed, StatusCancelled, StatusCompleted}
+
+func (h *Handler) listBookings(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	page, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := bookingFilter{Status: q.Get("status")}
+	if f.Status != "" && !slices.Contains(statuses, f.Status) {
+		return httpapi.Invalid("status", "must be one of "+strings.Join(statuses, ", "))
+	}
+	if f.ServiceID, err = queryID(q, "service_id", false); err != nil {
+		return err
+	}
+	if f.Before, err = cursorID(page.Cursor); err != nil {
+		return err
+	}
+	var rows []Booking
+	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
+		ctx := r.Context()
+		set, err := loadSettings(ctx, tx)
+		if err != nil {
+			return err
+		}
+		_, loc := set.zone(s.Project.Timezone)
+		if f.From, f.To, err = parseRange(q, loc, h.now(), false); err != nil {
+			return err
+		}
+		rows, err = listBookings(ctx, tx, f, page.Limit)
+		return err
+	}); err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, httpapi.NewList(rows, page.Limit, func(b Booking) string { return strconv.FormatInt(b.ID, 10) }))
+}
+
+// transition serves POST /bookings/{id}/{action}: a status change allowed
+// only from the statuses transitions lists (else 409 conflict naming the
+// current status), firing its event in the same transaction.
+func (h *Handler) transition(action string) httpapi.HandlerFunc {
+	t := transitions[action]
+	return func(w http.ResponseWriter, r *http.Request) error {
+		s, err := tenant.From(r)
+		if err != nil {
+			return err
+		}
+		id, err := pathID(r)
+		if err != nil {
+			return err
+		}
+		var b Booking
+		err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+			ctx := r.Context()
+			cur, err := getBooking(ctx, tx, id, true)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(t.from, cur.Status) {
+				return httpapi.Conflict(httpapi.CodeConflict, fmt.Sprintf("the booking is %s; only a %s booking can be %s",
+					cur.Status, strings.Join(t.from, " or "), t.to))
+			}
+			if b, err = setStatus(ctx, tx, id, t.to); err != nil {
+				return err
+			}
+			return h.emit(ctx, tx, s, t.topic, b)
+		})
+		if err != nil {
+			return err
+		}
+		return httpapi.JSON(w, 200, b)
+	}
+}

@@ -1,0 +1,211 @@
+package booking
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+)
+
+// The store runs inside a project's transaction (tenant.Scope.Tx); it
+// translates database errors so the handlers never see pgx errors.
+
+// errOverlap is the exclusion constraint's violation: the slot is taken.
+var errOverlap = errors.New("booking: overlapping booking")
+
+const settingsCols = `timezone, weekly_hours, auto_confirm, min_notice_minutes, max_days_ahead`
+
+func loadSettings(ctx context.Context, tx pgx.Tx) (Settings, error) {
+	var tz *string
+	var week []byte
+	s := DefaultSettings()
+	err := tx.QueryRow(ctx, `SELECT `+settingsCols+` FROM booking_settings`).
+		Scan(&tz, &week, &s.AutoConfirm, &s.MinNoticeMinutes, &s.MaxDaysAhead)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return DefaultSettings(), nil
+	}
+	if err != nil {
+		return s, err
+	}
+	if tz != nil {
+		s.Timezone = *tz
+	}
+	s.Week, err = weekFromJSON(week)
+	return s, err
+}
+
+func saveSettings(ctx context.Context, tx pgx.Tx, s Settings) error {
+	var tz *string
+	if s.Timezone != "" {
+		tz = &s.Timezone
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO booking_settings (`+settingsCols+`) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (singleton) DO UPDATE SET timezone = $1, weekly_hours = $2, auto_confirm = $3,
+		min_notice_minutes = $4, max_days_ahead = $5, updated_at = now()`,
+		tz, weekToJSON(s.Week), s.AutoConfirm, s.MinNoticeMinutes, s.MaxDaysAhead)
+	return err
+}
+
+// lockSettings serialises concurrent PATCHes of the settings, so a merge
+// never works from a stale read.
+func lockSettings(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('booking_settings'))`)
+	return err
+}
+
+const serviceCols = `id, name, description, duration_minutes, buffer_minutes, price, currency, is_active`
+
+func scanService(row pgx.Row) (Service, error) {
+	var s Service
+	err := row.Scan(&s.ID, &s.Name, &s.Description, &s.DurationMinutes, &s.BufferMinutes, &s.Price, &s.Currency, &s.IsActive)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s, httpapi.ErrNotFound
+	}
+	return s, err
+}
+
+func getService(ctx context.Context, tx pgx.Tx, id int64, lock bool) (Service, error) {
+	q := `SELECT ` + serviceCols + ` FROM booking_services WHERE id = $1 AND deleted_at IS NULL`
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	return scanService(tx.QueryRow(ctx, q, id))
+}
+
+// listServices returns up to limit+1 services with ids below the cursor,
+// newest first; activeOnly for the public surface.
+func listServices(ctx context.Context, tx pgx.Tx, before int64, limit int, activeOnly bool) ([]Service, error) {
+	rows, err := tx.Query(ctx, `SELECT `+serviceCols+` FROM booking_services
+		WHERE deleted_at IS NULL AND ($1 = 0 OR id < $1) AND (NOT $2 OR is_active)
+		ORDER BY id DESC LIMIT $3`, before, activeOnly, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Service, error) { return scanService(r) })
+}
+
+func insertService(ctx context.Context, tx pgx.Tx, s Service) (Service, error) {
+	return scanService(tx.QueryRow(ctx, `INSERT INTO booking_services
+		(name, description, duration_minutes, buffer_minutes, price, currency, is_active)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+serviceCols,
+		s.Name, s.Description, s.DurationMinutes, s.BufferMinutes, s.Price, s.Currency, s.IsActive))
+}
+
+func updateService(ctx context.Context, tx pgx.Tx, s Service) (Service, error) {
+	return scanService(tx.QueryRow(ctx, `UPDATE booking_services SET name = $2, description = $3,
+		duration_minutes = $4, buffer_minutes = $5, price = $6, currency = $7, is_active = $8, updated_at = now()
+		WHERE id = $1 AND deleted_at IS NULL RETURNING `+serviceCols,
+		s.ID, s.Name, s.Description, s.DurationMinutes, s.BufferMinutes, s.Price, s.Currency, s.IsActive))
+}
+
+// deleteService hides the service; its bookings stay (they reference it).
+func deleteService(ctx context.Context, tx pgx.Tx, id int64) error {
+	tag, err := tx.Exec(ctx, `UPDATE booking_services SET deleted_at = now(), is_active = false, updated_at = now()
+		WHERE id = $1 AND deleted_at IS NULL`, id)
+	if err == nil && tag.RowsAffected() == 0 {
+		return httpapi.ErrNotFound
+	}
+	return err
+}
+
+const bookingCols = `id, service_id, start_at, end_at, status, customer_name, customer_email, customer_phone,
+	notes, created_at, updated_at`
+
+func scanBooking(row pgx.Row) (Booking, error) {
+	var b Booking
+	err := row.Scan(&b.ID, &b.ServiceID, &b.StartAt, &b.EndAt, &b.Status, &b.Customer.Name, &b.Customer.Email,
+		&b.Customer.Phone, &b.Notes, &b.CreatedAt, &b.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return b, httpapi.ErrNotFound
+	}
+	b.StartAt, b.EndAt, b.CreatedAt, b.UpdatedAt = b.StartAt.UTC(), b.EndAt.UTC(), b.CreatedAt.UTC(), b.UpdatedAt.UTC()
+	return b, err
+}
+
+// insertBooking stores a booking blocking [start, blockedUntil). An overlap
+// with a live booking of the service is errOverlap.
+func insertBooking(ctx context.Context, tx pgx.Tx, nb newBooking, end, blockedUntil time.Time, status string) (Booking, error) {
+	b, err := scanBooking(tx.QueryRow(ctx, `INSERT INTO bookings
+		(service_id, start_at, end_at, blocked_until, status, customer_name, customer_email, customer_phone, notes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+bookingCols,
+		nb.ServiceID, nb.StartAt, end, blockedUntil, status, nb.Customer.Name, nb.Customer.Email, nb.Customer.Phone, nb.Notes))
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23P01" && pgErr.ConstraintName == "bookings_no_overlap" {
+		return b, errOverlap
+	}
+	return b, err
+}
+
+func getBooking(ctx context.Context, tx pgx.Tx, id int64, lock bool) (Booking, error) {
+	q := `SELECT ` + bookingCols + ` FROM bookings WHERE id = $1`
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	return scanBooking(tx.QueryRow(ctx, q, id))
+}
+
+func setStatus(ctx context.Context, tx pgx.Tx, id int64, status string) (Booking, error) {
+	return scanBooking(tx.QueryRow(ctx, `UPDATE bookings SET status = $2, updated_at = now() WHERE id = $1
+		RETURNING `+bookingCols, id, status))
+}
+
+// bookingFilter selects bookings for the list; zero values do not filter.
+type bookingFilter struct {
+	Status    string
+	ServiceID int64
+	From, To  time.Time // on start_at: [From, To)
+	Before    int64     // cursor: ids below it
+}
+
+func listBookings(ctx context.Context, tx pgx.Tx, f bookingFilter, limit int) ([]Booking, error) {
+	var from, to *time.Time
+	if !f.From.IsZero() {
+		from = &f.From
+	}
+	if !f.To.IsZero() {
+		to = &f.To
+	}
+	rows, err := tx.Query(ctx, `SELECT `+bookingCols+` FROM bookings
+		WHERE ($1 = '' OR status = $1) AND ($2 = 0 OR service_id = $2)
+		AND ($3::timestamptz IS NULL OR start_at >= $3) AND ($4::timestamptz IS NULL OR start_at < $4)
+		AND ($5 = 0 OR id < $5)
+		ORDER BY id DESC LIMIT $6`, f.Status, f.ServiceID, from, to, f.Before, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Booking, error) { return scanBooking(r) })
+}
+
+// busySpans returns the blocked ranges of the live bookings of service that
+// overlap [from, to). The predicate matches the exclusion constraint's
+// partial gist index, which serves this query.
+func busySpans(ctx context.Context, tx pgx.Tx, serviceID int64, from, to time.Time) ([]Span, error) {
+	rows, err := tx.Query(ctx, `SELECT start_at, blocked_until FROM bookings
+		WHERE service_id = $1 AND status IN ('pending','confirmed','completed')
+		AND tstzrange(start_at, blocked_until, '[)') && tstzrange($2, $3, '[)')`, serviceID, from, to)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Span, error) {
+		var s Span
+		err := r.Scan(&s.Start, &s.End)
+		return s, err
+	})
+}
+
+// cursorID reads a list cursor (the id of the last row shown).
+func cursorID(c string) (int64, error) {
+	if c == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(c, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, httpapi.Invalid("cursor", "is not a cursor this API issued")
+	}
+	return n, nil
+}

@@ -1,0 +1,208 @@
+// Package commerce is the commerce pillar: product categories (a tree),
+// products and their variants, orders with their state machine, hosted
+// checkout on the project's connected payment account, the account's
+// onboarding, and the processor's signed webhook that moves orders along.
+//
+// Orders exist before payment. A checkout reserves tracked stock with one
+// conditional UPDATE per line (reserved may never exceed stock_quantity, a
+// table check), so concurrent checkouts never oversell; payment consumes
+// the reservation and expiry or cancellation releases it. Every state
+// change emits its event inside the transaction that makes it.
+package commerce
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/plinth-dev/plinth/central"
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/payments"
+	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// Emitter writes an event inside the caller's transaction (the webhook
+// outbox).
+type Emitter interface {
+	Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error
+}
+
+// Event topics of the pillar.
+const (
+	TopicOrderCreated   = "order.created"
+	TopicOrderPaid      = "order.paid"
+	TopicOrderFulfilled = "order.fulfilled"
+	TopicOrderCancelled = "order.cancelled"
+	TopicOrderRefunded  = "order.refunded"
+	TopicConnectUpdated = "connect.account_updated"
+)
+
+// CheckoutTTL is how long a checkout session stays payable, and so how
+// long its stock stays reserved (the processor allows 30 min to 24 h).
+const CheckoutTTL = time.Hour
+
+// releaseGrace is how long after a session's expiry its order is checked
+// by the release job, should the processor's expiry event not arrive.
+const releaseGrace = 15 * time.Minute
+
+// Config wires the pillar.
+type Config struct {
+	Central  *central.Central
+	Payments *payments.Client
+	// Events receives the order and connect events; nil emits nothing.
+	Events Emitter
+	Logger *slog.Logger
+}
+
+// Service serves the pillar's routes and runs its release job.
+type Service struct {
+	central *central.Central
+	pay     *payments.Client
+	events  Emitter
+	logger  *slog.Logger
+	queue   *queue.Client
+	now     func() time.Time
+}
+
+// New builds the pillar. SetQueue must be called before it serves
+// checkouts (the River client is built after the workers are registered).
+func New(cfg Config) *Service {
+	l := cfg.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	return &Service{central: cfg.Central, pay: cfg.Payments, events: cfg.Events, logger: l, now: time.Now}
+}
+
+// SetQueue gives the service the River client it schedules release jobs with.
+func (s *Service) SetQueue(q *queue.Client) { s.queue = q }
+
+// SetEvents replaces the event emitter.
+func (s *Service) SetEvents(e Emitter) { s.events = e }
+
+// Routes mounts the authenticated routes: commerce:read for GET,
+// commerce:write for other methods, commerce:admin for manual orders,
+// refunds and onboarding (decisions.md section 3).
+func (s *Service) Routes(r chi.Router) {
+	r.Group(func(r chi.Router) {
+		r.Use(tenant.Pillar("commerce"))
+		r.Get("/product-categories", httpapi.H(s.listCategories))
+		r.Post("/product-categories", httpapi.H(s.createCategory))
+		r.Get("/product-categories/{id}", httpapi.H(s.getCategory))
+		r.Patch("/product-categories/{id}", httpapi.H(s.updateCategory))
+		r.Delete("/product-categories/{id}", httpapi.H(s.deleteCategory))
+
+		r.Get("/products", httpapi.H(s.listProducts))
+		r.Post("/products", httpapi.H(s.createProduct))
+		r.Get("/products/{id}", httpapi.H(s.getProduct))
+		r.Patch("/products/{id}", httpapi.H(s.updateProduct))
+		r.Delete("/products/{id}", httpapi.H(s.deleteProduct))
+		r.Get("/products/{id}/variants", httpapi.H(s.listVariants))
+		r.Post("/products/{id}/variants", httpapi.H(s.createVariant))
+		r.Get("/products/{id}/variants/{variant_id}", httpapi.H(s.getVariant))
+		r.Patch("/products/{id}/variants/{variant_id}", httpapi.H(s.updateVariant))
+		r.Delete("/products/{id}/variants/{variant_id}", httpapi.H(s.deleteVariant))
+
+		r.Get("/orders", httpapi.H(s.listOrders))
+		r.Get("/orders/{id}", httpapi.H(s.getOrder))
+		r.Post("/orders/{id}/fulfill", httpapi.H(s.fulfillOrder))
+		r.Post("/orders/{id}/cancel", httpapi.H(s.cancelOrder))
+
+		r.Post("/checkout-sessions", httpapi.H(s.createCheckout))
+		r.Get("/payments/connect", httpapi.H(s.getConnect))
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(tenant.RequireScope("commerce:admin"))
+		r.Post("/orders", httpapi.H(s.createManualOrder))
+		r.Post("/orders/{id}/refund", httpapi.H(s.refundOrder))
+		r.Post("/payments/connect/onboard", httpapi.H(s.onboard))
+	})
+}
+
+// PublicRoutes mounts the keyless reads under /v1/public: active products
+// and active categories.
+func (s *Service) PublicRoutes(r chi.Router) {
+	r.Get("/products", httpapi.H(s.publicListProducts))
+	r.Get("/products/{id_or_slug}", httpapi.H(s.publicGetProduct))
+	r.Get("/product-categories", httpapi.H(s.publicListCategories))
+}
+
+// WebhookRoute mounts the processor's webhook, which needs no key: its
+// signature authenticates it.
+func (s *Service) WebhookRoute(r chi.Router) {
+	r.Post("/payments/webhook", httpapi.H(s.processorWebhook))
+}
+
+// Worker is the River worker that settles orders whose checkout expired
+// without a processor event.
+func (s *Service) Worker() river.Worker[ReleaseArgs] { return &releaseWorker{s: s} }
+
+func (s *Service) emit(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, topic string, data any) error {
+	if s.events == nil {
+		return nil
+	}
+	return s.events.Emit(ctx, tx, sc, topic, data)
+}
+
+// pathID parses an integer path parameter; anything else is 404, as no
+// such resource can exist.
+func pathID(r *http.Request, name string) (int64, error) {
+	n, err := strconv.ParseInt(chi.URLParam(r, name), 10, 64)
+	if err != nil || n < 1 {
+		return 0, httpapi.NotFound("no such resource")
+	}
+	return n, nil
+}
+
+// Nullable is an optional JSON field that can also be set to null: Set
+// tells whether it was present, Value is nil for null.
+type Nullable[T any] struct {
+	Set   bool
+	Value *T
+}
+
+// UnmarshalJSON records presence and the value.
+func (n *Nullable[T]) UnmarshalJSON(b []byte) error {
+	n.Set = true
+	if string(bytes.TrimSpace(b)) == "null" {
+		n.Value = nil
+		return nil
+	}
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	n.Value = &v
+	return nil
+}
+
+// validURL reports whether s is an absolute http(s) URL.
+func validURL(s string) bool {
+	if len(s) > 2048 {
+		return false
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+}
+
+// cursorID decodes a list cursor (the id of the last row of a page).
+func cursorID(p httpapi.Page) (int64, error) {
+	if p.Cursor == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(p.Cursor, 10, 64)
+	if err != nil || n < 1 {
+		return 0, httpapi.Invalid("cursor", "is not a cursor this API issued")
+	}
+	return n, nil
+}

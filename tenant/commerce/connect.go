@@ -1,0 +1,167 @@
+package commerce
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/payments"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// Connect is the connected-account status resource of GET
+// /payments/connect and of connect.account_updated.
+type Connect struct {
+	AccountID        *string `json:"account_id"`
+	ChargesEnabled   bool    `json:"charges_enabled"`
+	PayoutsEnabled   bool    `json:"payouts_enabled"`
+	DetailsSubmitted bool    `json:"details_submitted"`
+}
+
+func toConnect(a payments.Account) Connect {
+	c := Connect{ChargesEnabled: a.ChargesEnabled, PayoutsEnabled: a.PayoutsEnabled, DetailsSubmitted: a.DetailsSubmitted}
+	if a.ID != "" {
+		id := a.ID
+		c.AccountID = &id
+	}
+	return c
+}
+
+// loadAccount reads the project's connected account (ID empty when the
+// project has none).
+func loadAccount(ctx context.Context, tx pgx.Tx) (payments.Account, error) {
+	return readAccount(ctx, tx, `SELECT account_id, charges_enabled, payouts_enabled, details_submitted FROM payment_account`)
+}
+
+func readAccount(ctx context.Context, tx pgx.Tx, query string) (payments.Account, error) {
+	var a payments.Account
+	var id *string
+	err := tx.QueryRow(ctx, query).
+		Scan(&id, &a.ChargesEnabled, &a.PayoutsEnabled, &a.DetailsSubmitted)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return payments.Account{}, nil
+	}
+	if id != nil {
+		a.ID = *id
+	}
+	return a, err
+}
+
+// storeAccount records the status of the project's account a and emits
+// connect.account_updated when it changed.
+func (s *Service) storeAccount(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, a payments.Account) error {
+	old, err := readAccount(ctx, tx, `SELECT account_id, charges_enabled, payouts_enabled, details_submitted FROM payment_account FOR UPDATE`)
+	if err != nil {
+		return err
+	}
+	if old.ID != a.ID {
+		return nil // not this project's current account
+	}
+	if old == a {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `UPDATE payment_account SET charges_enabled = $1, payouts_enabled = $2, details_submitted = $3, updated_at = now()`,
+		a.ChargesEnabled, a.PayoutsEnabled, a.DetailsSubmitted); err != nil {
+		return err
+	}
+	return s.emit(ctx, tx, sc, TopicConnectUpdated, toConnect(a))
+}
+
+// onboardInput is the body of POST /payments/connect/onboard.
+type onboardInput struct {
+	ReturnURL  string `json:"return_url" required:"true"`
+	RefreshURL string `json:"refresh_url" required:"true"`
+}
+
+// onboard creates the project's connected account on first use (once,
+// whatever the concurrency: the account row is locked while it is made,
+// and the processor call carries an idempotency key per project), maps it
+// to the project centrally for the processor's webhooks, and answers with
+// a hosted onboarding link.
+func (s *Service) onboard(w http.ResponseWriter, r *http.Request) error {
+	sc, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	var in onboardInput
+	if err := httpapi.Decode(r, &in); err != nil {
+		return err
+	}
+	var v httpapi.Validator
+	v.Check(validURL(in.ReturnURL), "return_url", "must be an absolute http(s) URL")
+	v.Check(validURL(in.RefreshURL), "refresh_url", "must be an absolute http(s) URL")
+	if err := v.Err(); err != nil {
+		return err
+	}
+	if !s.pay.Enabled() {
+		return payments.ErrNotConfigured
+	}
+	ctx := r.Context()
+	var account string
+	err = sc.Tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO payment_account DEFAULT VALUES ON CONFLICT DO NOTHING`); err != nil {
+			return err
+		}
+		var id *string
+		if err := tx.QueryRow(ctx, `SELECT account_id FROM payment_account FOR UPDATE`).Scan(&id); err != nil {
+			return err
+		}
+		if id != nil {
+			account = *id
+			return nil
+		}
+		a, err := s.pay.CreateAccount(ctx, sc.Project.ID, "plinth-connect-"+sc.Project.ID)
+		if err != nil {
+			return err
+		}
+		if _, err := s.central.Pool().Exec(ctx, `INSERT INTO central.payment_accounts (account_id, project_id) VALUES ($1, $2)
+			ON CONFLICT (account_id) DO NOTHING`, a.ID, sc.Project.ID); err != nil {
+			return err
+		}
+		account = a.ID
+		_, err = tx.Exec(ctx, `UPDATE payment_account SET account_id = $1, charges_enabled = $2, payouts_enabled = $3, details_submitted = $4, updated_at = now()`,
+			a.ID, a.ChargesEnabled, a.PayoutsEnabled, a.DetailsSubmitted)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	link, err := s.pay.OnboardingLink(ctx, account, in.ReturnURL, in.RefreshURL)
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, map[string]string{"url": link})
+}
+
+// getConnect answers the account's status, refreshed from the processor
+// (a change is stored and emitted); should the processor be unreachable,
+// the last known status is served.
+func (s *Service) getConnect(w http.ResponseWriter, r *http.Request) error {
+	sc, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	if !s.pay.Enabled() {
+		return payments.ErrNotConfigured
+	}
+	ctx := r.Context()
+	var a payments.Account
+	if err := sc.Tx(ctx, func(tx pgx.Tx) error { a, err = loadAccount(ctx, tx); return err }); err != nil {
+		return err
+	}
+	if a.ID == "" {
+		return httpapi.JSON(w, 200, toConnect(a))
+	}
+	fresh, err := s.pay.GetAccount(ctx, a.ID)
+	if err != nil {
+		s.logger.WarnContext(ctx, "payment account status unavailable; serving the last known", "project", sc.Project.ID, "err", err)
+		return httpapi.JSON(w, 200, toConnect(a))
+	}
+	if err := sc.Tx(ctx, func(tx pgx.Tx) error { return s.storeAccount(ctx, tx, sc, fresh) }); err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, toConnect(fresh))
+}

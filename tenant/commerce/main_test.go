@@ -1,0 +1,151 @@
+package commerce_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/internal/payments/stripetest"
+	"github.com/plinth-dev/plinth/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const webhookSecret = "whsec_test_commerce"
+
+// fixture is a server wired to a stripe-mock proxy, with one project.
+type fixture struct {
+	env  *apitest.Env
+	mock *stripetest.Mock
+	p    *apitest.Project
+}
+
+// setup starts the server with payments configured against stripe-mock.
+func setup(t *testing.T, opts ...apitest.Option) *fixture {
+	t.Helper()
+	mock := stripetest.New(t)
+	opts = append([]apitest.Option{apitest.WithEnv("STRIPE_SECRET_KEY", "sk_test_plinth", "STRIPE_WEBHOOK_SECRET", webhookSecret,
+		"STRIPE_API_BASE", mock.URL)}, opts...)
+	env := apitest.New(t, opts...)
+	return &fixture{env: env, mock: mock, p: env.NewProject("build")}
+}
+
+// setupCatalog starts a server without payments (catalogue tests).
+func setupCatalog(t *testing.T) *fixture {
+	t.Helper()
+	env := apitest.New(t)
+	return &fixture{env: env, p: env.NewProject("build")}
+}
+
+func (f *fixture) do(t *testing.T, method, path string, body any) *apitest.Resp {
+	t.Helper()
+	return f.env.Do(method, "/v1"+path, f.p.Key, body)
+}
+
+// product creates an active product and returns its id.
+func (f *fixture) product(t *testing.T, fields map[string]any) int64 {
+	t.Helper()
+	body := map[string]any{"name": fmt.Sprintf("Product %d", seq.Add(1)), "price": 1500, "status": "active"}
+	for k, v := range fields {
+		body[k] = v
+	}
+	m := f.do(t, "POST", "/products", body).Expect(t, 201).JSON(t)
+	return int64(m["id"].(float64))
+}
+
+var seq atomic.Int64
+
+// connect onboards the project and enables charges the way the processor
+// does: with a signed account.updated event. It returns the account id.
+func (f *fixture) connect(t *testing.T) string {
+	t.Helper()
+	f.do(t, "POST", "/payments/connect/onboard", map[string]any{"return_url": "https://shop.test/back", "refresh_url": "https://shop.test/again"}).Expect(t, 200)
+	acct := f.accountID(t)
+	f.event(t, fmt.Sprintf("evt_acct_%d", seq.Add(1)), "account.updated", acct, map[string]any{
+		"id": acct, "object": "account", "charges_enabled": true, "payouts_enabled": true, "details_submitted": true,
+	}).Expect(t, 200)
+	return acct
+}
+
+// accountID reads the project's connected account id.
+func (f *fixture) accountID(t *testing.T) string {
+	t.Helper()
+	var acct string
+	f.tx(t, func(tx pgx.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT account_id FROM payment_account`).Scan(&acct)
+	})
+	return acct
+}
+
+// event posts a processor event signed with the test secret.
+func (f *fixture) event(t *testing.T, id, typ, account string, obj map[string]any) *apitest.Resp {
+	t.Helper()
+	payload := stripetest.Event(id, typ, account, obj)
+	return f.env.Send(apitest.Request{Method: "POST", Path: "/v1/payments/webhook", Body: payload,
+		Header: map[string]string{"Stripe-Signature": stripetest.Sign(payload, webhookSecret, time.Time{})}})
+}
+
+// tx runs fn in the project's schema.
+func (f *fixture) tx(t *testing.T, fn func(pgx.Tx) error) {
+	t.Helper()
+	if err := f.p.Scope.Tx(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stock returns stock_quantity and reserved of a product.
+func (f *fixture) stock(t *testing.T, productID int64) (stock, reserved int64) {
+	t.Helper()
+	f.tx(t, func(tx pgx.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT stock_quantity, reserved FROM products WHERE id = $1`, productID).Scan(&stock, &reserved)
+	})
+	return stock, reserved
+}
+
+// variantStock returns stock_quantity and reserved of a variant.
+func (f *fixture) variantStock(t *testing.T, variantID int64) (stock, reserved int64) {
+	t.Helper()
+	f.tx(t, func(tx pgx.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT stock_quantity, reserved FROM product_variants WHERE id = $1`, variantID).Scan(&stock, &reserved)
+	})
+	return stock, reserved
+}
+
+// checkout creates a checkout session for items and returns the response.
+func (f *fixture) checkout(t *testing.T, items ...map[string]any) *apitest.Resp {
+	t.Helper()
+	return f.do(t, "POST", "/checkout-sessions", map[string]any{
+		"items":       items,
+		"customer":    map[string]any{"name": "Ada Buyer", "email": "ada@example.com"},
+		"success_url": "https://shop.test/thanks?session={CHECKOUT_SESSION_ID}",
+		"cancel_url":  "https://shop.test/cart",
+	})
+}
+
+func item(productID int64, qty int) map[string]any {
+	return map[string]any{"product_id": productID, "quantity": qty}
+}
+
+func num(v any) int64 { return int64(v.(float64)) }
+
+// order reads an order through the API.
+func (f *fixture) order(t *testing.T, id int64) map[string]any {
+	t.Helper()
+	return f.do(t, "GET", fmt.Sprintf("/orders/%d", id), nil).Expect(t, 200).JSON(t)
+}
+
+// sessionObject is a checkout session as the processor's events carry it.
+func (f *fixture) sessionObject(t *testing.T, orderID int64, status, paymentStatus string) map[string]any {
+	t.Helper()
+	o := f.order(t, orderID)
+	return map[string]any{
+		"id": o["payment_session_id"], "object": "checkout.session", "status": status, "payment_status": paymentStatus,
+		"payment_intent": fmt.Sprintf("pi_test_%d_%d", orderID, seq.Add(1)), "client_reference_id": fmt.Sprint(orderID),
+		"metadata": map[string]any{"project_id": f.p.ID, "order_id": fmt.Sprint(orderID)},
+	}
+}

@@ -1,0 +1,662 @@
+package commerce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/central"
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/id"
+	"github.com/plinth-dev/plinth/internal/payments"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// Order states and payment states (decisions.md section 5).
+const (
+	StatusPending    = "pending"
+	StatusPaid       = "paid"
+	StatusProcessing = "processing"
+	StatusDelivered  = "delivered"
+	StatusCancelled  = "cancelled"
+
+	PaymentUnpaid            = "unpaid"
+	PaymentPaid              = "paid"
+	PaymentPartiallyRefunded = "partially_refunded"
+	PaymentRefunded          = "refunded"
+)
+
+// Item is one line of an order.
+type Item struct {
+	ProductID int64  `json:"product_id"`
+	VariantID *int64 `json:"variant_id"`
+	Name      string `json:"name"`
+	SKU       string `json:"sku"`
+	Quantity  int64  `json:"quantity"`
+	UnitPrice int64  `json:"unit_price"`
+	Total     int64  `json:"total"`
+}
+
+// line is an item as stored: it also tells whether it holds tracked stock.
+type line struct {
+	Item
+	Tracked bool `json:"tracked"`
+}
+
+// Customer is the buyer of an order.
+type Customer struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
+}
+
+// Order is the Order resource.
+type Order struct {
+	ID               int64     `json:"id"`
+	Number           string    `json:"number"`
+	Status           string    `json:"status"`
+	PaymentStatus    string    `json:"payment_status"`
+	Items            []Item    `json:"items"`
+	Subtotal         int64     `json:"subtotal"`
+	Total            int64     `json:"total"`
+	RefundedAmount   int64     `json:"refunded_amount"`
+	Currency         string    `json:"currency"`
+	Customer         Customer  `json:"customer"`
+	PaymentSessionID *string   `json:"payment_session_id"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
+}
+
+// orderRow is an order with the state only the server sees.
+type orderRow struct {
+	Order
+	lines          []line
+	source         string
+	reserved       bool
+	intentID       *string
+	refunds        map[string]int64 // refund id → amount
+	chargeRefunded int64
+	expiresAt      *time.Time
+}
+
+// Number formats the display number of an order id.
+func Number(id int64) string { return fmt.Sprintf("ORD-%06d", id) }
+
+const orderCols = `id, status, payment_status, items, subtotal, total, refunded_amount, refunds, charge_refunded, currency,
+	customer_name, customer_email, source, reserved, payment_session_id, payment_intent_id, expires_at, created_at, updated_at`
+
+func scanOrder(row pgx.Row) (*orderRow, error) {
+	o := &orderRow{}
+	err := row.Scan(&o.ID, &o.Status, &o.PaymentStatus, &o.lines, &o.Subtotal, &o.Total, &o.RefundedAmount, &o.refunds, &o.chargeRefunded,
+		&o.Currency, &o.Customer.Name, &o.Customer.Email, &o.source, &o.reserved, &o.PaymentSessionID, &o.intentID,
+		&o.expiresAt, &o.CreatedAt, &o.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, httpapi.NotFound("no such order")
+	}
+	if err != nil {
+		return nil, err
+	}
+	o.Number = Number(o.ID)
+	if o.refunds == nil {
+		o.refunds = map[string]int64{}
+	}
+	o.Items = make([]Item, len(o.lines))
+	for i, l := range o.lines {
+		o.Items[i] = l.Item
+	}
+	o.CreatedAt, o.UpdatedAt = o.CreatedAt.UTC(), o.UpdatedAt.UTC()
+	return o, nil
+}
+
+// lockOrder reads an order and locks it for the transaction.
+func lockOrder(ctx context.Context, tx pgx.Tx, id int64) (*orderRow, error) {
+	return scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE id = $1 FOR UPDATE`, id))
+}
+
+// setOrder writes the mutable state of o and returns the row as stored.
+func setOrder(ctx context.Context, tx pgx.Tx, o *orderRow) (*orderRow, error) {
+	return scanOrder(tx.QueryRow(ctx, `UPDATE orders SET status = $2, payment_status = $3, refunded_amount = $4, charge_refunded = $5,
+			reserved = $6, payment_session_id = $7, payment_intent_id = $8, refunds = $9, updated_at = now()
+		WHERE id = $1 RETURNING `+orderCols,
+		o.ID, o.Status, o.PaymentStatus, o.RefundedAmount, o.chargeRefunded, o.reserved, o.PaymentSessionID, o.intentID, o.refunds))
+}
+
+// orderItemInput is a requested line: a product, optionally one of its
+// variants, and a quantity.
+type orderItemInput struct {
+	ProductID *int64 `json:"product_id"`
+	VariantID *int64 `json:"variant_id"`
+	Quantity  *int64 `json:"quantity"`
+}
+
+type customerInput struct {
+	Name  *string `json:"name"`
+	Email *string `json:"email"`
+}
+
+// checkItems validates the shape of requested lines: a missing product_id
+// or quantity is a 400 naming it, a bad value a 422.
+func checkItems(items []orderItemInput, v *httpapi.Validator) error {
+	if len(items) == 0 || len(items) > 100 {
+		v.Check(false, "items", "must have 1 to 100 entries")
+		return nil
+	}
+	for i, it := range items {
+		f := "items[" + strconv.Itoa(i) + "]."
+		if it.ProductID == nil {
+			return httpapi.BadRequest(fmt.Sprintf("missing required field %q", f+"product_id"))
+		}
+		if it.Quantity == nil {
+			return httpapi.BadRequest(fmt.Sprintf("missing required field %q", f+"quantity"))
+		}
+		v.Check(*it.ProductID > 0, f+"product_id", "must be a product id")
+		v.Check(*it.Quantity >= 1 && *it.Quantity <= 10000, f+"quantity", "must be an integer from 1 to 10000")
+		if it.VariantID != nil {
+			v.Check(*it.VariantID > 0, f+"variant_id", "must be a variant id")
+		}
+	}
+	return nil
+}
+
+func (c *customerInput) check(v *httpapi.Validator) Customer {
+	var out Customer
+	if c == nil {
+		return out
+	}
+	if c.Name != nil {
+		out.Name = strings.TrimSpace(*c.Name)
+		v.Check(utf8.RuneCountInString(out.Name) <= 255, "customer.name", "must be at most 255 characters")
+	}
+	if c.Email != nil {
+		out.Email = strings.TrimSpace(*c.Email)
+		v.Check(out.Email == "" || central.ValidEmail(out.Email), "customer.email", "must be an email address")
+	}
+	return out
+}
+
+// resolveLines prices requested lines from the catalogue. With
+// forSale, products must be active and variants active (a checkout);
+// a manual order may sell any product that is not archived.
+func resolveLines(ctx context.Context, tx pgx.Tx, items []orderItemInput, forSale bool) ([]line, string, int64, error) {
+	var v httpapi.Validator
+	lines := make([]line, 0, len(items))
+	currency := ""
+	var subtotal int64
+	for i, it := range items {
+		f := "items[" + strconv.Itoa(i) + "]."
+		var name, sku, status, cur string
+		var price int64
+		var tracked bool
+		err := tx.QueryRow(ctx, `SELECT name, sku, status, price, currency, track_inventory FROM products WHERE id = $1`, *it.ProductID).
+			Scan(&name, &sku, &status, &price, &cur, &tracked)
+		if errors.Is(err, pgx.ErrNoRows) {
+			v.Check(false, f+"product_id", "no such product")
+			continue
+		}
+		if err != nil {
+			return nil, "", 0, err
+		}
+		if forSale && status != "active" || status == "archived" {
+			v.Check(false, f+"product_id", "the product is not for sale (status "+status+")")
+			continue
+		}
+		if it.VariantID != nil {
+			var vname, vsku string
+			var active bool
+			err := tx.QueryRow(ctx, `SELECT name, sku, price, is_active FROM product_variants WHERE id = $1 AND product_id = $2`,
+				*it.VariantID, *it.ProductID).Scan(&vname, &vsku, &price, &active)
+			if errors.Is(err, pgx.ErrNoRows) {
+				v.Check(false, f+"variant_id", "no such variant of this product")
+				continue
+			}
+			if err != nil {
+				return nil, "", 0, err
+			}
+			if forSale && !active {
+				v.Check(false, f+"variant_id", "the variant is not for sale")
+				continue
+			}
+			name = name + " - " + vname
+			if vsku != "" {
+				sku = vsku
+			}
+		}
+		if currency == "" {
+			currency = cur
+		} else if cur != currency {
+			v.Check(false, f+"product_id", "all items must be in one currency ("+currency+")")
+			continue
+		}
+		total := price * *it.Quantity
+		subtotal += total
+		lines = append(lines, line{Item: Item{ProductID: *it.ProductID, VariantID: it.VariantID, Name: name, SKU: sku,
+			Quantity: *it.Quantity, UnitPrice: price, Total: total}, Tracked: tracked})
+	}
+	return lines, currency, subtotal, v.Err()
+}
+
+// insertOrder stores a new order.
+func insertOrder(ctx context.Context, tx pgx.Tx, o *orderRow) (*orderRow, error) {
+	return scanOrder(tx.QueryRow(ctx, `INSERT INTO orders (status, payment_status, items, subtotal, total, currency,
+			customer_name, customer_email, source, reserved, expires_at)
+		VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9, $10) RETURNING `+orderCols,
+		o.Status, o.PaymentStatus, o.lines, o.Subtotal, o.Currency, o.Customer.Name, o.Customer.Email, o.source, o.reserved, o.expiresAt))
+}
+
+func (s *Service) listOrders(w http.ResponseWriter, r *http.Request) error {
+	sc, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	page, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	after, err := cursorID(page)
+	if err != nil {
+		return err
+	}
+	var v httpapi.Validator
+	var status, payment *string
+	if st := r.URL.Query().Get("status"); st != "" {
+		v.Check(orderStatuses[st], "status", "must be one of pending, paid, processing, delivered, cancelled")
+		status = &st
+	}
+	if ps := r.URL.Query().Get("payment_status"); ps != "" {
+		v.Check(paymentStatuses[ps], "payment_status", "must be one of unpaid, paid, partially_refunded, refunded")
+		payment = &ps
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	var list httpapi.List[Order]
+	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
+		rows, err := tx.Query(r.Context(), `SELECT `+orderCols+` FROM orders
+			WHERE ($1::bigint = 0 OR id < $1) AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR payment_status = $3)
+			ORDER BY id DESC LIMIT $4`, after, status, payment, page.Limit+1)
+		if err != nil {
+			return err
+		}
+		orders, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Order, error) {
+			o, err := scanOrder(r)
+			if err != nil {
+				return Order{}, err
+			}
+			return o.Order, nil
+		})
+		if err != nil {
+			return err
+		}
+		list = httpapi.NewList(orders, page.Limit, func(o Order) string { return strconv.FormatInt(o.ID, 10) })
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, list)
+}
+
+var (
+	orderStatuses   = map[string]bool{StatusPending: true, StatusPaid: true, StatusProcessing: true, StatusDelivered: true, StatusCancelled: true}
+	paymentStatuses = map[string]bool{PaymentUnpaid: true, PaymentPaid: true, PaymentPartiallyRefunded: true, PaymentRefunded: true}
+)
+
+func (s *Service) getOrder(w http.ResponseWriter, r *http.Request) error {
+	sc, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	oid, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	var o *orderRow
+	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
+		o, err = scanOrder(tx.QueryRow(r.Context(), `SELECT `+orderCols+` FROM orders WHERE id = $1`, oid))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, o.Order)
+}
+
+// manualOrderInput is the body of POST /orders: an order taken outside
+// checkout. payment_status "paid" records it as paid at once (stock sold);
+// "unpaid" (the default) leaves it pending with its stock reserved.
+type manualOrderInput struct {
+	Items         []orderItemInput `json:"items" required:"true"`
+	Customer      *customerInput   `json:"customer"`
+	PaymentStatus *string          `json:"payment_status"`
+}
+
+func (s *Service) createManualOrder(w http.ResponseWriter, r *http.Request) error {
+	sc, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	var in manualOrderInput
+	if err := httpapi.Decode(r, &in); err != nil {
+		return err
+	}
+	var v httpapi.Validator
+	if err := checkItems(in.Items, &v); err != nil {
+		return err
+	}
+	cust := in.Customer.check(&v)
+	paid := false
+	if in.PaymentStatus != nil {
+		v.Check(*in.PaymentStatus == PaymentUnpaid || *in.PaymentStatus == PaymentPaid, "payment_status", "must be unpaid or paid")
+		paid = *in.PaymentStatus == PaymentPaid
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	var o *orderRow
+	err = sc.Tx(ctx, func(tx pgx.Tx) error {
+		lines, cur, sub, err := resolveLines(ctx, tx, in.Items, false)
+		if err != nil {
+			return err
+		}
+		o = &orderRow{Order: Order{Status: StatusPending, PaymentStatus: PaymentUnpaid, Subtotal: sub, Currency: cur, Customer: cust},
+			lines: lines, source: "manual", reserved: !paid}
+		if paid {
+			o.Status, o.PaymentStatus = StatusPaid, PaymentPaid
+			err = take(ctx, tx, lines)
+		} else {
+			err = reserve(ctx, tx, lines)
+		}
+		if err != nil {
+			return err
+		}
+		if o, err = insertOrder(ctx, tx, o); err != nil {
+			return err
+		}
+		if err := s.emit(ctx, tx, sc, TopicOrderCreated, o.Order); err != nil {
+			return err
+		}
+		if paid {
+			return s.emit(ctx, tx, sc, TopicOrderPaid, o.Order)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 201, o.Order)
+}
+
+// refused is the 409 of a transition the order's state does not allow.
+func refused(o *orderRow, action string) error {
+	return httpapi.Conflict(httpapi.CodeConflict, fmt.Sprintf("order %s is %s (payment %s): it cannot be %s", o.Number, o.Status, o.PaymentStatus, action))
+}
+
+// fulfillOrder marks a paid order delivered.
+func (s *Service) fulfillOrder(w http.ResponseWriter, r *http.Request) error {
+	sc, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	oid, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	var o *orderRow
+	err = sc.Tx(ctx, func(tx pgx.Tx) error {
+		if o, err = lockOrder(ctx, tx, oid); err != nil {
+			return err
+		}
+		if o.Status != StatusPaid && o.Status != StatusProcessing {
+			return refused(o, "fulfilled; only a paid order can be fulfilled")
+		}
+		o.Status = StatusDelivered
+		if o, err = setOrder(ctx, tx, o); err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, sc, TopicOrderFulfilled, o.Order)
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, o.Order)
+}
+
+// cancelOrder cancels a pending, paid or processing order. A pending
+// checkout's session is expired at the processor first, so it can no
+// longer be paid; one the buyer already completed cannot be cancelled.
+func (s *Service) cancelOrder(w http.ResponseWriter, r *http.Request) error {
+	sc, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	oid, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	var o *orderRow
+	var account string
+	err = sc.Tx(ctx, func(tx pgx.Tx) error {
+		if o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE id = $1`, oid)); err != nil {
+			return err
+		}
+		a, err := loadAccount(ctx, tx)
+		account = a.ID
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if o.Status == StatusDelivered || o.Status == StatusCancelled {
+		return refused(o, "cancelled")
+	}
+	if o.Status == StatusPending && o.PaymentSessionID != nil {
+		if err := s.closeSession(ctx, account, *o.PaymentSessionID); err != nil {
+			return err
+		}
+	}
+	err = sc.Tx(ctx, func(tx pgx.Tx) error {
+		if o, err = lockOrder(ctx, tx, oid); err != nil {
+			return err
+		}
+		o, err = s.cancel(ctx, tx, sc, o)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, o.Order)
+}
+
+// closeSession expires an open checkout session. A session already
+// expired is fine; one completed by the buyer is a 409.
+func (s *Service) closeSession(ctx context.Context, account, session string) error {
+	err := s.pay.ExpireCheckout(ctx, account, session)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, payments.ErrSessionClosed) {
+		return err
+	}
+	st, gerr := s.pay.GetCheckout(ctx, account, session)
+	if gerr != nil {
+		return gerr
+	}
+	if st.Status == "complete" {
+		return httpapi.Conflict(httpapi.CodeConflict, "the buyer has completed this checkout: the order becomes paid; refund it then")
+	}
+	return nil
+}
+
+// cancel moves o (locked) to cancelled: a held reservation is released,
+// the units of a paid order go back to stock.
+func (s *Service) cancel(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, o *orderRow) (*orderRow, error) {
+	switch {
+	case o.Status == StatusDelivered || o.Status == StatusCancelled:
+		return nil, refused(o, "cancelled")
+	case o.reserved:
+		if err := release(ctx, tx, o.lines); err != nil {
+			return nil, err
+		}
+	case o.Status == StatusPaid || o.Status == StatusProcessing:
+		if err := restock(ctx, tx, o.lines); err != nil {
+			return nil, err
+		}
+	}
+	o.Status, o.reserved = StatusCancelled, false
+	o, err := setOrder(ctx, tx, o)
+	if err != nil {
+		return nil, err
+	}
+	return o, s.emit(ctx, tx, sc, TopicOrderCancelled, o.Order)
+}
+
+// markPaid records the payment of o (locked): a pending order becomes paid
+// and its reservation sold. A payment that arrives for an order cancelled
+// meanwhile is recorded (payment_status paid, to be refunded) without
+// touching stock. Repeated payments change nothing.
+func (s *Service) markPaid(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, o *orderRow, session, intent string) error {
+	if o.PaymentStatus != PaymentUnpaid {
+		return nil
+	}
+	if o.reserved {
+		if err := consume(ctx, tx, o.lines); err != nil {
+			return err
+		}
+		o.reserved = false
+	}
+	if o.Status == StatusPending {
+		o.Status = StatusPaid
+	} else {
+		s.logger.WarnContext(ctx, "payment received for an order no longer pending", "project", sc.Project.ID, "order", o.ID, "status", o.Status)
+	}
+	o.PaymentStatus = PaymentPaid
+	if intent != "" {
+		o.intentID = &intent
+	}
+	if session != "" && o.PaymentSessionID == nil {
+		o.PaymentSessionID = &session
+	}
+	o, err := setOrder(ctx, tx, o)
+	if err != nil {
+		return err
+	}
+	return s.emit(ctx, tx, sc, TopicOrderPaid, o.Order)
+}
+
+// settleRefunds recomputes the refunded amount of o (locked) from the
+// refunds known one by one and the processor's running total, with the
+// payment status it implies, stores o when that or (dirty) its refunds
+// changed, and emits order.refunded when the amount grew.
+func (s *Service) settleRefunds(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, o *orderRow, dirty bool) (*orderRow, error) {
+	var sum int64
+	for _, a := range o.refunds {
+		sum += a
+	}
+	refunded := min(o.Total, max(sum, o.chargeRefunded))
+	status := o.PaymentStatus
+	if status != PaymentUnpaid {
+		switch {
+		case refunded > 0 && refunded >= o.Total:
+			status = PaymentRefunded
+		case refunded > 0:
+			status = PaymentPartiallyRefunded
+		default:
+			status = PaymentPaid
+		}
+	}
+	grew := refunded > o.RefundedAmount
+	if !dirty && refunded == o.RefundedAmount && status == o.PaymentStatus {
+		return o, nil
+	}
+	o.RefundedAmount, o.PaymentStatus = refunded, status
+	o, err := setOrder(ctx, tx, o)
+	if err != nil || !grew {
+		return o, err
+	}
+	return o, s.emit(ctx, tx, sc, TopicOrderRefunded, o.Order)
+}
+
+// refundInput is the body of a refund; without amount the rest of the
+// payment is refunded.
+type refundInput struct {
+	Amount *int64 `json:"amount"`
+}
+
+// refundOrder refunds all or part of a paid order: through the processor
+// on the connected account for a checkout payment, as a record for a
+// manual order paid outside it.
+func (s *Service) refundOrder(w http.ResponseWriter, r *http.Request) error {
+	sc, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	oid, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	var in refundInput
+	if r.ContentLength != 0 {
+		if err := httpapi.Decode(r, &in); err != nil {
+			return err
+		}
+	}
+	if in.Amount != nil && *in.Amount < 1 {
+		return httpapi.Invalid("amount", "must be a positive integer in the currency's minor unit")
+	}
+	ctx := r.Context()
+	var o *orderRow
+	err = sc.Tx(ctx, func(tx pgx.Tx) error {
+		if o, err = lockOrder(ctx, tx, oid); err != nil {
+			return err
+		}
+		if o.PaymentStatus != PaymentPaid && o.PaymentStatus != PaymentPartiallyRefunded {
+			return refused(o, "refunded; only a paid, not fully refunded order can be")
+		}
+		rest := o.Total - o.RefundedAmount
+		amount := rest
+		if in.Amount != nil {
+			amount = *in.Amount
+		}
+		if amount > rest {
+			return httpapi.Invalid("amount", fmt.Sprintf("must be at most %d, the amount not yet refunded", rest))
+		}
+		refundID := ""
+		switch {
+		case o.intentID != nil:
+			a, err := loadAccount(ctx, tx)
+			if err != nil {
+				return err
+			}
+			ref, err := s.pay.CreateRefund(ctx, a.ID, *o.intentID, amount, r.Header.Get("Idempotency-Key"))
+			if err != nil {
+				return err
+			}
+			if ref.Status == "failed" || ref.Status == "canceled" {
+				return httpapi.NewError(http.StatusBadGateway, httpapi.CodeUpstreamUnavailable, "the payment processor did not complete the refund ("+ref.Status+")")
+			}
+			refundID = ref.ID
+		case o.source == "manual":
+			refundID = id.New("rfd_")
+		default:
+			return httpapi.Conflict(httpapi.CodeConflict, "the processor's payment of this order is not known yet; retry when it is")
+		}
+		if _, known := o.refunds[refundID]; !known {
+			o.refunds[refundID] = amount
+		}
+		o, err = s.settleRefunds(ctx, tx, sc, o, true)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, o.Order)
+}

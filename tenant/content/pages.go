@@ -1,0 +1,487 @@
+package content
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/central"
+	"github.com/plinth-dev/plinth/internal/credits"
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/slug"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// PageCost is the price of creating or updating a page (page_update).
+const PageCost = 1 * credits.Unit
+
+// Page limits.
+const (
+	maxSections     = 200
+	maxMetaTitle    = 255
+	maxMetaDesc     = 1000
+	maxPathLen      = 255
+	maxTranslations = 100
+)
+
+// Page statuses.
+const (
+	PageDraft     = "draft"
+	PagePublished = "published"
+)
+
+// pathPattern: an absolute site path of URL path characters, no "//",
+// no query or fragment.
+var pathPattern = regexp.MustCompile(`^/([A-Za-z0-9._~!$&'()*+,;=:@%-]+(/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)*/?)?$`)
+
+// Page is the page resource.
+type Page struct {
+	ID           int64             `json:"id"`
+	Slug         string            `json:"slug"`
+	Path         string            `json:"path"`
+	Title        string            `json:"title"`
+	Status       string            `json:"status"`
+	Sections     []json.RawMessage `json:"sections"`
+	SEO          SEO               `json:"seo"`
+	Translations []PageTranslation `json:"translations"`
+	CreatedAt    time.Time         `json:"created_at"`
+	UpdatedAt    time.Time         `json:"updated_at"`
+	PublishedAt  *time.Time        `json:"published_at"`
+}
+
+// SEO is a page's search and sharing metadata.
+type SEO struct {
+	MetaTitle       string  `json:"meta_title"`
+	MetaDescription string  `json:"meta_description"`
+	OGImage         *string `json:"og_image"`
+	CanonicalURL    *string `json:"canonical_url"`
+	NoIndex         bool    `json:"noindex"`
+}
+
+// PageTranslation is a page's title and SEO in one more language.
+type PageTranslation struct {
+	Lang  string `json:"lang"`
+	Title string `json:"title"`
+	SEO   SEO    `json:"seo"`
+}
+
+// seoIn is SEO as a request sends it: absent fields keep their value.
+type seoIn struct {
+	MetaTitle       *string `json:"meta_title"`
+	MetaDescription *string `json:"meta_description"`
+	OGImage         *string `json:"og_image"`
+	CanonicalURL    *string `json:"canonical_url"`
+	NoIndex         *bool   `json:"noindex"`
+}
+
+type translationIn struct {
+	Lang  *string `json:"lang"`
+	Title *string `json:"title"`
+	SEO   *seoIn  `json:"seo"`
+}
+
+// PageRequest is the body of POST /pages and PATCH /pages/{id_or_slug}.
+// sections and translations replace the stored lists whole; seo fields
+// sent replace those stored, the others are kept.
+type PageRequest struct {
+	Title        *string            `json:"title"`
+	Slug         *string            `json:"slug"`
+	Path         *string            `json:"path"`
+	Status       *string            `json:"status"`
+	Sections     *[]json.RawMessage `json:"sections"`
+	SEO          *seoIn             `json:"seo"`
+	Translations *[]translationIn   `json:"translations"`
+}
+
+// apply merges in onto seo, validating under field.
+func (in *seoIn) apply(v *httpapi.Validator, field string, seo *SEO) {
+	if in == nil {
+		return
+	}
+	if in.MetaTitle != nil {
+		v.Check(utf8.RuneCountInString(*in.MetaTitle) <= maxMetaTitle, field+".meta_title", fmt.Sprintf("must be at most %d characters", maxMetaTitle))
+		seo.MetaTitle = *in.MetaTitle
+	}
+	if in.MetaDescription != nil {
+		v.Check(utf8.RuneCountInString(*in.MetaDescription) <= maxMetaDesc, field+".meta_description", fmt.Sprintf("must be at most %d characters", maxMetaDesc))
+		seo.MetaDescription = *in.MetaDescription
+	}
+	if in.OGImage != nil {
+		v.Check(*in.OGImage == "" || validURL(*in.OGImage), field+".og_image", "must be an absolute http(s) URL or a path starting with /")
+		seo.OGImage = nilIfEmpty(*in.OGImage)
+	}
+	if in.CanonicalURL != nil {
+		v.Check(*in.CanonicalURL == "" || validURL(*in.CanonicalURL), field+".canonical_url", "must be an absolute http(s) URL or a path starting with /")
+		seo.CanonicalURL = nilIfEmpty(*in.CanonicalURL)
+	}
+	if in.NoIndex != nil {
+		seo.NoIndex = *in.NoIndex
+	}
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func checkTitle(v *httpapi.Validator, field, title string) {
+	v.Check(strings.TrimSpace(title) != "", field, "must not be empty")
+	v.Check(utf8.RuneCountInString(title) <= MaxNameLen, field, fmt.Sprintf("must be at most %d characters", MaxNameLen))
+}
+
+// merge applies req onto p (a new page's defaults or the stored page),
+// validating every field sent. A missing nested required field is a 400.
+func (req *PageRequest) merge(v *httpapi.Validator, p *Page) error {
+	if req.Title != nil {
+		checkTitle(v, "title", *req.Title)
+		p.Title = *req.Title
+	}
+	if req.Slug != nil {
+		checkSlug(v, req.Slug)
+		p.Slug = *req.Slug
+	}
+	if req.Path != nil {
+		v.Check(len(*req.Path) <= maxPathLen && pathPattern.MatchString(*req.Path), "path", "must be a site path such as / or /about/team")
+		p.Path = *req.Path
+	}
+	if req.Status != nil {
+		v.Check(*req.Status == PageDraft || *req.Status == PagePublished, "status", "must be draft or published")
+		p.Status = *req.Status
+	}
+	if req.Sections != nil {
+		v.Check(len(*req.Sections) <= maxSections, "sections", fmt.Sprintf("must hold at most %d sections", maxSections))
+		for i, sec := range *req.Sections {
+			v.Check(isObject(sec), fmt.Sprintf("sections[%d]", i), "must be an object")
+		}
+		p.Sections = *req.Sections
+	}
+	req.SEO.apply(v, "seo", &p.SEO)
+	if req.Translations != nil {
+		v.Check(len(*req.Translations) <= maxTranslations, "translations", fmt.Sprintf("must hold at most %d languages", maxTranslations))
+		seen := map[string]bool{}
+		p.Translations = make([]PageTranslation, 0, len(*req.Translations))
+		for i, in := range *req.Translations {
+			field := fmt.Sprintf("translations[%d]", i)
+			if in.Lang == nil {
+				return httpapi.BadRequest(fmt.Sprintf("missing required field \"lang\" in %s", field))
+			}
+			v.Check(central.ValidLanguage(*in.Lang), field+".lang", "must be a language code such as en or pt-BR")
+			v.Check(!seen[*in.Lang], field+".lang", fmt.Sprintf("%q is listed twice", *in.Lang))
+			seen[*in.Lang] = true
+			t := PageTranslation{Lang: *in.Lang}
+			if in.Title != nil {
+				v.Check(utf8.RuneCountInString(*in.Title) <= MaxNameLen, field+".title", fmt.Sprintf("must be at most %d characters", MaxNameLen))
+				t.Title = *in.Title
+			}
+			in.SEO.apply(v, field+".seo", &t.SEO)
+			p.Translations = append(p.Translations, t)
+		}
+	}
+	return nil
+}
+
+// localize fills the flat title and SEO fields from lang's translation,
+// where it has them (a page read with ?lang=).
+func (p *Page) localize(lang string) {
+	for _, t := range p.Translations {
+		if t.Lang != lang {
+			continue
+		}
+		if t.Title != "" {
+			p.Title = t.Title
+		}
+		if t.SEO.MetaTitle != "" {
+			p.SEO.MetaTitle = t.SEO.MetaTitle
+		}
+		if t.SEO.MetaDescription != "" {
+			p.SEO.MetaDescription = t.SEO.MetaDescription
+		}
+		if t.SEO.OGImage != nil {
+			p.SEO.OGImage = t.SEO.OGImage
+		}
+		if t.SEO.CanonicalURL != nil {
+			p.SEO.CanonicalURL = t.SEO.CanonicalURL
+		}
+		if t.SEO.NoIndex {
+			p.SEO.NoIndex = true
+		}
+	}
+}
+
+const pageCols = `id, slug, path, title, status, sections, seo, translations, created_at, updated_at, published_at`
+
+func scanPage(row pgx.Row) (Page, error) {
+	var p Page
+	var sections, seo, tr []byte
+	if err := row.Scan(&p.ID, &p.Slug, &p.Path, &p.Title, &p.Status, &sections, &seo, &tr, &p.CreatedAt, &p.UpdatedAt, &p.PublishedAt); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return p, httpapi.NotFound("no such page")
+		}
+		return p, err
+	}
+	for _, f := range []struct {
+		raw []byte
+		dst any
+	}{{sections, &p.Sections}, {seo, &p.SEO}, {tr, &p.Translations}} {
+		if err := json.Unmarshal(f.raw, f.dst); err != nil {
+			return p, err
+		}
+	}
+	if p.Sections == nil {
+		p.Sections = []json.RawMessage{}
+	}
+	if p.Translations == nil {
+		p.Translations = []PageTranslation{}
+	}
+	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
+	if p.PublishedAt != nil {
+		t := p.PublishedAt.UTC()
+		p.PublishedAt = &t
+	}
+	return p, nil
+}
+
+// findPage reads the page named by id_or_slug: a number is an id first,
+// then a slug of digits.
+func findPage(ctx context.Context, tx pgx.Tx, ref string, lock bool) (Page, error) {
+	id, err := strconv.ParseInt(ref, 10, 64)
+	if err != nil {
+		id = 0
+	}
+	if id == 0 && !slug.Valid(ref) {
+		return Page{}, httpapi.NotFound("no such page")
+	}
+	q := `SELECT ` + pageCols + ` FROM pages WHERE id = $1 OR slug = $2 ORDER BY id = $1 DESC LIMIT 1`
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	return scanPage(tx.QueryRow(ctx, q, id, ref))
+}
+
+func (p *Page) encode() (sections, seo, tr []byte) {
+	sections, _ = json.Marshal(p.Sections)
+	seo, _ = json.Marshal(p.SEO)
+	tr, _ = json.Marshal(p.Translations)
+	return
+}
+
+// pageConflict names what is taken in a page's 409.
+func pageConflict(err error) error {
+	if ae := httpapi.AsError(err); ae.Status == http.StatusConflict && ae.Code == httpapi.CodeConflict {
+		return httpapi.Conflict(httpapi.CodeConflict, "another page has this slug or path")
+	}
+	return err
+}
+
+func (sv *Service) createPage(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	var req PageRequest
+	if err := httpapi.Decode(r, &req); err != nil {
+		return err
+	}
+	if req.Title == nil {
+		return httpapi.BadRequest(`missing required field "title"`)
+	}
+	p := Page{Status: PageDraft, Sections: []json.RawMessage{}, Translations: []PageTranslation{}}
+	var v httpapi.Validator
+	if err := req.merge(&v, &p); err != nil {
+		return err
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	sections, seo, tr := p.encode()
+	var out Page
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		if p.Slug, err = pickSlug(r.Context(), tx, "pages", req.Slug, p.Title); err != nil {
+			return err
+		}
+		if req.Path == nil {
+			p.Path = "/" + p.Slug
+		}
+		out, err = scanPage(tx.QueryRow(r.Context(), `INSERT INTO pages (slug, path, title, status, sections, seo, translations, published_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $4 = 'published' THEN now() END) RETURNING `+pageCols,
+			p.Slug, p.Path, p.Title, p.Status, sections, seo, tr))
+		if err != nil {
+			return err
+		}
+		return credits.Charge(r.Context(), tx, s, "page_update", PageCost, "page:"+strconv.FormatInt(out.ID, 10))
+	})
+	if err != nil {
+		return pageConflict(err)
+	}
+	return httpapi.JSON(w, http.StatusCreated, out)
+}
+
+func (sv *Service) patchPage(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	var req PageRequest
+	if err := httpapi.Decode(r, &req); err != nil {
+		return err
+	}
+	// Validate the body alone first, so a bad request is a 422 whether or
+	// not the page exists.
+	var v httpapi.Validator
+	if err := req.merge(&v, &Page{}); err != nil {
+		return err
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	var out Page
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		p, err := findPage(r.Context(), tx, chi.URLParam(r, "id_or_slug"), true)
+		if err != nil {
+			return err
+		}
+		if err := req.merge(&v, &p); err != nil {
+			return err
+		}
+		sections, seo, tr := p.encode()
+		out, err = scanPage(tx.QueryRow(r.Context(), `UPDATE pages SET slug = $2, path = $3, title = $4, status = $5,
+				sections = $6, seo = $7, translations = $8, updated_at = now(),
+				published_at = CASE WHEN $5 = 'draft' THEN NULL ELSE COALESCE(published_at, now()) END
+			WHERE id = $1 RETURNING `+pageCols, p.ID, p.Slug, p.Path, p.Title, p.Status, sections, seo, tr))
+		if err != nil {
+			return err
+		}
+		return credits.Charge(r.Context(), tx, s, "page_update", PageCost, "page:"+strconv.FormatInt(p.ID, 10))
+	})
+	if err != nil {
+		return pageConflict(err)
+	}
+	return httpapi.JSON(w, http.StatusOK, out)
+}
+
+func (sv *Service) getPage(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	lang, err := optionalLang(r)
+	if err != nil {
+		return err
+	}
+	var p Page
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		p, err = findPage(r.Context(), tx, chi.URLParam(r, "id_or_slug"), false)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	p.localize(lang)
+	return httpapi.JSON(w, http.StatusOK, p)
+}
+
+// optionalLang returns the lang query parameter ("" when absent; 422 when
+// it is not a language code).
+func optionalLang(r *http.Request) (string, error) {
+	lang := r.URL.Query().Get("lang")
+	if lang != "" && !central.ValidLanguage(lang) {
+		return "", httpapi.Invalid("lang", "must be a language code such as en or pt-BR")
+	}
+	return lang, nil
+}
+
+func (sv *Service) publicPage(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	lang, err := optionalLang(r)
+	if err != nil {
+		return err
+	}
+	sl := chi.URLParam(r, "slug")
+	if !slug.Valid(sl) {
+		return httpapi.NotFound("no such page")
+	}
+	var p Page
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		p, err = scanPage(tx.QueryRow(r.Context(), `SELECT `+pageCols+` FROM pages WHERE slug = $1 AND status = 'published'`, sl))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	p.localize(lang)
+	return httpapi.PublicJSON(w, r, p)
+}
+
+func (sv *Service) listPages(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	page, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	before, err := idCursor(page.Cursor)
+	if err != nil {
+		return err
+	}
+	status := r.URL.Query().Get("status")
+	if status != "" && status != PageDraft && status != PagePublished {
+		return httpapi.Invalid("status", "must be draft or published")
+	}
+	var out []Page
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		rows, err := tx.Query(r.Context(), `SELECT `+pageCols+` FROM pages WHERE ($1 = 0 OR id < $1) AND ($2 = '' OR status = $2)
+			ORDER BY id DESC LIMIT $3`, before, status, page.Limit+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			p, err := scanPage(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, p)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(out, page.Limit, func(p Page) string { return strconv.FormatInt(p.ID, 10) }))
+}
+
+func (sv *Service) deletePage(w http.ResponseWriter, r *http.Request) error {
+	s, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+		p, err := findPage(r.Context(), tx, chi.URLParam(r, "id_or_slug"), true)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(r.Context(), `DELETE FROM pages WHERE id = $1`, p.ID)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.NoContent(w)
+}

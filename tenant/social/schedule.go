@@ -1,0 +1,106 @@
+package social
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// ScheduleArgs is the periodic job that starts the publishing of due
+// scheduled posts in every project.
+type ScheduleArgs struct{}
+
+// Kind is the River job kind.
+func (ScheduleArgs) Kind() string { return "social.schedule" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: a missed tick is
+// made up by the next one, so a failed tick is not retried.
+func (ScheduleArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 1} }
+
+// ScheduleWorker runs the scheduler's ticks.
+type ScheduleWorker struct {
+	river.WorkerDefaults[ScheduleArgs]
+	sv *Service
+}
+
+// ScheduleWorker returns the River worker of social.schedule.
+func (sv *Service) ScheduleWorker() *ScheduleWorker { return &ScheduleWorker{sv: sv} }
+
+// Periodic is the scheduler's River periodic job, every interval
+// (PLINTH_SCHEDULER_INTERVAL).
+func (sv *Service) Periodic(interval time.Duration) *river.PeriodicJob {
+	return river.NewPeriodicJob(river.PeriodicInterval(interval),
+		func() (river.JobArgs, *river.InsertOpts) { return ScheduleArgs{}, nil },
+		&river.PeriodicJobOpts{ID: "social.schedule", RunOnStart: true})
+}
+
+// claimBatch is how many due posts one transaction claims.
+const claimBatch = 100
+
+// scheduleConcurrency is how many projects a tick checks at once.
+const scheduleConcurrency = 4
+
+// Work checks every project for due posts.
+func (w *ScheduleWorker) Work(ctx context.Context, _ *river.Job[ScheduleArgs]) error {
+	scopes, err := w.sv.Central.ProjectScopes(ctx)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(scheduleConcurrency)
+	for _, s := range scopes {
+		g.Go(func() error {
+			for {
+				n, err := w.sv.ClaimDue(gctx, s, claimBatch)
+				if err != nil && !errors.Is(err, httpapi.ErrNotFound) {
+					w.sv.Logger.ErrorContext(gctx, "social: scheduler claim failed", "project", s.Project.ID, "err", err)
+					return nil // one project's trouble does not stop the others
+				}
+				if n < claimBatch {
+					return nil
+				}
+			}
+		})
+	}
+	return g.Wait()
+}
+
+// ClaimDue starts publishing up to limit due scheduled posts of the
+// project and returns how many it claimed. Claiming is one transaction:
+// the posts become publishing and their publish jobs are inserted
+// together, and rows another claimer holds are skipped (FOR UPDATE SKIP
+// LOCKED), so however many schedulers run at once, in however many
+// processes, each due post is claimed, and published, once.
+func (sv *Service) ClaimDue(ctx context.Context, s *tenant.Scope, limit int) (int, error) {
+	var n int
+	err := s.Tx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE social_posts SET status = 'publishing', publish_run = publish_run + 1, updated_at = now()
+			WHERE id IN (SELECT id FROM social_posts WHERE status = 'scheduled' AND scheduled_at <= now()
+				ORDER BY scheduled_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
+			RETURNING id`, limit)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		jobs := make([]river.InsertManyParams, len(ids))
+		for i, id := range ids {
+			jobs[i] = river.InsertManyParams{Args: PublishArgs{ProjectID: s.Project.ID, PostID: id}}
+		}
+		if _, err := sv.River.InsertManyTx(ctx, tx, jobs); err != nil {
+			return err
+		}
+		n = len(ids)
+		return nil
+	})
+	return n, err
+}
