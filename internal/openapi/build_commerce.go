@@ -228,7 +228,11 @@ func (d *doc) commerceNotRateLimited(method, path string) {
 			h["Retry-After"] = M{"description": "Seconds to wait before retrying.", "schema": M{"type": "integer", "minimum": 0}}
 		}
 		status, _ := strconv.Atoi(code)
-		rs[code] = M{"description": problemText[status], "headers": h, "content": M{"application/problem+json": M{"schema": ref("Problem")}}}
+		text := problemText[status]
+		if status == 400 {
+			text = "`bad_request`: the Stripe-Signature header is missing or does not verify, or the payload is not a processor event."
+		}
+		rs[code] = M{"description": text, "headers": h, "content": M{"application/problem+json": M{"schema": ref("Problem")}}}
 	}
 }
 
@@ -318,7 +322,7 @@ func commerceItemsBody() M {
 func commerceCustomerBody() M {
 	return obj(M{
 		"name":  M{"type": "string", "maxLength": 255},
-		"email": M{"type": "string", "description": "An email address (or empty)."},
+		"email": M{"type": "string", "maxLength": 254, "description": "An email address (or empty)."},
 	})
 }
 
