@@ -236,6 +236,9 @@ func (d *doc) commerceNotRateLimited(method, path string) {
 	}
 }
 
+// init gives the shared Problem502 response (checkout, cancel, refund and
+// onboarding answer 502 upstream_unavailable when the processor fails) a
+// text, as build.go's problemText has none; a text set there wins.
 func init() {
 	if _, ok := problemText[502]; !ok {
 		problemText[502] = "`upstream_unavailable`: an upstream service (the payment processor, the AI provider) failed or refused; often transient."
