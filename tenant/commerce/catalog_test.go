@@ -32,6 +32,8 @@ func TestCategoriesTree(t *testing.T) {
 	f.do(t, "POST", "/product-categories", map[string]any{"parent_id": rootID}).Problem(t, 400, "bad_request")
 	f.do(t, "POST", "/product-categories", map[string]any{"name": "X", "parent_id": 99999}).Problem(t, 422, "validation_failed")
 	f.do(t, "POST", "/product-categories", map[string]any{"name": "X", "slug": "Bad Slug"}).Problem(t, 422, "validation_failed")
+	// sort_order is a 32-bit integer: beyond it is a bad value, not a server error.
+	f.do(t, "POST", "/product-categories", map[string]any{"name": "X", "sort_order": int64(1) << 40}).Problem(t, 422, "validation_failed")
 
 	list := f.do(t, "GET", "/product-categories", nil).Expect(t, 200).JSON(t)
 	data := list["data"].([]any)
@@ -219,6 +221,7 @@ func TestVariants(t *testing.T) {
 	f.do(t, "POST", base, map[string]any{"name": "Large", "price": 2900, "sort_order": -1}).Expect(t, 201)
 	f.do(t, "POST", base, map[string]any{"price": 1}).Problem(t, 400, "bad_request")
 	f.do(t, "POST", base, map[string]any{"name": "X", "price": -5}).Problem(t, 422, "validation_failed")
+	f.do(t, "POST", base, map[string]any{"name": "X", "sort_order": -(int64(1) << 40)}).Problem(t, 422, "validation_failed")
 	f.do(t, "POST", "/products/99999/variants", map[string]any{"name": "X"}).Problem(t, 404, "not_found")
 
 	list := f.do(t, "GET", base, nil).Expect(t, 200).JSON(t)["data"].([]any)

@@ -138,6 +138,9 @@ func (in *categoryInput) validate(create bool) error {
 	if in.ParentID.Value != nil {
 		v.Check(*in.ParentID.Value > 0, "parent_id", "must be a category id")
 	}
+	if in.SortOrder != nil {
+		v.Check(validSortOrder(*in.SortOrder), "sort_order", sortOrderMsg)
+	}
 	return v.Err()
 }
 

@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -185,6 +186,12 @@ func (n *Nullable[T]) UnmarshalJSON(b []byte) error {
 	n.Value = &v
 	return nil
 }
+
+// validSortOrder reports whether n fits the sort_order column (a 32-bit
+// integer): a value beyond it is a 422, not a failed insert.
+func validSortOrder(n int) bool { return n >= math.MinInt32 && n <= math.MaxInt32 }
+
+const sortOrderMsg = "must be an integer from -2147483648 to 2147483647"
 
 // validURL reports whether s is an absolute http(s) URL.
 func validURL(s string) bool {

@@ -44,6 +44,9 @@ func (in *variantInput) check(v *httpapi.Validator, prefix string, create bool) 
 	if in.Options != nil {
 		v.Check(len(*in.Options) <= 20, prefix+"options", "must have at most 20 entries")
 	}
+	if in.SortOrder != nil {
+		v.Check(validSortOrder(*in.SortOrder), prefix+"sort_order", sortOrderMsg)
+	}
 }
 
 func insertVariant(ctx context.Context, tx pgx.Tx, p *Product, in variantInput) (*Variant, error) {
