@@ -100,7 +100,7 @@ func TestOAuthRoundTrip(t *testing.T) {
 	// An expired state is refused, whether its signed expiry has passed...
 	st := oauth.State{ID: "ost_x", Project: p.ID, Platform: "twitter", RedirectURI: "https://site.test/done", Expires: time.Now().Add(-time.Second).Unix()}
 	expired := oauth.NewSigner(env.Server.Central.Secret()).Sign(st)
-	loc := socialtest.Get(t, env.URL+"/v1/social-accounts/callback/twitter?code=code-twitter-99&state="+url.QueryEscape(expired), 302)
+	loc := socialtest.GetAPI(t, env, env.URL+"/v1/social-accounts/callback/twitter?code=code-twitter-99&state="+url.QueryEscape(expired), 302)
 	if !strings.HasPrefix(loc, "https://site.test/done?") || !strings.Contains(loc, "error=state_expired") || !strings.Contains(loc, "status=error") {
 		t.Fatalf("expired state: %s", loc)
 	}
@@ -157,7 +157,7 @@ func TestOAuthDeclined(t *testing.T) {
 	q.Del("code")
 	q.Set("error", "user_cancelled_authorize")
 	q.Set("error_description", "The user cancelled <b>")
-	loc := socialtest.Get(t, env.URL+u.Path+"?"+q.Encode(), 302)
+	loc := socialtest.GetAPI(t, env, env.URL+u.Path+"?"+q.Encode(), 302)
 	lu, _ := url.Parse(loc)
 	if lu.Host != "localhost:3000" || lu.Query().Get("status") != "error" || lu.Query().Get("error") != "user_cancelled_authorize" {
 		t.Fatalf("declined: %s", loc)
@@ -216,7 +216,7 @@ func TestConnectValidationAndScopes(t *testing.T) {
 		t.Fatalf("youtube oauth_url: %s", yt.OAuthURL)
 	}
 	// Without redirect_uri the flow ends on the server's own page.
-	final := socialtest.Get(t, yt.Callback, 302)
+	final := socialtest.GetAPI(t, env, yt.Callback, 302)
 	if !strings.HasPrefix(final, env.Config.PublicURL+"/v1/social-accounts/connected?") || !strings.Contains(final, "status=connected") {
 		t.Fatalf("default redirect: %s", final)
 	}

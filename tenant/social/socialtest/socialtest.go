@@ -363,6 +363,8 @@ type Flow struct {
 	// Callback is the server's callback URL the platform sent the
 	// browser to (on the test server), code and state included.
 	Callback string
+
+	env *apitest.Env
 }
 
 // noFollow is an HTTP client that shows redirects instead of following them.
@@ -383,6 +385,7 @@ func Start(t testing.TB, env *apitest.Env, key string, p *Platform, body any) Fl
 		t.Fatalf("the platform redirected to %s, want the callback %s", loc, want)
 	}
 	f.Callback = env.URL + u.Path + "?" + u.RawQuery
+	f.env = env
 	return f
 }
 
@@ -402,11 +405,35 @@ func Get(t testing.TB, u string, status int) string {
 	return res.Header.Get("Location")
 }
 
+// GetAPI is Get of a URL of env's server (the OAuth callback), whose
+// answer is also checked against the OpenAPI document, as env.Do does.
+func GetAPI(t testing.TB, env *apitest.Env, u string, status int) string {
+	t.Helper()
+	res, err := noFollow.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != status {
+		t.Fatalf("GET %s: status %d, want %d: %s", u, res.StatusCode, status, b)
+	}
+	path := res.Request.URL.Path
+	if q := res.Request.URL.RawQuery; q != "" {
+		path += "?" + q
+	}
+	for _, msg := range env.Contract.Check(apitest.Exchange{Method: "GET", Path: path, ReqHeader: res.Request.Header,
+		Status: res.StatusCode, RespHeader: res.Header, RespBody: b, Routed: true}) {
+		t.Errorf("OpenAPI contract: %s", msg)
+	}
+	return res.Header.Get("Location")
+}
+
 // Finish follows the callback and returns the query of the redirect it
 // answers with (status, account_id or error).
 func (f Flow) Finish(t testing.TB) url.Values {
 	t.Helper()
-	u, err := url.Parse(Get(t, f.Callback, 302))
+	u, err := url.Parse(GetAPI(t, f.env, f.Callback, 302))
 	if err != nil {
 		t.Fatal(err)
 	}
