@@ -40,7 +40,8 @@ func Build() M {
 		"servers": []any{M{"url": "/", "description": "the Plinth host; /v1 is the API, /central/api the dashboard"}},
 		"tags": []any{
 			M{"name": "system"}, M{"name": "dashboard"}, M{"name": "project"}, M{"name": "jobs"},
-			M{"name": "content"}, M{"name": "forms"}, M{"name": "webhooks"}, M{"name": "public"},
+			M{"name": "content"}, M{"name": "blog"}, M{"name": "commerce"}, M{"name": "booking"}, M{"name": "social"},
+			M{"name": "forms"}, M{"name": "webhooks"}, M{"name": "public"},
 		},
 		"security": []any{M{"apiKey": []any{}}},
 		"paths":    d.paths,
@@ -83,6 +84,7 @@ type op struct {
 	errs             []int // problem+json statuses beyond the automatic ones
 	idempotent       bool  // accepts Idempotency-Key
 	noRateLimit      bool
+	uncharged        bool // the limiter shows the caller's bucket without charging it: never 429
 }
 
 // resp is one non-problem response.
@@ -147,7 +149,7 @@ func (d *doc) add(method, path string, o op) {
 		out["security"] = []any{M{"dashboardJWT": []any{}}}
 	}
 	errs := map[int]bool{500: true, 503: true}
-	if !central {
+	if !central && !o.uncharged {
 		errs[429] = true
 	}
 	if o.body != nil {
@@ -258,13 +260,14 @@ var problemText = map[int]string{
 	422: "`validation_failed`: a present field has a bad value; `errors` maps fields to messages.",
 	429: "`rate_limited`: the rate limit or the AI cost ceiling is exceeded; honour Retry-After.",
 	500: "`internal_error`: an unexpected failure (logged; no detail).",
+	502: "`upstream_unavailable`: an upstream service (the payment processor, the AI provider) failed or refused; often transient.",
 	503: "`service_unavailable`: a transient database condition or timeout; honour Retry-After.",
 }
 
 // The operations. Keep them next to the pillar they describe.
 
 func (d *doc) system() {
-	d.add("GET", "/v1/health", op{id: "getHealth", summary: "Liveness and version", tag: "system", auth: authNone,
+	d.add("GET", "/v1/health", op{id: "getHealth", summary: "Liveness and version", tag: "system", auth: authNone, uncharged: true,
 		desc: "Shows the caller's rate-limit bucket without charging it. 503 when the database is unreachable (with Retry-After).",
 		ok: []resp{{status: 200, desc: "The service is up.", content: jsonOf(ref("Health"))},
 			{status: 503, desc: "The database is unreachable.", content: jsonOf(ref("Health")),

@@ -1,10 +1,5 @@
 package openapi
 
-import (
-	"strconv"
-	"strings"
-)
-
 // commerce documents the routes of tenant/commerce (catalogue, orders,
 // checkout, the connected payment account) and the processor's webhook.
 func (d *doc) commerce() {
@@ -176,9 +171,9 @@ func (d *doc) commerce() {
 		}, "return_url", "refresh_url")),
 		errs: []int{409, 422, 502},
 		ok:   []resp{{status: 200, desc: "The onboarding link.", content: jsonOf(obj(M{"url": str()}, "url"))}}})
-	d.add("POST", "/v1/payments/webhook", op{id: "paymentsWebhook", summary: "The payment processor's webhook", tag: "commerce", auth: authNone,
+	d.add("POST", "/v1/payments/webhook", op{id: "paymentsWebhook", summary: "The payment processor's webhook", tag: "commerce", auth: authNone, uncharged: true,
 		desc: "Called by the processor, not by clients: no key; the Stripe-Signature header (HMAC under STRIPE_WEBHOOK_SECRET, " +
-			"timestamp within 300 s) authenticates the raw body, else 400. Not rate limited (no rate-limit headers). Checkout, " +
+			"timestamp within 300 s) authenticates the raw body, else 400. Never refused by the rate limiter: its headers show the sender's bucket uncharged. Checkout, " +
 			"refund and account events move orders and the account (events order.paid, order.cancelled, order.refunded, " +
 			"connect.account_updated); each processor event applies once per project. 503: the webhook secret is not configured.",
 		headers: []M{{"name": "Stripe-Signature", "in": "header", "required": true,
@@ -187,7 +182,6 @@ func (d *doc) commerce() {
 			"properties": M{"id": M{"type": "string", "minLength": 1}, "type": str(), "account": str(),
 				"data": M{"type": "object", "required": []any{"object"}, "properties": M{"object": M{"type": "object"}}}}}),
 		ok: []resp{{status: 200, desc: "Received (also when the event is a duplicate or not used).", content: jsonOf(ref("PaymentsWebhookAck"))}}})
-	d.commerceNotRateLimited("POST", "/v1/payments/webhook")
 
 	// The public read surface.
 	d.add("GET", "/v1/public/products", op{id: "listPublicProducts", summary: "Active products, newest first", tag: "public", auth: authPublic,
@@ -206,43 +200,6 @@ func (d *doc) commerce() {
 		desc:    "No key. Inactive categories and their subtrees are left out. Not paginated.",
 		headers: []M{ifNoneMatch},
 		ok:      publicOK("The roots, children nested.", list(ref("ProductCategory")))})
-}
-
-// commerceNotRateLimited rewrites the responses of an operation the rate
-// limiter skips (the processor's webhook): no rate-limit headers, no 429.
-func (d *doc) commerceNotRateLimited(method, path string) {
-	o := d.paths[path].(M)[strings.ToLower(method)].(M)
-	rs := o["responses"].(M)
-	delete(rs, "429")
-	for code, r := range rs {
-		r := r.(M)
-		if _, isRef := r["$ref"]; !isRef {
-			r["headers"] = M{"X-Request-Id": headerRef("X-Request-Id")}
-			continue
-		}
-		h := M{"X-Request-Id": headerRef("X-Request-Id")}
-		switch code {
-		case "400":
-			h["Allow"] = M{"description": "On a known route called with a method it does not serve: the methods it does.", "schema": str()}
-		case "503":
-			h["Retry-After"] = M{"description": "Seconds to wait before retrying.", "schema": M{"type": "integer", "minimum": 0}}
-		}
-		status, _ := strconv.Atoi(code)
-		text := problemText[status]
-		if status == 400 {
-			text = "`bad_request`: the Stripe-Signature header is missing or does not verify, or the payload is not a processor event."
-		}
-		rs[code] = M{"description": text, "headers": h, "content": M{"application/problem+json": M{"schema": ref("Problem")}}}
-	}
-}
-
-// init gives the shared Problem502 response (checkout, cancel, refund and
-// onboarding answer 502 upstream_unavailable when the processor fails) a
-// text, as build.go's problemText has none; a text set there wins.
-func init() {
-	if _, ok := problemText[502]; !ok {
-		problemText[502] = "`upstream_unavailable`: an upstream service (the payment processor, the AI provider) failed or refused; often transient."
-	}
 }
 
 func commerceProductStatuses() []any { return []any{"draft", "active", "archived"} }

@@ -99,6 +99,15 @@ func TestHeadersOnEveryResponse(t *testing.T) {
 	if rem, _ = limits(t, env.Send(apitest.Request{Method: "GET", Path: "/v1/health", Header: ip}).Expect(t, 200), 30); rem != 56 {
 		t.Fatalf("anonymous health: remaining %d, want 56 (four charged)", rem)
 	}
+	// the payment processor's webhook shows its sender's bucket, uncharged
+	// and never refused (here 503: no processor is configured)
+	for i := 0; i < 70; i++ {
+		r = env.Send(apitest.Request{Method: "POST", Path: "/v1/payments/webhook", Body: `{}`, Header: ip})
+		r.Problem(t, 503, "service_unavailable")
+		if rem, _ = limits(t, r, 30); rem != 56 {
+			t.Fatalf("payments webhook: remaining %d, want 56 (not counted)", rem)
+		}
+	}
 	// the public surface: PLINTH_PUBLIC_RATE, default 120/240
 	r = env.Send(apitest.Request{Method: "GET", Path: "/v1/public/content/bulk?project_id=prj_000000000000000000000000", Header: ip})
 	r.Problem(t, 404, "not_found")

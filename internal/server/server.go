@@ -259,11 +259,13 @@ func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
 		Anonymous:    ratelimit.Plans["free"],
 		Public:       ratelimit.Limit{RPM: s.Config.PublicRPM, Burst: s.Config.PublicBurst},
 		PublicPrefix: "/v1/public",
-		Peek:         []string{"/v1/health"},
-		Skip:         []string{"/central/", "/v1/payments/webhook"}, // the processor's webhook is signed, and bursts
-		Trusted:      s.Config.TrustedProxies,
-		Clock:        clock,
-		Logger:       s.logger,
+		// The processor's webhook is signed and comes in bursts: it shows
+		// the sender's bucket but is never refused.
+		Peek:    []string{"/v1/health", "/v1/payments/webhook"},
+		Skip:    []string{"/central/"},
+		Trusted: s.Config.TrustedProxies,
+		Clock:   clock,
+		Logger:  s.logger,
 	}, nil
 }
 
