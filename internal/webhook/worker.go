@@ -76,6 +76,13 @@ type Worker struct {
 	// share transactions
 	starts  *group[DeliverArgs, attempt]
 	records *group[rec, struct{}]
+	leases  *group[leaseReq, time.Duration]
+}
+
+// leaseReq books n pacing slots of an endpoint.
+type leaseReq struct {
+	endpoint string
+	n        int
 }
 
 // NewWorker builds the delivery worker.
@@ -100,6 +107,13 @@ func NewWorker(cfg WorkerConfig, scopes ScopeSource, secrets *Secrets) *Worker {
 	})
 	w.records = newGroup(func(ctx context.Context, sc *tenant.Scope, rs []rec) ([]struct{}, error) {
 		return make([]struct{}, len(rs)), w.tx(ctx, sc, func(tx pgx.Tx) error { return write(ctx, tx, rs) })
+	})
+	w.leases = newGroup(func(ctx context.Context, sc *tenant.Scope, ls []leaseReq) (offs []time.Duration, err error) {
+		err = w.tx(ctx, sc, func(tx pgx.Tx) error {
+			offs, err = lease(ctx, tx, ls)
+			return err
+		})
+		return offs, err
 	})
 	return w
 }
@@ -219,12 +233,7 @@ func stopped(ctx context.Context, err error) error {
 // queued instead, and pace returns how long to snooze.
 func (w *Worker) pace(ctx context.Context, sc *tenant.Scope, a DeliverArgs) (time.Duration, error) {
 	lease := func(n int) (time.Duration, error) {
-		var off time.Duration
-		err := w.tx(ctx, sc, func(tx pgx.Tx) error {
-			return tx.QueryRow(ctx, `UPDATE webhook_endpoints SET next_slot = GREATEST(next_slot, clock_timestamp() + $3::interval) + $2 * $4::interval
-				WHERE id = $1 RETURNING next_slot - $2 * $4::interval - clock_timestamp()`, a.EndpointID, n, leaseLead, Pace).Scan(&off)
-		})
-		return off, err
+		return w.leases.do(ctx, sc, leaseReq{a.EndpointID, n})
 	}
 	for {
 		slot, wait, err := w.pacer.take(a.EndpointID, a.DeliveryID, lease)
@@ -244,6 +253,45 @@ func (w *Worker) pace(ctx context.Context, sc *tenant.Scope, a DeliverArgs) (tim
 			return 0, nil
 		}
 	}
+}
+
+// lease books consecutive pacing slots of endpoints, ls[i].n of
+// ls[i].endpoint, and returns how far from now each first slot is. The
+// endpoint rows are locked in id order, so batches of several processes
+// cannot deadlock. An endpoint deleted meanwhile gets slots from now: its
+// delivery then finds itself gone.
+func lease(ctx context.Context, tx pgx.Tx, ls []leaseReq) ([]time.Duration, error) {
+	eps, ns := make([]string, len(ls)), make([]int32, len(ls))
+	for i, l := range ls {
+		eps[i], ns[i] = l.endpoint, int32(l.n)
+	}
+	rows, err := tx.Query(ctx, `WITH u AS (
+			SELECT ep.id, u.n FROM webhook_endpoints ep JOIN unnest($1::text[], $2::int[]) AS u (id, n) ON u.id = ep.id
+			ORDER BY ep.id FOR NO KEY UPDATE OF ep)
+		UPDATE webhook_endpoints ep SET next_slot = GREATEST(ep.next_slot, clock_timestamp() + $3::interval) + u.n * $4::interval
+		FROM u WHERE ep.id = u.id
+		RETURNING ep.id, ep.next_slot - u.n * $4::interval - clock_timestamp()`, eps, ns, leaseLead, Pace)
+	if err != nil {
+		return nil, err
+	}
+	offs := map[string]time.Duration{}
+	for rows.Next() {
+		var id string
+		var off time.Duration
+		if err := rows.Scan(&id, &off); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		offs[id] = off
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, len(ls))
+	for i, l := range ls {
+		out[i] = max(offs[l.endpoint], leaseLead)
+	}
+	return out, nil
 }
 
 // tx runs fn in a transaction of sc, at most half the pool's connections
