@@ -42,48 +42,59 @@ func SearchPath(schema string) string {
 // migrate applies fsys to schema, creating the schema if needed, on a
 // dedicated connection whose search_path is the schema. A session advisory
 // lock on the schema name serialises concurrent migrators of one schema.
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs.FS) (int64, error) {
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs.FS) (version int64, applied int, err error) {
 	if !ValidSchema(schema) {
-		return 0, fmt.Errorf("provisioning: invalid schema name %q", schema)
+		return 0, 0, fmt.Errorf("provisioning: invalid schema name %q", schema)
 	}
 	cfg := pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["search_path"] = SearchPath(schema)
 	db := stdlib.OpenDB(*cfg)
 	defer db.Close()
 	if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	h := fnv.New64a()
 	h.Write([]byte("plinth.migrate." + schema))
 	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(int64(h.Sum64() >> 1)))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker),
 		goose.WithAllowOutofOrder(true), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if _, err := p.Up(ctx); err != nil && !errors.Is(err, goose.ErrNoNextVersion) {
-		return 0, fmt.Errorf("migrate %s: %w", schema, err)
+		return 0, 0, fmt.Errorf("migrate %s: %w", schema, err)
 	}
-	return p.GetDBVersion(ctx)
+	status, err := p.Status(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, m := range status {
+		if m.State == goose.StateApplied {
+			applied++
+		}
+	}
+	version, err = p.GetDBVersion(ctx)
+	return version, applied, err
 }
 
 // MigrateCentral migrates the central schema.
 func MigrateCentral(ctx context.Context, pool *pgxpool.Pool) error {
-	_, err := migrate(ctx, pool, CentralSchema, migrations.Central())
+	_, _, err := migrate(ctx, pool, CentralSchema, migrations.Central())
 	return err
 }
 
-// MigrateProject creates (when new) and migrates one project schema and
-// records the version reached in the placement row.
+// MigrateProject creates (when new) and migrates one project schema, every
+// pending migration including one numbered below the highest applied, and
+// records the version reached and the number applied in the placement row.
 func MigrateProject(ctx context.Context, central, shard *pgxpool.Pool, schema string) error {
-	v, err := migrate(ctx, shard, schema, migrations.Tenant())
+	v, n, err := migrate(ctx, shard, schema, migrations.Tenant())
 	if err != nil {
 		return err
 	}
-	_, err = central.Exec(ctx, `UPDATE central.placements SET schema_version = $2, migrated_at = now() WHERE schema_name = $1`, schema, v)
+	_, err = central.Exec(ctx, `UPDATE central.placements SET schema_version = $2, migrations_applied = $3, migrated_at = now() WHERE schema_name = $1`, schema, v, n)
 	return err
 }
 
@@ -99,7 +110,7 @@ func ProvisionProject(ctx context.Context, central, shard *pgxpool.Pool, schema 
 	if !ValidSchema(schema) || schema == CentralSchema {
 		return fmt.Errorf("provisioning: invalid project schema %q", schema)
 	}
-	fresh, latest, err := tenantScript()
+	fresh, latest, count, err := tenantScript()
 	if err != nil {
 		return err
 	}
@@ -109,11 +120,11 @@ func ProvisionProject(ctx context.Context, central, shard *pgxpool.Pool, schema 
 		q.WriteString("CREATE SCHEMA " + ident + ";\nSET LOCAL search_path TO " + ident + ", public;\n")
 		q.WriteString(fresh)
 		if central == shard {
-			fmt.Fprintf(&q, "UPDATE central.placements SET schema_version = %d, migrated_at = now() WHERE schema_name = '%s';\n", latest, schema)
+			fmt.Fprintf(&q, "UPDATE central.placements SET schema_version = %d, migrations_applied = %d, migrated_at = now() WHERE schema_name = '%s';\n", latest, count, schema)
 		}
 		if _, err = shard.Exec(ctx, q.String()); err == nil {
 			if central != shard {
-				_, err = central.Exec(ctx, `UPDATE central.placements SET schema_version = $2, migrated_at = now() WHERE schema_name = $1`, schema, latest)
+				_, err = central.Exec(ctx, `UPDATE central.placements SET schema_version = $2, migrations_applied = $3, migrated_at = now() WHERE schema_name = $1`, schema, latest, count)
 			}
 			return err
 		}
@@ -128,16 +139,18 @@ var tenantOnce struct {
 	sync.Once
 	script string
 	latest int64
+	count  int
 	err    error
 }
 
 // tenantScript is the embedded tenant migrations as one script for a new
-// schema (see ProvisionProject), and the latest version.
-func tenantScript() (string, int64, error) {
+// schema (see ProvisionProject), the latest version and the number of
+// migrations.
+func tenantScript() (string, int64, int, error) {
 	tenantOnce.Do(func() {
-		tenantOnce.script, tenantOnce.latest, tenantOnce.err = freshScript(migrations.Tenant())
+		tenantOnce.script, tenantOnce.latest, tenantOnce.count, tenantOnce.err = freshScript(migrations.Tenant())
 	})
-	return tenantOnce.script, tenantOnce.latest, tenantOnce.err
+	return tenantOnce.script, tenantOnce.latest, tenantOnce.count, tenantOnce.err
 }
 
 // gooseTable is goose's version table as its PostgreSQL dialect creates it
@@ -153,16 +166,17 @@ INSERT INTO goose_db_version (version_id, is_applied) VALUES (0, true);
 `
 
 // freshScript joins the Up sections of the migrations in fsys, in version
-// order, each followed by its goose version row. It returns "" when a
-// migration cannot run inside one transaction with the others.
-func freshScript(fsys fs.FS) (string, int64, error) {
+// order, each followed by its goose version row, with the latest version
+// and the number of migrations. The script is "" when a migration cannot
+// run inside one transaction with the others.
+func freshScript(fsys fs.FS) (string, int64, int, error) {
 	type file struct {
 		version int64
 		name    string
 	}
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
-		return "", 0, err
+		return "", 0, 0, err
 	}
 	var files []file
 	for _, e := range entries {
@@ -172,7 +186,7 @@ func freshScript(fsys fs.FS) (string, int64, error) {
 		}
 		v, err := strconv.ParseInt(num, 10, 64)
 		if err != nil {
-			return "", 0, fmt.Errorf("migration %s: %w", e.Name(), err)
+			return "", 0, 0, fmt.Errorf("migration %s: %w", e.Name(), err)
 		}
 		files = append(files, file{v, e.Name()})
 	}
@@ -183,19 +197,19 @@ func freshScript(fsys fs.FS) (string, int64, error) {
 	for _, f := range files {
 		b, err := fs.ReadFile(fsys, f.name)
 		if err != nil {
-			return "", 0, err
+			return "", 0, 0, err
 		}
 		up, ok, err := upSection(string(b))
 		if err != nil {
-			return "", 0, fmt.Errorf("migration %s: %w", f.name, err)
+			return "", 0, 0, fmt.Errorf("migration %s: %w", f.name, err)
 		}
 		if !ok {
-			return "", 0, nil
+			return "", 0, 0, nil
 		}
 		fmt.Fprintf(&out, "-- %s\n%s\n;\nINSERT INTO goose_db_version (version_id, is_applied) VALUES (%d, true);\n", f.name, up, f.version)
 		latest = f.version
 	}
-	return out.String(), latest, nil
+	return out.String(), latest, len(files), nil
 }
 
 // upSection returns the SQL between "-- +goose Up" and "-- +goose Down",
@@ -233,11 +247,17 @@ func upSection(src string) (string, bool, error) {
 
 // LatestTenantVersion is the highest tenant migration version embedded.
 func LatestTenantVersion() (int64, error) {
+	latest, _, err := tenantMigrations()
+	return latest, err
+}
+
+// tenantMigrations is the highest version and the number of the embedded
+// tenant migrations.
+func tenantMigrations() (latest int64, count int, err error) {
 	entries, err := fs.ReadDir(migrations.Tenant(), ".")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var latest int64
 	for _, e := range entries {
 		num, _, ok := strings.Cut(e.Name(), "_")
 		if !ok || !strings.HasSuffix(e.Name(), ".sql") {
@@ -245,23 +265,27 @@ func LatestTenantVersion() (int64, error) {
 		}
 		v, err := strconv.ParseInt(num, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("migration %s: %w", e.Name(), err)
+			return 0, 0, fmt.Errorf("migration %s: %w", e.Name(), err)
 		}
 		latest = max(latest, v)
+		count++
 	}
-	return latest, nil
+	return latest, count, nil
 }
 
-// MigrateAll migrates every project schema whose recorded version is
-// behind, at most concurrency at a time. It is idempotent and resumable:
+// MigrateAll migrates every project schema that lacks an embedded
+// migration (its highest version is behind, or fewer migrations are
+// applied than embedded: a file numbered below one already applied), at
+// most concurrency at a time. It is idempotent and resumable:
 // an interrupted run leaves each schema at a consistent version and the
 // next run continues from there.
 func MigrateAll(ctx context.Context, central *pgxpool.Pool, shardPool func(string) (*pgxpool.Pool, error), concurrency int) (int, error) {
-	latest, err := LatestTenantVersion()
+	latest, count, err := tenantMigrations()
 	if err != nil {
 		return 0, err
 	}
-	rows, err := central.Query(ctx, `SELECT shard, schema_name, schema_version FROM central.placements WHERE schema_version < $1 ORDER BY schema_name`, latest)
+	rows, err := central.Query(ctx, `SELECT shard, schema_name, schema_version FROM central.placements
+		WHERE schema_version < $1 OR migrations_applied < $2 ORDER BY schema_name`, latest, count)
 	if err != nil {
 		return 0, err
 	}

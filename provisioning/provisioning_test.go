@@ -24,9 +24,9 @@ func TestFreshScript(t *testing.T) {
 		"0001_a.sql": {Data: []byte("-- leading comment\n-- +goose Up\nCREATE TABLE a (id int);\n")},
 		"README":     {Data: []byte("not a migration")},
 	}
-	s, latest, err := provisioning.FreshScript(fsys)
-	if err != nil || latest != 2 {
-		t.Fatalf("latest %d, err %v", latest, err)
+	s, latest, count, err := provisioning.FreshScript(fsys)
+	if err != nil || latest != 2 || count != 2 {
+		t.Fatalf("latest %d, count %d, err %v", latest, count, err)
 	}
 	ia, ib := strings.Index(s, "CREATE TABLE a"), strings.Index(s, "CREATE FUNCTION f()")
 	if ia < 0 || ib < ia || strings.Contains(s, "DROP FUNCTION") || strings.Contains(s, "leading comment") ||
@@ -35,12 +35,12 @@ func TestFreshScript(t *testing.T) {
 	}
 	for _, a := range []string{"-- +goose NO TRANSACTION", "-- +goose ENVSUB ON"} {
 		fsys["0003_c.sql"] = &fstest.MapFile{Data: []byte(a + "\n-- +goose Up\nCREATE INDEX CONCURRENTLY i ON a (id);\n")}
-		if s, _, err := provisioning.FreshScript(fsys); err != nil || s != "" {
+		if s, _, _, err := provisioning.FreshScript(fsys); err != nil || s != "" {
 			t.Fatalf("%s: script %q, err %v: goose must run it", a, s, err)
 		}
 	}
 	fsys["0003_c.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE c (id int);\n")}
-	if _, _, err := provisioning.FreshScript(fsys); err == nil {
+	if _, _, _, err := provisioning.FreshScript(fsys); err == nil {
 		t.Fatal("a migration without -- +goose Up was accepted")
 	}
 }

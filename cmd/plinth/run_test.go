@@ -302,6 +302,28 @@ func TestMigrate(t *testing.T) {
 	if n := migrated(t, env); n != "0" {
 		t.Fatalf("repeated migrate touched %s schemas, want 0", n)
 	}
+
+	// Out of order: a schema at the highest version that lacks a lower
+	// migration, as when a file numbered below the latest lands in an
+	// upgrade (here 0100, undone by hand and recorded as one fewer).
+	var schema string
+	if err := db.Pool.QueryRow(ctx, `UPDATE central.placements SET migrations_applied = migrations_applied - 1
+		WHERE project_id = $1 RETURNING schema_name`, pids[2]).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `DROP TABLE `+schema+`.idempotency_keys; DROP INDEX `+schema+`.credit_ledger_recent;
+		DELETE FROM `+schema+`.goose_db_version WHERE version_id = 100`); err != nil {
+		t.Fatal(err)
+	}
+	if n := migrated(t, env); n != "1" {
+		t.Fatalf("migrate with an out-of-order file touched %s schemas, want 1", n)
+	}
+	if !tableExists(t, db, schema, "idempotency_keys") {
+		t.Fatal("the out-of-order migration 0100 was not applied")
+	}
+	if n := migrated(t, env); n != "0" {
+		t.Fatalf("migrate after the out-of-order file touched %s schemas, want 0", n)
+	}
 }
 
 func mustInt(s string) int64 {

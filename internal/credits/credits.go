@@ -84,25 +84,17 @@ type state struct {
 }
 
 // lock returns the pool row of s locked for this transaction, rolled to
-// the current period.
+// the current period, in one statement: the upsert creates the row on the
+// first charge, or locks it and starts a new period when one has begun.
 func lock(ctx context.Context, tx pgx.Tx, s *tenant.Scope, now time.Time) (state, error) {
-	p := pool(s)
-	cur := PeriodStart(s.Project.CreatedAt, now)
-	if _, err := tx.Exec(ctx, `INSERT INTO credit_pools (pool, period_start) VALUES ($1, $2) ON CONFLICT (pool) DO NOTHING`, p, cur); err != nil {
-		return state{}, err
-	}
 	var st state
-	if err := tx.QueryRow(ctx, `SELECT period_start, plan_used, topup_balance FROM credit_pools WHERE pool = $1 FOR UPDATE`, p).
-		Scan(&st.periodStart, &st.planUsed, &st.topup); err != nil {
-		return state{}, err
-	}
-	if st.periodStart.Before(cur) {
-		st.periodStart, st.planUsed = cur, 0
-		if _, err := tx.Exec(ctx, `UPDATE credit_pools SET period_start = $2, plan_used = 0 WHERE pool = $1`, p, cur); err != nil {
-			return state{}, err
-		}
-	}
-	return st, nil
+	err := tx.QueryRow(ctx, `INSERT INTO credit_pools AS p (pool, period_start) VALUES ($1, $2)
+		ON CONFLICT (pool) DO UPDATE SET
+			plan_used = CASE WHEN p.period_start < EXCLUDED.period_start THEN 0 ELSE p.plan_used END,
+			period_start = GREATEST(p.period_start, EXCLUDED.period_start)
+		RETURNING period_start, plan_used, topup_balance`, pool(s), PeriodStart(s.Project.CreatedAt, now)).
+		Scan(&st.periodStart, &st.planUsed, &st.topup)
+	return st, err
 }
 
 // Charge debits cost hundredths for op inside tx, plan allowance first and
@@ -134,18 +126,66 @@ func Charge(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int
 		}
 	}
 	fromPlan := min(cost, planLeft)
-	fromTopup := cost - fromPlan
-	if _, err := tx.Exec(ctx, `UPDATE credit_pools SET plan_used = plan_used + $2, topup_balance = topup_balance - $3 WHERE pool = $1`,
-		pool(s), fromPlan, fromTopup); err != nil {
-		return err
+	return debit(ctx, tx, s, op, cost, st.periodStart, []string{ref}, []int64{fromPlan}, []int64{cost - fromPlan})
+}
+
+// debit writes charges of cost each, one per ref, split between the plan
+// allowance and top-ups as given, with the pool update and the ledger rows
+// sent together in one round trip.
+func debit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int64, period time.Time, refs []string, fromPlan, fromTopup []int64) error {
+	var plan, topup int64
+	for i := range refs {
+		plan += fromPlan[i]
+		topup += fromTopup[i]
 	}
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE credit_pools SET plan_used = plan_used + $2, topup_balance = topup_balance - $3 WHERE pool = $1`, pool(s), plan, topup)
 	// created_at is the moment of the charge (not of the transaction's
 	// start, which may be long before the pool lock was granted), so the
 	// AI ceiling's one-minute window is exact.
-	_, err = tx.Exec(ctx, `INSERT INTO credit_ledger (pool, op, amount, from_plan, from_topup, period_start, ref, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), clock_timestamp())`,
-		pool(s), op, cost, fromPlan, fromTopup, st.periodStart, ref)
-	return err
+	b.Queue(`INSERT INTO credit_ledger (pool, op, amount, from_plan, from_topup, period_start, ref, created_at)
+		SELECT $1, $2, $3, p, t, $4, NULLIF(r, ''), clock_timestamp() FROM unnest($5::bigint[], $6::bigint[], $7::text[]) AS u (p, t, r)`,
+		pool(s), op, cost, period, fromPlan, fromTopup, refs)
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// ChargeEach charges cost for each of refs, in order, while the balance
+// allows, inside tx: one lock of the pool, one update and one ledger row
+// per charge, whatever the number of refs. It returns how many refs (a
+// prefix of refs) were charged; the others could not be paid and nothing
+// was written for them. It is for batches of small metered operations
+// (webhook delivery attempts); AI operations, which have a per-minute
+// ceiling, go through Charge.
+func ChargeEach(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int64, refs []string) (int, error) {
+	if IsAI(op) {
+		return 0, fmt.Errorf("credits: ChargeEach of the AI operation %s", op)
+	}
+	if cost <= 0 || len(refs) == 0 {
+		return len(refs), nil
+	}
+	st, err := lock(ctx, tx, s, time.Now())
+	if err != nil {
+		return 0, err
+	}
+	planLeft := max(Allowance(s.Project)-st.planUsed, 0)
+	topup := st.topup
+	if s.Test() {
+		topup = 0
+	}
+	var fromPlan, fromTopup []int64
+	for range refs {
+		if cost > planLeft+topup {
+			break
+		}
+		p := min(cost, planLeft)
+		planLeft, topup = planLeft-p, topup-(cost-p)
+		fromPlan, fromTopup = append(fromPlan, p), append(fromTopup, cost-p)
+	}
+	n := len(fromPlan)
+	if n == 0 {
+		return 0, nil
+	}
+	return n, debit(ctx, tx, s, op, cost, st.periodStart, refs[:n], fromPlan, fromTopup)
 }
 
 // Refund reverses every charge made under ref that is not yet refunded,

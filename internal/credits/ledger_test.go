@@ -132,3 +132,77 @@ func TestPeriodRollover(t *testing.T) {
 		t.Fatalf("test pool after rollover: %d, want 100", b)
 	}
 }
+
+// TestChargeEach: a batch is charged in order while the balance allows,
+// the allowance first and then top-ups, one ledger row per charge; what
+// cannot be paid writes nothing; the test pool never spends top-ups.
+func TestChargeEach(t *testing.T) {
+	t.Parallel()
+	_, p := setup(t, "free") // 100 credits
+	live := p.Scope
+	ctx := context.Background()
+	if err := tx(t, live, func(tx pgx.Tx) error { return credits.TopUp(ctx, tx, live, 1) }); err != nil {
+		t.Fatal(err)
+	}
+	charge(t, live, "content_update", 99*credits.Unit+50, "") // 0.50 left in the allowance, 1 in top-ups
+	refs := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	var n int
+	if err := tx(t, live, func(tx pgx.Tx) error {
+		var err error
+		n, err = credits.ChargeEach(ctx, tx, live, "webhook_delivery", 40, refs)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 { // 150 hundredths pay for three of 40
+		t.Fatalf("charged %d, want 3", n)
+	}
+	var planUsed, topup int64
+	if err := tx(t, live, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `SELECT plan_used, topup_balance FROM credit_pools WHERE pool = 'live'`).Scan(&planUsed, &topup)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if planUsed != 100*credits.Unit || topup != 30 {
+		t.Fatalf("plan_used %d, topup %d: want the allowance spent and 30 hundredths of top-ups left", planUsed, topup)
+	}
+	type row struct {
+		Ref       string
+		Plan, Top int64
+		Amount    int64
+		Op        string
+	}
+	rows, err := live.Pool().Query(ctx, `SELECT ref, from_plan, from_topup, amount, op FROM `+live.Project.Schema+`.credit_ledger WHERE op = 'webhook_delivery' ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []row{{"a", 40, 0, 40, "webhook_delivery"}, {"b", 10, 30, 40, "webhook_delivery"}, {"c", 0, 40, 40, "webhook_delivery"}}
+	if len(got) != len(want) {
+		t.Fatalf("ledger %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("ledger row %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	// the test pool: its allowance only
+	test, _ := tenant.NewScope(live.Pool(), live.Project, &tenant.Key{ID: "key_test", Test: true})
+	charge(t, test, "content_update", 99*credits.Unit+90, "")
+	if err := tx(t, test, func(tx pgx.Tx) error {
+		var err error
+		n, err = credits.ChargeEach(ctx, tx, test, "webhook_delivery", 2, refs)
+		return err
+	}); err != nil || n != 5 {
+		t.Fatalf("test pool charged %d (%v), want 5", n, err)
+	}
+	if err := tx(t, live, func(tx pgx.Tx) error {
+		_, err := credits.ChargeEach(ctx, tx, live, "image", 1, refs)
+		return err
+	}); err == nil {
+		t.Fatal("ChargeEach accepted an AI operation, which must go through the ceiling")
+	}
+}

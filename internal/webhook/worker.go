@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -70,6 +72,17 @@ type Worker struct {
 	pacer   *pacer
 	txOnce  sync.Once
 	txSem   chan struct{}
+	// the begin and record steps of concurrent deliveries of a project
+	// share transactions
+	starts  *group[DeliverArgs, attempt]
+	records *group[rec, struct{}]
+	leases  *group[leaseReq, time.Duration]
+}
+
+// leaseReq books n pacing slots of an endpoint.
+type leaseReq struct {
+	endpoint string
+	n        int
 }
 
 // NewWorker builds the delivery worker.
@@ -77,7 +90,7 @@ func NewWorker(cfg WorkerConfig, scopes ScopeSource, secrets *Secrets) *Worker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Worker{
+	w := &Worker{
 		cfg:     cfg,
 		scopes:  scopes,
 		secrets: secrets,
@@ -85,6 +98,24 @@ func NewWorker(cfg WorkerConfig, scopes ScopeSource, secrets *Secrets) *Worker {
 		limits:  newLimits(MaxInFlight, cfg.Timeout),
 		pacer:   newPacer(),
 	}
+	w.starts = newGroup(func(ctx context.Context, sc *tenant.Scope, as []DeliverArgs) (ats []attempt, err error) {
+		err = w.tx(ctx, sc, func(tx pgx.Tx) error {
+			ats, err = w.begin(ctx, tx, sc, as)
+			return err
+		})
+		return ats, err
+	})
+	w.records = newGroup(func(ctx context.Context, sc *tenant.Scope, rs []rec) ([]struct{}, error) {
+		return make([]struct{}, len(rs)), w.tx(ctx, sc, func(tx pgx.Tx) error { return write(ctx, tx, rs) })
+	})
+	w.leases = newGroup(func(ctx context.Context, sc *tenant.Scope, ls []leaseReq) (offs []time.Duration, err error) {
+		err = w.tx(ctx, sc, func(tx pgx.Tx) error {
+			offs, err = lease(ctx, tx, ls)
+			return err
+		})
+		return offs, err
+	})
+	return w
 }
 
 // MaxAttempts is the number of attempts of a delivery before it fails.
@@ -144,12 +175,8 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		return river.JobSnooze(w.limits.backoff(a.EndpointID))
 	}
 
-	var at attempt
-	if err := w.tx(ctx, sc, func(tx pgx.Tx) error {
-		var err error
-		at, err = w.begin(ctx, tx, sc, job)
-		return err
-	}); err != nil {
+	at, err := w.starts.do(ctx, sc, a)
+	if err != nil {
 		return stopped(ctx, err)
 	}
 	if at.skip {
@@ -179,17 +206,12 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	if ctx.Err() != nil {
 		return stopped(ctx, ctx.Err()) // not the receiver's fault: send again on the next run
 	}
-	var wait time.Duration
-	var final bool
-	if err := w.tx(ctx, sc, func(tx pgx.Tx) error {
-		var err error
-		final, wait, err = w.record(ctx, tx, a, at.n, out)
-		return err
-	}); err != nil {
-		return err // River retries; the attempt is still in flight and is sent again
+	r := w.judge(a, at.n, out)
+	if _, err := w.records.do(ctx, sc, r); err != nil {
+		return stopped(ctx, err) // River retries; the attempt is still in flight and is sent again
 	}
-	if !final {
-		return river.JobSnooze(wait)
+	if r.status == statusPending {
+		return river.JobSnooze(r.wait)
 	}
 	return nil
 }
@@ -211,12 +233,7 @@ func stopped(ctx context.Context, err error) error {
 // queued instead, and pace returns how long to snooze.
 func (w *Worker) pace(ctx context.Context, sc *tenant.Scope, a DeliverArgs) (time.Duration, error) {
 	lease := func(n int) (time.Duration, error) {
-		var off time.Duration
-		err := w.tx(ctx, sc, func(tx pgx.Tx) error {
-			return tx.QueryRow(ctx, `UPDATE webhook_endpoints SET next_slot = GREATEST(next_slot, clock_timestamp() + $3::interval) + $2 * $4::interval
-				WHERE id = $1 RETURNING next_slot - $2 * $4::interval - clock_timestamp()`, a.EndpointID, n, leaseLead, Pace).Scan(&off)
-		})
-		return off, err
+		return w.leases.do(ctx, sc, leaseReq{a.EndpointID, n})
 	}
 	for {
 		slot, wait, err := w.pacer.take(a.EndpointID, a.DeliveryID, lease)
@@ -238,6 +255,45 @@ func (w *Worker) pace(ctx context.Context, sc *tenant.Scope, a DeliverArgs) (tim
 	}
 }
 
+// lease books consecutive pacing slots of endpoints, ls[i].n of
+// ls[i].endpoint, and returns how far from now each first slot is. The
+// endpoint rows are locked in id order, so batches of several processes
+// cannot deadlock. An endpoint deleted meanwhile gets slots from now: its
+// delivery then finds itself gone.
+func lease(ctx context.Context, tx pgx.Tx, ls []leaseReq) ([]time.Duration, error) {
+	eps, ns := make([]string, len(ls)), make([]int32, len(ls))
+	for i, l := range ls {
+		eps[i], ns[i] = l.endpoint, int32(l.n)
+	}
+	rows, err := tx.Query(ctx, `WITH u AS (
+			SELECT ep.id, u.n FROM webhook_endpoints ep JOIN unnest($1::text[], $2::int[]) AS u (id, n) ON u.id = ep.id
+			ORDER BY ep.id FOR NO KEY UPDATE OF ep)
+		UPDATE webhook_endpoints ep SET next_slot = GREATEST(ep.next_slot, clock_timestamp() + $3::interval) + u.n * $4::interval
+		FROM u WHERE ep.id = u.id
+		RETURNING ep.id, ep.next_slot - u.n * $4::interval - clock_timestamp()`, eps, ns, leaseLead, Pace)
+	if err != nil {
+		return nil, err
+	}
+	offs := map[string]time.Duration{}
+	for rows.Next() {
+		var id string
+		var off time.Duration
+		if err := rows.Scan(&id, &off); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		offs[id] = off
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, len(ls))
+	for i, l := range ls {
+		out[i] = max(offs[l.endpoint], leaseLead)
+	}
+	return out, nil
+}
+
 // tx runs fn in a transaction of sc, at most half the pool's connections
 // at a time per process: a burst of deliveries must not take every
 // connection from the API.
@@ -252,93 +308,152 @@ func (w *Worker) tx(ctx context.Context, sc *tenant.Scope, fn func(pgx.Tx) error
 	return sc.Tx(ctx, fn)
 }
 
-// begin locks the delivery and, in the same statement, starts the attempt
-// when one is due (attempts+1, in flight); it then charges the attempt.
-// An attempt whose outcome was lost (the process stopped while it was in
-// flight) is resumed without a new charge: receivers dedupe by
+// begin runs the first step of the deliveries as of one project, in one
+// transaction (see group): one statement locks them and, for each that is
+// due, starts its attempt (attempts+1, in flight); one charge per credit
+// pool pays for the started attempts; and one write records those that
+// end here. An attempt whose outcome was lost (the process stopped while
+// it was in flight) is resumed without a new charge: receivers dedupe by
 // X-Service-Delivery.
-func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, job *river.Job[DeliverArgs]) (attempt, error) {
-	a := job.Args
-	var (
-		at                 attempt
-		status             string
-		attempts           int
-		started            *int
-		dueIn              *time.Duration
-		payload            string
-		testPool           bool
-		active, prevValid  bool
-		secret, prevSecret []byte
-	)
-	err := tx.QueryRow(ctx, `WITH cur AS (
-			SELECT id, event_id, endpoint_id, status, attempts, in_flight, next_attempt_at
-			FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2 FOR UPDATE),
+func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, as []DeliverArgs) ([]attempt, error) {
+	ids := make([]string, len(as))
+	eps := make([]string, len(as))
+	for i, a := range as {
+		ids[i], eps[i] = a.DeliveryID, a.EndpointID
+	}
+	rows, err := tx.Query(ctx, `WITH input AS (
+			SELECT * FROM unnest($1::text[], $2::text[]) AS t (id, endpoint_id)),
+		cur AS (
+			SELECT d.id, d.event_id, d.endpoint_id, d.status, d.attempts, d.in_flight, d.next_attempt_at
+			FROM webhook_deliveries d JOIN input i ON i.id = d.id AND i.endpoint_id = d.endpoint_id
+			ORDER BY d.id FOR UPDATE OF d),
 		start AS (
 			UPDATE webhook_deliveries d SET attempts = cur.attempts + 1, in_flight = true, updated_at = now()
 			FROM cur, webhook_endpoints ep
 			WHERE d.id = cur.id AND ep.id = cur.endpoint_id AND ep.is_active AND cur.status = 'pending' AND NOT cur.in_flight
 				AND (cur.next_attempt_at IS NULL OR cur.next_attempt_at <= clock_timestamp() + interval '50 ms')
-			RETURNING d.attempts)
-		SELECT cur.status, cur.attempts, cur.in_flight, (SELECT attempts FROM start), cur.next_attempt_at - clock_timestamp(),
+			RETURNING d.id, d.attempts)
+		SELECT cur.id, cur.status, cur.attempts, cur.in_flight, start.attempts, cur.next_attempt_at - clock_timestamp(),
 			e.type, e.payload, e.test, ep.url, ep.is_active, ep.secret, ep.previous_secret, COALESCE(ep.previous_until > now(), false)
-		FROM cur JOIN webhook_events e ON e.id = cur.event_id JOIN webhook_endpoints ep ON ep.id = cur.endpoint_id`,
-		a.DeliveryID, a.EndpointID).
-		Scan(&status, &attempts, &at.resuming, &started, &dueIn, &at.typ, &payload, &testPool,
-			&at.url, &active, &secret, &prevSecret, &prevValid)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows) || (err == nil && status != "pending"):
-		return attempt{skip: true}, nil // gone (with its endpoint), or already settled
-	case err != nil:
-		return attempt{}, err
-	case !active:
-		return attempt{skip: true}, w.settle(ctx, tx, a, attempts, "failed", outcome{err: "the endpoint is disabled"})
-	case started == nil && !at.resuming:
-		wait := time.Millisecond
-		if dueIn != nil {
-			wait = max(*dueIn, wait)
-		}
-		return attempt{skip: true, snooze: wait}, nil // woke before the retry is due
-	}
-	cur, err := w.secrets.Open(a.EndpointID, secret)
+		FROM cur LEFT JOIN start ON start.id = cur.id
+			JOIN webhook_events e ON e.id = cur.event_id JOIN webhook_endpoints ep ON ep.id = cur.endpoint_id`, ids, eps)
 	if err != nil {
-		// The server secret changed since the endpoint's secret was sealed:
-		// no attempt can be signed until the secret is rotated.
-		w.cfg.Logger.ErrorContext(ctx, "webhook: signing secret does not decrypt; was PLINTH_SECRET changed?",
-			"project", a.ProjectID, "endpoint", a.EndpointID, "delivery", a.DeliveryID)
-		return attempt{skip: true}, w.settle(ctx, tx, a, attempts, "failed",
-			outcome{err: "the signing secret cannot be decrypted with the current server secret; rotate the endpoint's secret and redeliver"})
+		return nil, err
 	}
-	at.secrets = []string{cur}
-	if prevValid && prevSecret != nil {
-		if prev, err := w.secrets.Open(a.EndpointID, prevSecret); err == nil {
-			at.secrets = append(at.secrets, prev)
+	type found struct {
+		status             string
+		attempts           int
+		resuming           bool
+		started            *int
+		dueIn              *time.Duration
+		typ, payload, url  string
+		test, active       bool
+		secret, prevSecret []byte
+		prevValid          bool
+	}
+	byID := map[string]*found{}
+	for rows.Next() {
+		var id string
+		var f found
+		if err := rows.Scan(&id, &f.status, &f.attempts, &f.resuming, &f.started, &f.dueIn, &f.typ, &f.payload, &f.test,
+			&f.url, &f.active, &f.secret, &f.prevSecret, &f.prevValid); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		byID[id] = &f
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+
+	out := make([]attempt, len(as))
+	var ends []rec            // deliveries that end or wait here
+	var live, test []int      // started attempts to charge, by pool
+	seen := map[string]bool{} // a delivery is started once per batch
+	for i, a := range as {
+		f := byID[a.DeliveryID]
+		switch {
+		case f == nil || f.status != statusPending || seen[a.DeliveryID]:
+			out[i] = attempt{skip: true} // gone (with its endpoint), or already settled
+			continue
+		case !f.active:
+			out[i] = attempt{skip: true}
+			ends = append(ends, rec{delivery: a.DeliveryID, endpoint: a.EndpointID, n: f.attempts, status: statusFailed, err: "the endpoint is disabled"})
+			continue
+		case f.started == nil && !f.resuming:
+			wait := time.Millisecond
+			if f.dueIn != nil {
+				wait = max(*f.dueIn, wait)
+			}
+			out[i] = attempt{skip: true, snooze: wait} // woke before the retry is due
+			continue
+		}
+		seen[a.DeliveryID] = true
+		cur, err := w.secrets.Open(a.EndpointID, f.secret)
+		if err != nil {
+			// The server secret changed since the endpoint's secret was sealed:
+			// no attempt can be signed until the secret is rotated.
+			w.cfg.Logger.ErrorContext(ctx, "webhook: signing secret does not decrypt; was PLINTH_SECRET changed?",
+				"project", a.ProjectID, "endpoint", a.EndpointID, "delivery", a.DeliveryID)
+			out[i] = attempt{skip: true}
+			ends = append(ends, rec{delivery: a.DeliveryID, endpoint: a.EndpointID, n: f.attempts, status: statusFailed,
+				err: "the signing secret cannot be decrypted with the current server secret; rotate the endpoint's secret and redeliver"})
+			continue
+		}
+		at := attempt{n: f.attempts, url: f.url, typ: f.typ, payload: []byte(f.payload), secrets: []string{cur}, resuming: f.resuming}
+		if f.prevValid && f.prevSecret != nil {
+			if prev, err := w.secrets.Open(a.EndpointID, f.prevSecret); err == nil {
+				at.secrets = append(at.secrets, prev)
+			}
+		}
+		out[i] = at
+		if f.resuming {
+			continue
+		}
+		out[i].n = *f.started
+		if f.test {
+			test = append(test, i)
+		} else {
+			live = append(live, i)
 		}
 	}
-	at.payload = []byte(payload)
-	at.n = attempts
-	if at.resuming {
-		return at, nil
-	}
-	at.n = *started
-	// The charge comes last: the project's balance row stays locked only
-	// from here to the commit.
-	charge := sc
-	if testPool {
-		if charge, err = tenant.NewScope(sc.Pool(), sc.Project, &tenant.Key{Test: true}); err != nil {
-			return attempt{}, err
+
+	// The charges come last: a pool's row stays locked only from here to
+	// the commit, once for the whole batch.
+	for _, pool := range []struct {
+		idx  []int
+		test bool
+	}{{live, false}, {test, true}} {
+		if len(pool.idx) == 0 {
+			continue
+		}
+		charge := sc
+		if pool.test {
+			if charge, err = tenant.NewScope(sc.Pool(), sc.Project, &tenant.Key{Test: true}); err != nil {
+				return nil, err
+			}
+		}
+		refs := make([]string, len(pool.idx))
+		for k, i := range pool.idx {
+			refs[k] = as[i].DeliveryID
+		}
+		paid, err := credits.ChargeEach(ctx, tx, charge, "webhook_delivery", credits.WebhookDelivery, refs)
+		if err != nil {
+			return nil, err
+		}
+		// Nothing is sent for an attempt the balance cannot pay; it counts,
+		// so a project that stays out of credits ends with a failed
+		// delivery it can redeliver.
+		for _, i := range pool.idx[paid:] {
+			r := w.judge(as[i], out[i].n, outcome{err: "insufficient_credits: the balance cannot pay for a delivery attempt; nothing was sent"})
+			ends = append(ends, r)
+			out[i] = attempt{skip: true}
+			if r.status == statusPending {
+				out[i].snooze = max(r.wait, time.Nanosecond)
+			}
 		}
 	}
-	err = credits.Charge(ctx, tx, charge, "webhook_delivery", credits.WebhookDelivery, a.DeliveryID)
-	if errors.Is(err, credits.ErrInsufficient) {
-		// Nothing is sent; the attempt counts, so a project that stays out
-		// of credits ends with a failed delivery it can redeliver.
-		final, wait, err := w.record(ctx, tx, a, at.n, outcome{err: "insufficient_credits: the balance cannot pay for a delivery attempt; nothing was sent"})
-		if final {
-			return attempt{skip: true}, err
-		}
-		return attempt{skip: true, snooze: max(wait, time.Nanosecond)}, err
-	}
-	return at, err
+	return out, write(ctx, tx, ends)
 }
 
 // send makes one attempt.
@@ -377,50 +492,77 @@ func (w *Worker) send(ctx context.Context, deliveryID string, at attempt) outcom
 	return out
 }
 
-// record stores the outcome of attempt n: succeeded, failed after the
-// last attempt (final), or pending until the next attempt is due in wait.
-func (w *Worker) record(ctx context.Context, tx pgx.Tx, a DeliverArgs, n int, out outcome) (final bool, wait time.Duration, err error) {
+// Statuses of a delivery.
+const (
+	statusPending   = "pending"
+	statusSucceeded = "succeeded"
+	statusFailed    = "failed"
+)
+
+// rec is the outcome of attempt n of a delivery to record: succeeded,
+// failed for good, or pending until the next attempt is due in wait.
+type rec struct {
+	delivery, endpoint string
+	n                  int
+	status             string
+	code               int    // HTTP status, 0 when none
+	err                string // why the attempt failed
+	wait               time.Duration
+}
+
+// judge decides what the outcome of attempt n of a means: success, the
+// end of the schedule, or a retry after its delay.
+func (w *Worker) judge(a DeliverArgs, n int, out outcome) rec {
+	r := rec{delivery: a.DeliveryID, endpoint: a.EndpointID, n: n, code: out.status, err: out.err}
 	switch {
 	case out.ok():
-		return true, 0, w.settle(ctx, tx, a, n, "succeeded", out)
+		r.status = statusSucceeded
 	case n >= w.MaxAttempts():
-		return true, 0, w.settle(ctx, tx, a, n, "failed", out)
+		r.status = statusFailed
+	default:
+		r.status, r.wait = statusPending, w.cfg.Retry[n-1]
 	}
-	wait = w.cfg.Retry[n-1]
-	b := &pgx.Batch{}
-	b.Queue(`UPDATE webhook_deliveries SET attempts = $2, in_flight = false, last_status_code = $3, last_error = $4,
-		next_attempt_at = now() + $5::interval, updated_at = now() WHERE id = $1`,
-		a.DeliveryID, n, nullStatus(out.status), out.err, wait)
-	queueLastStatus(b, a.EndpointID, "failed")
-	return false, wait, tx.SendBatch(ctx, b).Close()
+	return r
 }
 
-// settle ends the delivery with status. The job completes when the run
-// returns; should that be lost, the job's next run finds the delivery
-// settled and does nothing.
-func (w *Worker) settle(ctx context.Context, tx pgx.Tx, a DeliverArgs, n int, status string, out outcome) error {
-	var lastErr *string
-	if out.err != "" {
-		lastErr = &out.err
-	}
-	b := &pgx.Batch{}
-	b.Queue(`UPDATE webhook_deliveries SET status = $2, attempts = $3, in_flight = false, last_status_code = $4,
-		last_error = $5, next_attempt_at = NULL, updated_at = now() WHERE id = $1`,
-		a.DeliveryID, status, n, nullStatus(out.status), lastErr)
-	queueLastStatus(b, a.EndpointID, status)
-	return tx.SendBatch(ctx, b).Close()
-}
-
-// queueLastStatus records the outcome of the endpoint's latest attempt.
-// The row is written (and locked) only when the status changes, so a
-// healthy endpoint's deliveries do not contend on it.
-func queueLastStatus(b *pgx.Batch, endpointID, status string) {
-	b.Queue(`UPDATE webhook_endpoints SET last_delivery_status = $2 WHERE id = $1 AND last_delivery_status <> $2`, endpointID, status)
-}
-
-func nullStatus(s int) *int {
-	if s == 0 {
+// write records outcomes in two statements sent together, whatever their
+// number. A settled delivery's job completes when its run returns; should
+// that be lost, the job's next run finds the delivery settled and does
+// nothing. The endpoint's last_delivery_status follows its latest outcome
+// (a retry counts as failed); the row is written (and locked, in id order)
+// only when the status changes, so a healthy endpoint's deliveries do not
+// contend on it.
+func write(ctx context.Context, tx pgx.Tx, rs []rec) error {
+	if len(rs) == 0 {
 		return nil
 	}
-	return &s
+	n := len(rs)
+	ids, statuses, errs := make([]string, n), make([]string, n), make([]string, n)
+	attempts, codes := make([]int32, n), make([]int32, n)
+	waits := make([]time.Duration, n)
+	last := map[string]string{}
+	for i, r := range rs {
+		ids[i], statuses[i], errs[i] = r.delivery, r.status, r.err
+		attempts[i], codes[i], waits[i] = int32(r.n), int32(r.code), r.wait
+		last[r.endpoint] = r.status
+		if r.status == statusPending {
+			last[r.endpoint] = statusFailed
+		}
+	}
+	eps := slices.Sorted(maps.Keys(last))
+	epStatus := make([]string, len(eps))
+	for i, e := range eps {
+		epStatus[i] = last[e]
+	}
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE webhook_deliveries d SET status = u.status, attempts = u.attempts, in_flight = false,
+			last_status_code = NULLIF(u.code, 0), last_error = NULLIF(u.err, ''),
+			next_attempt_at = CASE WHEN u.status = 'pending' THEN now() + u.wait END, updated_at = now()
+		FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[], $6::interval[]) AS u (id, status, attempts, code, err, wait)
+		WHERE d.id = u.id`, ids, statuses, attempts, codes, errs, waits)
+	b.Queue(`WITH l AS (
+			SELECT ep.id, u.status FROM webhook_endpoints ep JOIN unnest($1::text[], $2::text[]) AS u (id, status) ON u.id = ep.id
+			WHERE ep.last_delivery_status <> u.status ORDER BY ep.id FOR NO KEY UPDATE OF ep)
+		UPDATE webhook_endpoints ep SET last_delivery_status = l.status FROM l WHERE ep.id = l.id`, eps, epStatus)
+	return tx.SendBatch(ctx, b).Close()
 }
