@@ -25,6 +25,10 @@ import (
 type Contract struct {
 	model *v3.Document
 	v     validator.Validator
+	// mu serialises checks: libopenapi's schema proxies cache their hash
+	// without a lock (a data race under -race when parallel tests check
+	// at once).
+	mu sync.Mutex
 }
 
 // NewContract builds a contract from an OpenAPI 3.1 document. Building is
@@ -69,6 +73,8 @@ type Exchange struct {
 // request is checked only when the response is 2xx: a request the server
 // refused on purpose is a negative test, and its 4xx is checked instead.
 func (c *Contract) Check(ex Exchange) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	req, err := http.NewRequest(ex.Method, "http://plinth.test"+ex.Path, bytes.NewReader(ex.ReqBody))
 	if err != nil {
 		return []string{err.Error()}
