@@ -184,6 +184,8 @@ func TestAsError(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", httpapi.ErrNotFound), 404, "not_found"},
 		{&pgconn.PgError{Code: "23505"}, 409, "conflict"},
 		{&pgconn.PgError{Code: "40001"}, 503, "service_unavailable"},
+		{&pgconn.PgError{Code: "22003"}, 422, "validation_failed"},
+		{fmt.Errorf("insert: %w", &pgconn.PgError{Code: "23514"}), 422, "validation_failed"},
 		{context.DeadlineExceeded, 503, "service_unavailable"},
 		{errors.New("disk on fire"), 500, "internal_error"},
 		{httpapi.RateLimited(0, "slow down"), 429, "rate_limited"},

@@ -116,8 +116,9 @@ var titles = map[string]string{
 }
 
 // AsError maps any error to the API error it is sent as: an *Error as is,
-// ErrNotFound as 404, a unique violation as 409 conflict, an expired
-// deadline as 503 and everything else as 500.
+// ErrNotFound as 404, a unique violation as 409 conflict, a value the
+// database refuses (out of range, too long, malformed, a failed check) as
+// 422, an expired deadline as 503 and everything else as 500.
 func AsError(err error) *Error {
 	var ae *Error
 	if errors.As(err, &ae) {
@@ -131,6 +132,10 @@ func AsError(err error) *Error {
 		switch pgErr.Code {
 		case "23505":
 			return Conflict(CodeConflict, "a resource with this identifier already exists")
+		case "22001", "22003", "22007", "22008", "22P02", "23514", "54000":
+			// A handler should have refused the value first (WriteError
+			// logs it); bad input is still the client's 4xx, not a 500.
+			return NewError(422, CodeValidationFailed, "a value is out of the range or format its field accepts")
 		case "57014", "40001", "40P01", "55P03":
 			return NewError(503, CodeServiceUnavailable, "the request could not be completed now; retry").WithHeader("Retry-After", "1")
 		}
@@ -146,9 +151,14 @@ func AsError(err error) *Error {
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := AsError(err)
 	info := infoFrom(r.Context())
-	if ae.Status >= 500 {
+	var pgErr *pgconn.PgError
+	switch {
+	case ae.Status >= 500:
 		info.logger.ErrorContext(r.Context(), "request failed", "request_id", info.id,
 			"method", r.Method, "path", r.URL.Path, "status", ae.Status, "err", err)
+	case ae.Status == 422 && errors.As(err, &pgErr):
+		info.logger.WarnContext(r.Context(), "the database refused a value the handler did not check", "request_id", info.id,
+			"method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	body := map[string]any{
 		"type":     info.errorBase + "/" + ae.Code,
