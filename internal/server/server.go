@@ -82,6 +82,9 @@ type Server struct {
 	Media     storage.Store
 	// Outbox emits webhook events inside a pillar's transaction.
 	Outbox *webhook.Outbox
+	// Limits is the rate limiter in front of every route (tests that
+	// mount routes of their own put it in front of them too).
+	Limits *ratelimit.Guard
 
 	live *queue.Liveness
 
@@ -165,6 +168,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	blogSvc.Register(s.Jobs)
 
 	limits, err := s.rateLimits(opts)
+	s.Limits = limits
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package booking_test
 import (
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"sort"
 	"testing"
@@ -11,11 +10,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/apitest"
 	"github.com/plinth-dev/plinth/internal/httpapi"
-	"github.com/plinth-dev/plinth/internal/ratelimit"
-	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/booking"
 )
 
@@ -99,34 +95,14 @@ func sortedKeys(m map[string]any) []string {
 // withClock serves the booking routes of env's server with a fixed clock,
 // so dates long past (the daylight-saving days of 2025) can be booked. It
 // uses the same central authentication, public project resolution and
-// event outbox as the server, and a rate limiter of its own, so its
-// responses carry the headers the OpenAPI document requires of every one.
+// event outbox and rate limiter as the server, so its responses carry the
+// headers the OpenAPI document requires of every one.
 func withClock(t *testing.T, env *apitest.Env, now time.Time) *apitest.Env {
 	t.Helper()
 	h := booking.New(emitter(env), func() time.Time { return now })
-	c := env.Server.Central
-	limits := &ratelimit.Guard{
-		Store: ratelimit.NewMemory(time.Now),
-		Identify: func(r *http.Request) *tenant.Project {
-			tok, ok := central.BearerToken(r)
-			if !ok {
-				return nil
-			}
-			sc, err := c.Resolve(r.Context(), tok)
-			if err != nil {
-				return nil
-			}
-			return sc.Project
-		},
-		Anonymous:    ratelimit.Plans["free"],
-		Public:       ratelimit.Limit{RPM: env.Config.PublicRPM, Burst: env.Config.PublicBurst},
-		PublicPrefix: "/v1/public",
-		Clock:        time.Now,
-		Logger:       slog.Default(),
-	}
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(env.Config.ErrorBase, slog.Default(), 11<<20))
-	r.Use(limits.Handler)
+	r.Use(env.Server.Limits.Handler)
 	r.Route("/v1", func(v1 chi.Router) {
 		v1.Route("/public", func(pub chi.Router) {
 			pub.Use(env.Server.Central.PublicProject)
