@@ -135,14 +135,13 @@ func (w *Worker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
 
 // attempt is an attempt ready to send.
 type attempt struct {
-	n        int
-	url      string
-	typ      string
-	payload  []byte
-	secrets  []string
-	snooze   time.Duration // instead of sending: snooze this long (0: done)
-	skip     bool          // nothing to send
-	resuming bool          // an attempt in flight whose outcome was lost
+	n       int
+	url     string
+	typ     string
+	payload []byte
+	secrets []string
+	snooze  time.Duration // instead of sending: snooze this long (0: done)
+	skip    bool          // nothing to send
 }
 
 // outcome is the result of one attempt.
@@ -400,7 +399,7 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, as []De
 				err: "the signing secret cannot be decrypted with the current server secret; rotate the endpoint's secret and redeliver"})
 			continue
 		}
-		at := attempt{n: f.attempts, url: f.url, typ: f.typ, payload: []byte(f.payload), secrets: []string{cur}, resuming: f.resuming}
+		at := attempt{n: f.attempts, url: f.url, typ: f.typ, payload: []byte(f.payload), secrets: []string{cur}}
 		if f.prevValid && f.prevSecret != nil {
 			if prev, err := w.secrets.Open(a.EndpointID, f.prevSecret); err == nil {
 				at.secrets = append(at.secrets, prev)
