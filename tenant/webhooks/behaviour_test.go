@@ -98,6 +98,55 @@ func TestInsufficientCredits(t *testing.T) {
 	}
 }
 
+// TestCreditsRunOutMidBatch: deliveries started together, whose attempts
+// the group commit charges in one go, are paid in order while the balance
+// lasts: a balance of 0.10 credits pays for exactly five of eight, and
+// only those five are sent; the others are recorded unpaid.
+func TestCreditsRunOutMidBatch(t *testing.T) {
+	t.Parallel()
+	rc := webhooktest.NewTLS(t, nil)
+	env, p := setup(t, rc, apitest.WithEnv("PLINTH_WEBHOOK_RETRY_DELAYS", "1h,1h,1h,1h,1h"))
+	var eps []string
+	for range 8 {
+		ep, _ := webhooktest.Endpoint(t, env, p.Key, rc.URL, "order.created")
+		eps = append(eps, ep)
+	}
+	ctx := context.Background()
+	if err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
+		b, err := credits.Balance(ctx, tx, p.Scope)
+		if err != nil {
+			return err
+		}
+		return credits.Charge(ctx, tx, p.Scope, "content_update", b-10, "") // leaves 0.10
+	}); err != nil {
+		t.Fatal(err)
+	}
+	webhooktest.Emit(t, env, p, "order.created", map[string]any{"id": 1}) // one event, eight deliveries
+	rc.WaitN(t, 20*time.Second, 5)
+	var unpaid int
+	for _, ep := range eps {
+		d := waitDeliveries(t, env, p.Key, ep, func(d []map[string]any) bool {
+			return len(d) == 1 && (d[0]["status"] == "succeeded" || d[0]["last_error"] != nil)
+		})
+		if d[0]["status"] == "pending" {
+			if !strings.HasPrefix(d[0]["last_error"].(string), "insufficient_credits") || d[0]["attempts"] != float64(1) {
+				t.Fatalf("unpaid delivery: %v", d[0])
+			}
+			unpaid++
+		}
+	}
+	if unpaid != 3 {
+		t.Fatalf("%d unpaid deliveries, want 3", unpaid)
+	}
+	time.Sleep(200 * time.Millisecond) // nothing more is sent
+	if n := len(rc.Requests()); n != 5 {
+		t.Fatalf("%d requests sent, want the 5 paid ones", n)
+	}
+	if n, sum := ledger(t, p, "live"); n != 5 || sum != 10 {
+		t.Fatalf("charges: %d, sum %d; want 5 of 2", n, sum)
+	}
+}
+
 // TestTestKeyEventsChargeTheTestPool: an event emitted in a test-key
 // request's scope is delivered and charged to the test pool.
 func TestTestKeyEventsChargeTheTestPool(t *testing.T) {
