@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -75,35 +74,33 @@ func categoryTree(ctx context.Context, tx pgx.Tx, activeOnly bool) ([]*Category,
 }
 
 func (s *Service) listCategories(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
-	var tree []*Category
-	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
-		tree, err = categoryTree(r.Context(), tx, false)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return httpapi.JSON(w, 200, httpapi.List[*Category]{Data: tree})
+	return s.categoryList(w, r, false)
 }
 
 func (s *Service) publicListCategories(w http.ResponseWriter, r *http.Request) error {
+	return s.categoryList(w, r, true)
+}
+
+// categoryList serves the whole tree and, with public, the tree of active
+// categories.
+func (s *Service) categoryList(w http.ResponseWriter, r *http.Request, public bool) error {
 	sc, err := tenant.From(r)
 	if err != nil {
 		return err
 	}
 	var tree []*Category
 	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
-		tree, err = categoryTree(r.Context(), tx, true)
+		tree, err = categoryTree(r.Context(), tx, public)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	return httpapi.PublicJSON(w, r, httpapi.List[*Category]{Data: tree})
+	list := httpapi.List[*Category]{Data: tree}
+	if public {
+		return httpapi.PublicJSON(w, r, list)
+	}
+	return httpapi.JSON(w, 200, list)
 }
 
 // categoryInput is the body of a create (Name required) or a PATCH.
@@ -120,9 +117,7 @@ type categoryInput struct {
 func (in *categoryInput) validate(create bool) error {
 	var v httpapi.Validator
 	if in.Name != nil {
-		n := strings.TrimSpace(*in.Name)
-		in.Name = &n
-		v.Check(n != "" && utf8.RuneCountInString(n) <= 255, "name", "must be 1 to 255 characters")
+		checkName(&v, "name", in.Name)
 	} else if create {
 		return httpapi.BadRequest(`missing required field "name"`)
 	}
@@ -150,10 +145,7 @@ func (s *Service) createCategory(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in categoryInput
-	if err := httpapi.Decode(r, &in); err != nil {
-		return err
-	}
-	if err := in.validate(true); err != nil {
+	if err := decodeInput(r, &in, true); err != nil {
 		return err
 	}
 	sl := slug.Make(*in.Name)
@@ -259,10 +251,7 @@ func (s *Service) updateCategory(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in categoryInput
-	if err := httpapi.Decode(r, &in); err != nil {
-		return err
-	}
-	if err := in.validate(false); err != nil {
+	if err := decodeInput(r, &in, false); err != nil {
 		return err
 	}
 	var c *Category
@@ -299,23 +288,9 @@ func (s *Service) updateCategory(w http.ResponseWriter, r *http.Request) error {
 // deleteCategory removes a category: its children become roots and its
 // products lose their category (ON DELETE SET NULL).
 func (s *Service) deleteCategory(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
 	id, err := pathID(r, "id")
 	if err != nil {
 		return err
 	}
-	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
-		tag, err := tx.Exec(r.Context(), `DELETE FROM product_categories WHERE id = $1`, id)
-		if err == nil && tag.RowsAffected() == 0 {
-			return httpapi.NotFound("no such product category")
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return httpapi.NoContent(w)
+	return deleteRow(w, r, "no such product category", `DELETE FROM product_categories WHERE id = $1`, id)
 }

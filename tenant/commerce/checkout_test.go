@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -22,20 +21,17 @@ func TestCheckoutCreatesSessionOnConnectedAccount(t *testing.T) {
 	acct := f.connect(t)
 	pid := f.product(t, map[string]any{"name": "Mug", "price": 1250, "currency": "eur", "track_inventory": true, "stock_quantity": 10, "sku": "MUG-1"})
 
-	var before int64
-	f.tx(t, func(tx pgx.Tx) error {
-		return tx.QueryRow(context.Background(), `SELECT COALESCE(sum(amount), 0) FROM credit_ledger`).Scan(&before)
-	})
+	before := queryOne[int64](t, f, `SELECT COALESCE(sum(amount), 0) FROM credit_ledger`)
 
-	res := f.env.Send(apitest.Request{Method: "POST", Path: "/v1/checkout-sessions", Key: f.p.Key,
+	req := apitest.Request{Method: "POST", Path: "/v1/checkout-sessions", Key: f.p.Key,
 		Header: map[string]string{"Idempotency-Key": "idem-checkout-1"},
 		Body: map[string]any{
 			"items":       []any{item(pid, 3)},
 			"customer":    map[string]any{"name": "Ada Buyer", "email": "ada@example.com"},
 			"success_url": "https://shop.test/thanks?session={CHECKOUT_SESSION_ID}",
 			"cancel_url":  "https://shop.test/cart",
-		}})
-	cs := res.Expect(t, 201).JSON(t)
+		}}
+	cs := f.env.Send(req).Expect(t, 201).JSON(t)
 	assert.ElementsMatch(t, []string{"order_id", "payment_session_id", "checkout_url", "expires_at"}, keys(cs))
 	sessionID := cs["payment_session_id"].(string)
 	assert.True(t, strings.HasPrefix(sessionID, "cs_"), sessionID)
@@ -47,14 +43,7 @@ func TestCheckoutCreatesSessionOnConnectedAccount(t *testing.T) {
 
 	// A retry with the same key is answered from the idempotency store:
 	// the same session, no second order or session.
-	again := f.env.Send(apitest.Request{Method: "POST", Path: "/v1/checkout-sessions", Key: f.p.Key,
-		Header: map[string]string{"Idempotency-Key": "idem-checkout-1"},
-		Body: map[string]any{
-			"items":       []any{item(pid, 3)},
-			"customer":    map[string]any{"name": "Ada Buyer", "email": "ada@example.com"},
-			"success_url": "https://shop.test/thanks?session={CHECKOUT_SESSION_ID}",
-			"cancel_url":  "https://shop.test/cart",
-		}}).Expect(t, 201)
+	again := f.env.Send(req).Expect(t, 201)
 	assert.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
 	assert.Equal(t, sessionID, again.JSON(t)["payment_session_id"])
 
@@ -91,16 +80,10 @@ func TestCheckoutCreatesSessionOnConnectedAccount(t *testing.T) {
 	assert.Equal(t, map[string]any{"name": "Ada Buyer", "email": "ada@example.com"}, o["customer"])
 	assert.Equal(t, []any{map[string]any{"product_id": float64(pid), "variant_id": nil, "name": "Mug", "sku": "MUG-1",
 		"quantity": float64(3), "unit_price": float64(1250), "total": float64(3750)}}, o["items"])
-	stock, reserved := f.stock(t, pid)
-	assert.Equal(t, int64(10), stock)
-	assert.Equal(t, int64(3), reserved)
+	f.expectStock(t, pid, 10, 3)
 
 	// Checkout costs no credits.
-	var after int64
-	f.tx(t, func(tx pgx.Tx) error {
-		return tx.QueryRow(context.Background(), `SELECT COALESCE(sum(amount), 0) FROM credit_ledger`).Scan(&after)
-	})
-	assert.Equal(t, before, after)
+	assert.Equal(t, before, queryOne[int64](t, f, `SELECT COALESCE(sum(amount), 0) FROM credit_ledger`))
 
 	// The release job is scheduled after the session's expiry.
 	var scheduled time.Time
@@ -185,14 +168,8 @@ func TestCheckoutStockConcurrency(t *testing.T) {
 	assert.Equal(t, 15, conflicts)
 	assert.Len(t, sessions, 5)
 	assert.Len(t, f.mock.Requests("POST /v1/checkout/sessions"), 5, "a session is created only for reserved stock")
-	stock, reserved := f.stock(t, pid)
-	assert.Equal(t, int64(5), stock)
-	assert.Equal(t, int64(5), reserved)
-	var orders int
-	f.tx(t, func(tx pgx.Tx) error {
-		return tx.QueryRow(context.Background(), `SELECT count(*) FROM orders`).Scan(&orders)
-	})
-	assert.Equal(t, 5, orders)
+	f.expectStock(t, pid, 5, 5)
+	assert.Equal(t, 5, queryOne[int](t, f, `SELECT count(*) FROM orders`))
 }
 
 func TestCheckoutRefusals(t *testing.T) {
@@ -203,11 +180,10 @@ func TestCheckoutRefusals(t *testing.T) {
 	// Before onboarding, and before the account can take charges: 409.
 	p := f.checkout(t, item(pid, 1)).Problem(t, 409, "connect_not_ready")
 	assert.Contains(t, p["detail"], "onboard")
-	f.do(t, "POST", "/payments/connect/onboard", map[string]any{"return_url": "https://shop.test/back", "refresh_url": "https://shop.test/again"}).Expect(t, 200)
+	f.onboard(t)
 	f.checkout(t, item(pid, 1)).Problem(t, 409, "connect_not_ready")
 	assert.Empty(t, f.mock.Requests("POST /v1/checkout/sessions"))
-	_, reserved := f.stock(t, pid)
-	assert.Equal(t, int64(0), reserved)
+	f.expectStock(t, pid, 1, 0)
 
 	f.connect(t)
 	draft := f.product(t, map[string]any{"status": "draft"})
@@ -240,8 +216,7 @@ func TestCheckoutRefusals(t *testing.T) {
 		})
 	}
 	assert.Empty(t, f.mock.Requests("POST /v1/checkout/sessions"))
-	_, reserved = f.stock(t, pid)
-	assert.Equal(t, int64(0), reserved)
+	f.expectStock(t, pid, 1, 0)
 
 	// A key without commerce:write cannot check out.
 	ro := f.p.NewKey(false, "commerce:read")
@@ -249,35 +224,41 @@ func TestCheckoutRefusals(t *testing.T) {
 }
 
 // A processor failure frees the reservation and leaves no order behind.
+// A reused Idempotency-Key the processor saw with other parameters is a
+// 409 idempotency_conflict; another refusal is a 502 carrying its message.
 func TestCheckoutProcessorFailureReleasesStock(t *testing.T) {
 	t.Parallel()
-	f := setup(t)
-	f.connect(t)
-	pid := f.product(t, map[string]any{"track_inventory": true, "stock_quantity": 2})
-	f.mock.Fail("POST /v1/checkout/sessions", http.StatusPaymentRequired, "invalid_request_error", "Your account cannot currently make live charges.")
+	cases := []struct {
+		name       string
+		status     int // the processor's error
+		errType    string
+		message    string
+		qty        int
+		wantStatus int
+		wantCode   string
+		wantDetail string // a part of the detail, if any
+	}{
+		{"refused", http.StatusPaymentRequired, "invalid_request_error", "Your account cannot currently make live charges.", 2,
+			502, "upstream_unavailable", "cannot currently make live charges"},
+		{"idempotency conflict", http.StatusBadRequest, "idempotency_error", "Keys for idempotent requests can only be used with the same parameters.", 1,
+			409, "idempotency_conflict", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t)
+			f.connect(t)
+			pid := f.product(t, map[string]any{"track_inventory": true, "stock_quantity": 2})
+			f.mock.Fail("POST /v1/checkout/sessions", c.status, c.errType, c.message)
 
-	p := f.checkout(t, item(pid, 2)).Problem(t, 502, "upstream_unavailable")
-	assert.Contains(t, p["detail"], "cannot currently make live charges")
-	stock, reserved := f.stock(t, pid)
-	assert.Equal(t, []int64{2, 0}, []int64{stock, reserved})
-	var orders int
-	f.tx(t, func(tx pgx.Tx) error {
-		return tx.QueryRow(context.Background(), `SELECT count(*) FROM orders`).Scan(&orders)
-	})
-	assert.Equal(t, 0, orders)
-}
-
-// A reused Idempotency-Key the processor saw with other parameters is a
-// 409 idempotency_conflict, and the stock is released.
-func TestCheckoutProcessorIdempotencyConflict(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	f.connect(t)
-	pid := f.product(t, map[string]any{"track_inventory": true, "stock_quantity": 2})
-	f.mock.Fail("POST /v1/checkout/sessions", http.StatusBadRequest, "idempotency_error", "Keys for idempotent requests can only be used with the same parameters.")
-	f.checkout(t, item(pid, 1)).Problem(t, 409, "idempotency_conflict")
-	_, reserved := f.stock(t, pid)
-	assert.Equal(t, int64(0), reserved)
+			p := f.checkout(t, item(pid, c.qty)).Problem(t, c.wantStatus, c.wantCode)
+			if c.wantDetail != "" {
+				assert.Contains(t, p["detail"], c.wantDetail)
+			}
+			f.expectStock(t, pid, 2, 0)
+			assert.Equal(t, 0, queryOne[int](t, f, `SELECT count(*) FROM orders`), "no order is left behind")
+		})
+	}
 }
 
 func TestPaymentsUnconfigured(t *testing.T) {

@@ -19,7 +19,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
@@ -163,6 +165,45 @@ func pathID(r *http.Request, name string) (int64, error) {
 		return 0, httpapi.NotFound("no such resource")
 	}
 	return n, nil
+}
+
+// deleteRow runs a DELETE meant to remove one row of the project and
+// answers 204, or 404 with notFound when it removed nothing.
+func deleteRow(w http.ResponseWriter, r *http.Request, notFound, query string, args ...any) error {
+	sc, err := tenant.From(r)
+	if err != nil {
+		return err
+	}
+	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
+		tag, err := tx.Exec(r.Context(), query, args...)
+		if err == nil && tag.RowsAffected() == 0 {
+			return httpapi.NotFound(notFound)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.NoContent(w)
+}
+
+// input is a request body that validates itself, for a create or a PATCH.
+type input interface {
+	validate(create bool) error
+}
+
+// decodeInput reads the body of r into in and validates it.
+func decodeInput(r *http.Request, in input, create bool) error {
+	if err := httpapi.Decode(r, in); err != nil {
+		return err
+	}
+	return in.validate(create)
+}
+
+// checkName trims a name in place and checks its length.
+func checkName(v *httpapi.Validator, field string, name *string) {
+	*name = strings.TrimSpace(*name)
+	v.Check(*name != "" && utf8.RuneCountInString(*name) <= 255, field, "must be 1 to 255 characters")
 }
 
 // Nullable is an optional JSON field that can also be set to null: Set

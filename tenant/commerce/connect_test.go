@@ -6,7 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -74,12 +73,7 @@ func TestConnectOnboarding(t *testing.T) {
 	rec.expectConnect(t, want)
 	f.env.Do("GET", "/v1/payments/connect", reader, nil).Expect(t, 200)
 	rec.none(t)
-	f.tx(t, func(tx pgx.Tx) error {
-		var enabled bool
-		require.NoError(t, tx.QueryRow(context.Background(), `SELECT charges_enabled FROM payment_account`).Scan(&enabled))
-		assert.True(t, enabled)
-		return nil
-	})
+	assert.True(t, queryOne[bool](t, f, `SELECT charges_enabled FROM payment_account`))
 	// With charges enabled, checkout works.
 	pid := f.product(t, nil)
 	f.checkout(t, item(pid, 1)).Expect(t, 201)
@@ -97,8 +91,7 @@ func TestConnectOnboarding(t *testing.T) {
 func TestConnectAccountUpdatedEvent(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.do(t, "POST", "/payments/connect/onboard", map[string]any{"return_url": "https://shop.test/back", "refresh_url": "https://shop.test/again"}).Expect(t, 200)
-	acct := f.accountID(t)
+	acct := f.onboard(t)
 	rec := f.recordEvents(t)
 	obj := map[string]any{"id": acct, "object": "account", "charges_enabled": true, "payouts_enabled": true, "details_submitted": true}
 	f.event(t, "evt_cu_1", "account.updated", acct, obj).Expect(t, 200)

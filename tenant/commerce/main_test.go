@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 
 	"github.com/plinth-dev/plinth/internal/apitest"
 	"github.com/plinth-dev/plinth/internal/payments/stripetest"
@@ -64,22 +65,25 @@ var seq atomic.Int64
 // does: with a signed account.updated event. It returns the account id.
 func (f *fixture) connect(t *testing.T) string {
 	t.Helper()
-	f.do(t, "POST", "/payments/connect/onboard", map[string]any{"return_url": "https://shop.test/back", "refresh_url": "https://shop.test/again"}).Expect(t, 200)
-	acct := f.accountID(t)
+	acct := f.onboard(t)
 	f.event(t, fmt.Sprintf("evt_acct_%d", seq.Add(1)), "account.updated", acct, map[string]any{
 		"id": acct, "object": "account", "charges_enabled": true, "payouts_enabled": true, "details_submitted": true,
 	}).Expect(t, 200)
 	return acct
 }
 
+// onboard creates the project's connected account, which cannot take
+// charges yet, and returns its id.
+func (f *fixture) onboard(t *testing.T) string {
+	t.Helper()
+	f.do(t, "POST", "/payments/connect/onboard", map[string]any{"return_url": "https://shop.test/back", "refresh_url": "https://shop.test/again"}).Expect(t, 200)
+	return f.accountID(t)
+}
+
 // accountID reads the project's connected account id.
 func (f *fixture) accountID(t *testing.T) string {
 	t.Helper()
-	var acct string
-	f.tx(t, func(tx pgx.Tx) error {
-		return tx.QueryRow(context.Background(), `SELECT account_id FROM payment_account`).Scan(&acct)
-	})
-	return acct
+	return queryOne[string](t, f, `SELECT account_id FROM payment_account`)
 }
 
 // event posts a processor event signed with the test secret.
@@ -98,6 +102,16 @@ func (f *fixture) tx(t *testing.T, fn func(pgx.Tx) error) {
 	}
 }
 
+// queryOne reads the one value query selects in the project's schema.
+func queryOne[T any](t *testing.T, f *fixture, query string, args ...any) T {
+	t.Helper()
+	var v T
+	f.tx(t, func(tx pgx.Tx) error {
+		return tx.QueryRow(context.Background(), query, args...).Scan(&v)
+	})
+	return v
+}
+
 // stock returns stock_quantity and reserved of a product.
 func (f *fixture) stock(t *testing.T, productID int64) (stock, reserved int64) {
 	t.Helper()
@@ -105,6 +119,13 @@ func (f *fixture) stock(t *testing.T, productID int64) (stock, reserved int64) {
 		return tx.QueryRow(context.Background(), `SELECT stock_quantity, reserved FROM products WHERE id = $1`, productID).Scan(&stock, &reserved)
 	})
 	return stock, reserved
+}
+
+// expectStock asserts stock_quantity and reserved of a product.
+func (f *fixture) expectStock(t *testing.T, productID, stock, reserved int64) {
+	t.Helper()
+	s, r := f.stock(t, productID)
+	assert.Equal(t, []int64{stock, reserved}, []int64{s, r}, "stock_quantity and reserved of product %d", productID)
 }
 
 // variantStock returns stock_quantity and reserved of a variant.
@@ -125,6 +146,12 @@ func (f *fixture) checkout(t *testing.T, items ...map[string]any) *apitest.Resp 
 		"success_url": "https://shop.test/thanks?session={CHECKOUT_SESSION_ID}",
 		"cancel_url":  "https://shop.test/cart",
 	})
+}
+
+// checkoutOrder checks items out and returns the id of the pending order.
+func (f *fixture) checkoutOrder(t *testing.T, items ...map[string]any) int64 {
+	t.Helper()
+	return num(f.checkout(t, items...).Expect(t, 201).JSON(t)["order_id"])
 }
 
 func item(productID int64, qty int) map[string]any {

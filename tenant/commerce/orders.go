@@ -398,6 +398,29 @@ func refused(o *orderRow, action string) error {
 	return httpapi.Conflict(httpapi.CodeConflict, fmt.Sprintf("order %s is %s (payment %s): it cannot be %s", o.Number, o.Status, o.PaymentStatus, action))
 }
 
+// orderChange moves an order, locked, to its next state and returns it as
+// stored.
+type orderChange func(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, o *orderRow) (*orderRow, error)
+
+// changeOrder locks order oid in a transaction of the project, applies
+// change and answers the order as it leaves it.
+func changeOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Scope, oid int64, change orderChange) error {
+	ctx := r.Context()
+	var o *orderRow
+	err := sc.Tx(ctx, func(tx pgx.Tx) error {
+		locked, err := lockOrder(ctx, tx, oid)
+		if err != nil {
+			return err
+		}
+		o, err = change(ctx, tx, sc, locked)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, o.Order)
+}
+
 // fulfillOrder marks a paid order delivered.
 func (s *Service) fulfillOrder(w http.ResponseWriter, r *http.Request) error {
 	sc, err := tenant.From(r)
@@ -408,25 +431,20 @@ func (s *Service) fulfillOrder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
-	var o *orderRow
-	err = sc.Tx(ctx, func(tx pgx.Tx) error {
-		if o, err = lockOrder(ctx, tx, oid); err != nil {
-			return err
-		}
-		if o.Status != StatusPaid && o.Status != StatusProcessing {
-			return refused(o, "fulfilled; only a paid order can be fulfilled")
-		}
-		o.Status = StatusDelivered
-		if o, err = setOrder(ctx, tx, o); err != nil {
-			return err
-		}
-		return s.emit(ctx, tx, sc, TopicOrderFulfilled, o.Order)
-	})
-	if err != nil {
-		return err
+	return changeOrder(w, r, sc, oid, s.fulfill)
+}
+
+// fulfill moves o (locked) from paid or processing to delivered.
+func (s *Service) fulfill(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, o *orderRow) (*orderRow, error) {
+	if o.Status != StatusPaid && o.Status != StatusProcessing {
+		return nil, refused(o, "fulfilled; only a paid order can be fulfilled")
 	}
-	return httpapi.JSON(w, 200, o.Order)
+	o.Status = StatusDelivered
+	o, err := setOrder(ctx, tx, o)
+	if err != nil {
+		return nil, err
+	}
+	return o, s.emit(ctx, tx, sc, TopicOrderFulfilled, o.Order)
 }
 
 // cancelOrder cancels a pending, paid or processing order. A pending
@@ -463,17 +481,7 @@ func (s *Service) cancelOrder(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	err = sc.Tx(ctx, func(tx pgx.Tx) error {
-		if o, err = lockOrder(ctx, tx, oid); err != nil {
-			return err
-		}
-		o, err = s.cancel(ctx, tx, sc, o)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return httpapi.JSON(w, 200, o.Order)
+	return changeOrder(w, r, sc, oid, s.cancel)
 }
 
 // closeSession expires an open checkout session. A session already
@@ -612,14 +620,9 @@ func (s *Service) refundOrder(w http.ResponseWriter, r *http.Request) error {
 	if in.Amount != nil && *in.Amount < 1 {
 		return httpapi.Invalid("amount", "must be a positive integer in the currency's minor unit")
 	}
-	ctx := r.Context()
-	var o *orderRow
-	err = sc.Tx(ctx, func(tx pgx.Tx) error {
-		if o, err = lockOrder(ctx, tx, oid); err != nil {
-			return err
-		}
+	return changeOrder(w, r, sc, oid, func(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, o *orderRow) (*orderRow, error) {
 		if o.PaymentStatus != PaymentPaid && o.PaymentStatus != PaymentPartiallyRefunded {
-			return refused(o, "refunded; only a paid, not fully refunded order can be")
+			return nil, refused(o, "refunded; only a paid, not fully refunded order can be")
 		}
 		rest := o.Total - o.RefundedAmount
 		amount := rest
@@ -627,36 +630,31 @@ func (s *Service) refundOrder(w http.ResponseWriter, r *http.Request) error {
 			amount = *in.Amount
 		}
 		if amount > rest {
-			return httpapi.Invalid("amount", fmt.Sprintf("must be at most %d, the amount not yet refunded", rest))
+			return nil, httpapi.Invalid("amount", fmt.Sprintf("must be at most %d, the amount not yet refunded", rest))
 		}
 		refundID := ""
 		switch {
 		case o.intentID != nil:
 			a, err := loadAccount(ctx, tx)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			ref, err := s.pay.CreateRefund(ctx, a.ID, *o.intentID, amount, r.Header.Get("Idempotency-Key"))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if ref.Status == "failed" || ref.Status == "canceled" {
-				return httpapi.NewError(http.StatusBadGateway, httpapi.CodeUpstreamUnavailable, "the payment processor did not complete the refund ("+ref.Status+")")
+				return nil, httpapi.NewError(http.StatusBadGateway, httpapi.CodeUpstreamUnavailable, "the payment processor did not complete the refund ("+ref.Status+")")
 			}
 			refundID = ref.ID
 		case o.source == "manual":
 			refundID = id.New("rfd_")
 		default:
-			return httpapi.Conflict(httpapi.CodeConflict, "the processor's payment of this order is not known yet; retry when it is")
+			return nil, httpapi.Conflict(httpapi.CodeConflict, "the processor's payment of this order is not known yet; retry when it is")
 		}
 		if _, known := o.refunds[refundID]; !known {
 			o.refunds[refundID] = amount
 		}
-		o, err = s.settleRefunds(ctx, tx, sc, o, true)
-		return err
+		return s.settleRefunds(ctx, tx, sc, o, true)
 	})
-	if err != nil {
-		return err
-	}
-	return httpapi.JSON(w, 200, o.Order)
 }

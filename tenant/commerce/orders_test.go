@@ -17,7 +17,7 @@ import (
 // processor's webhook; it returns the order id and its payment intent.
 func (f *fixture) paidOrder(t *testing.T, acct string, productID int64, qty int) (int64, string) {
 	t.Helper()
-	orderID := num(f.checkout(t, item(productID, qty)).Expect(t, 201).JSON(t)["order_id"])
+	orderID := f.checkoutOrder(t, item(productID, qty))
 	sess := f.sessionObject(t, orderID, "complete", "paid")
 	f.event(t, fmt.Sprintf("evt_pay_%d", seq.Add(1)), "checkout.session.completed", acct, sess).Expect(t, 200)
 	return orderID, sess["payment_intent"].(string)
@@ -37,7 +37,7 @@ func TestOrderLifecycle(t *testing.T) {
 	acct := f.connect(t)
 	rec := f.recordEvents(t)
 	pid := f.product(t, map[string]any{"price": 1000, "track_inventory": true, "stock_quantity": 5})
-	orderID := num(f.checkout(t, item(pid, 2)).Expect(t, 201).JSON(t)["order_id"])
+	orderID := f.checkoutOrder(t, item(pid, 2))
 	rec.expect(t, "order.created", orderID, "pending", "unpaid")
 
 	p := f.action(t, orderID, "fulfill", nil).Problem(t, 409, "conflict")
@@ -91,8 +91,7 @@ func TestOrderLifecycle(t *testing.T) {
 	rec.none(t)
 
 	// Stock: two sold.
-	stock, reserved := f.stock(t, pid)
-	assert.Equal(t, []int64{3, 0}, []int64{stock, reserved})
+	f.expectStock(t, pid, 3, 0)
 }
 
 // Cancelling a pending checkout expires its session at the processor and
@@ -115,8 +114,7 @@ func TestOrderCancelPending(t *testing.T) {
 	expire := f.mock.Requests(fmt.Sprintf("POST /v1/checkout/sessions/%s/expire", cs["payment_session_id"]))
 	require.Len(t, expire, 1)
 	assert.Equal(t, acct, expire[0].Header.Get("Stripe-Account"))
-	stock, reserved := f.stock(t, pid)
-	assert.Equal(t, []int64{2, 0}, []int64{stock, reserved})
+	f.expectStock(t, pid, 2, 0)
 
 	p := f.action(t, orderID, "fulfill", nil).Problem(t, 409, "conflict")
 	assert.Contains(t, p["detail"], "cancelled")
@@ -126,7 +124,7 @@ func TestOrderCancelPending(t *testing.T) {
 
 	// A session the buyer already completed cannot be cancelled: its
 	// payment is on the way.
-	other := num(f.checkout(t, item(pid, 1)).Expect(t, 201).JSON(t)["order_id"])
+	other := f.checkoutOrder(t, item(pid, 1))
 	sess := f.order(t, other)["payment_session_id"].(string)
 	f.mock.Fail("POST /v1/checkout/sessions/"+sess+"/expire", 400, "invalid_request_error", "Only Checkout Sessions with a status in [\"open\"] can be expired.")
 	f.mock.Patch("/v1/checkout/sessions/"+sess, map[string]any{"status": "complete", "payment_status": "paid"})
@@ -151,8 +149,7 @@ func TestOrderCancelledDuringCheckout(t *testing.T) {
 	assert.Contains(t, p["detail"], "cancelled")
 	assert.Len(t, f.mock.Requests("POST /v1/checkout/sessions"), 1)
 	assert.Len(t, f.mock.Requests("POST /v1/checkout/sessions/"), 1, "and expired at once")
-	stock, reserved := f.stock(t, pid)
-	assert.Equal(t, []int64{1, 0}, []int64{stock, reserved})
+	f.expectStock(t, pid, 1, 0)
 }
 
 // Cancelling a paid order puts its units back.
@@ -169,8 +166,7 @@ func TestOrderCancelPaidRestocks(t *testing.T) {
 	assert.Equal(t, "cancelled", o["status"])
 	assert.Equal(t, "paid", o["payment_status"], "cancelling does not refund")
 	rec.expect(t, "order.cancelled", orderID, "cancelled", "paid")
-	stock, reserved := f.stock(t, pid)
-	assert.Equal(t, []int64{4, 0}, []int64{stock, reserved})
+	f.expectStock(t, pid, 4, 0)
 	assert.Empty(t, f.mock.Requests("POST /v1/checkout/sessions/"), "no session to expire for a paid order")
 	// A cancelled, paid order can still be refunded.
 	assert.Equal(t, "refunded", f.action(t, orderID, "refund", nil).Expect(t, 200).JSON(t)["payment_status"])
@@ -183,14 +179,13 @@ func TestOrderPaymentAfterCancel(t *testing.T) {
 	f := setup(t)
 	acct := f.connect(t)
 	pid := f.product(t, map[string]any{"track_inventory": true, "stock_quantity": 1})
-	orderID := num(f.checkout(t, item(pid, 1)).Expect(t, 201).JSON(t)["order_id"])
+	orderID := f.checkoutOrder(t, item(pid, 1))
 	f.action(t, orderID, "cancel", nil).Expect(t, 200)
 	f.event(t, "evt_late_paid", "checkout.session.completed", acct, f.sessionObject(t, orderID, "complete", "paid")).Expect(t, 200)
 	o := f.order(t, orderID)
 	assert.Equal(t, "cancelled", o["status"])
 	assert.Equal(t, "paid", o["payment_status"])
-	stock, reserved := f.stock(t, pid)
-	assert.Equal(t, []int64{1, 0}, []int64{stock, reserved})
+	f.expectStock(t, pid, 1, 0)
 }
 
 func TestManualOrders(t *testing.T) {
@@ -216,20 +211,17 @@ func TestManualOrders(t *testing.T) {
 	assert.Nil(t, o["payment_session_id"])
 	rec.expect(t, "order.created", paidID, "paid", "paid")
 	rec.expect(t, "order.paid", paidID, "paid", "paid")
-	stock, reserved := f.stock(t, pid)
-	assert.Equal(t, []int64{1, 0}, []int64{stock, reserved})
+	f.expectStock(t, pid, 1, 0)
 
 	// Unpaid: pending with the stock held; more than is left is refused.
 	f.env.Do("POST", "/v1/orders", admin, map[string]any{"items": []any{item(pid, 2)}}).Problem(t, 409, "conflict")
 	o = f.env.Do("POST", "/v1/orders", admin, map[string]any{"items": []any{item(pid, 1)}}).Expect(t, 201).JSON(t)
 	assert.Equal(t, "pending", o["status"])
 	rec.expect(t, "order.created", num(o["id"]), "pending", "unpaid")
-	stock, reserved = f.stock(t, pid)
-	assert.Equal(t, []int64{1, 1}, []int64{stock, reserved})
+	f.expectStock(t, pid, 1, 1)
 	f.action(t, num(o["id"]), "cancel", nil).Expect(t, 200)
 	rec.expect(t, "order.cancelled", num(o["id"]), "cancelled", "unpaid")
-	_, reserved = f.stock(t, pid)
-	assert.Equal(t, int64(0), reserved)
+	f.expectStock(t, pid, 1, 0)
 
 	// A manual order paid outside the processor is refunded as a record.
 	f.env.Do("POST", fmt.Sprintf("/v1/orders/%d/refund", paidID), writer, nil).Problem(t, 403, "forbidden")
@@ -295,8 +287,8 @@ func TestReleaseJob(t *testing.T) {
 	f.connect(t)
 	rec := f.recordEvents(t)
 	pid := f.product(t, map[string]any{"track_inventory": true, "stock_quantity": 5})
-	open := num(f.checkout(t, item(pid, 1)).Expect(t, 201).JSON(t)["order_id"])
-	paid := num(f.checkout(t, item(pid, 2)).Expect(t, 201).JSON(t)["order_id"])
+	open := f.checkoutOrder(t, item(pid, 1))
+	paid := f.checkoutOrder(t, item(pid, 2))
 	paidSession := f.order(t, paid)["payment_session_id"].(string)
 	f.mock.Patch("/v1/checkout/sessions/"+paidSession, map[string]any{"status": "complete", "payment_status": "paid", "payment_intent": "pi_released"})
 
@@ -314,8 +306,7 @@ func TestReleaseJob(t *testing.T) {
 		return f.order(t, open)["status"] == "cancelled" && f.order(t, paid)["status"] == "paid"
 	}, 20*time.Second, 100*time.Millisecond)
 	assert.Len(t, f.mock.Requests(fmt.Sprintf("POST /v1/checkout/sessions/%s/expire", f.order(t, open)["payment_session_id"])), 1)
-	stock, reserved := f.stock(t, pid)
-	assert.Equal(t, []int64{3, 0}, []int64{stock, reserved})
+	f.expectStock(t, pid, 3, 0)
 	seen := map[string]bool{}
 	for range 4 {
 		e := rec.next(t)

@@ -169,9 +169,7 @@ func (in *productInput) validate(create bool) error {
 	}
 	var v httpapi.Validator
 	if in.Name != nil {
-		n := strings.TrimSpace(*in.Name)
-		in.Name = &n
-		v.Check(n != "" && utf8.RuneCountInString(n) <= 255, "name", "must be 1 to 255 characters")
+		checkName(&v, "name", in.Name)
 	}
 	if in.Slug != nil {
 		v.Check(slug.Valid(*in.Slug), "slug", "must match ^[a-z0-9][a-z0-9-]{0,254}$")
@@ -263,10 +261,7 @@ func (s *Service) createProduct(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in productInput
-	if err := httpapi.Decode(r, &in); err != nil {
-		return err
-	}
-	if err := in.validate(true); err != nil {
+	if err := decodeInput(r, &in, true); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -359,10 +354,7 @@ func (s *Service) updateProduct(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in productInput
-	if err := httpapi.Decode(r, &in); err != nil {
-		return err
-	}
-	if err := in.validate(false); err != nil {
+	if err := decodeInput(r, &in, false); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -370,10 +362,6 @@ func (s *Service) updateProduct(w http.ResponseWriter, r *http.Request) error {
 	err = sc.Tx(ctx, func(tx pgx.Tx) error {
 		if err := checkCategory(ctx, tx, in.CategoryID.Value); err != nil {
 			return err
-		}
-		var images *[]string
-		if in.Images != nil {
-			images = in.Images
 		}
 		p, err = scanProduct(tx.QueryRow(ctx, `UPDATE products SET
 				name = COALESCE($2, name), slug = COALESCE($3, slug), price = COALESCE($4, price), currency = COALESCE($5, currency),
@@ -387,7 +375,7 @@ func (s *Service) updateProduct(w http.ResponseWriter, r *http.Request) error {
 			WHERE id = $1 RETURNING `+productCols,
 			id, in.Name, in.Slug, in.Price, in.Currency, in.Status, in.Description, in.ShortDescription,
 			in.CompareAtPrice.Set, in.CompareAtPrice.Value, in.Type, in.SKU, in.StockQuantity, in.TrackInventory,
-			in.Weight.Set, in.Weight.Value, images, in.Metadata, in.CategoryID.Set, in.CategoryID.Value, in.Featured))
+			in.Weight.Set, in.Weight.Value, in.Images, in.Metadata, in.CategoryID.Set, in.CategoryID.Value, in.Featured))
 		if err != nil {
 			return stockBelowReserved(slugTaken(err, "product"))
 		}
@@ -402,25 +390,11 @@ func (s *Service) updateProduct(w http.ResponseWriter, r *http.Request) error {
 // deleteProduct removes a product and its variants. Orders keep their
 // frozen lines.
 func (s *Service) deleteProduct(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
 	id, err := pathID(r, "id")
 	if err != nil {
 		return err
 	}
-	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
-		tag, err := tx.Exec(r.Context(), `DELETE FROM products WHERE id = $1`, id)
-		if err == nil && tag.RowsAffected() == 0 {
-			return httpapi.NotFound("no such product")
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return httpapi.NoContent(w)
+	return deleteRow(w, r, "no such product", `DELETE FROM products WHERE id = $1`, id)
 }
 
 // productFilter is the query of a product list.

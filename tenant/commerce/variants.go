@@ -3,7 +3,6 @@ package commerce
 import (
 	"context"
 	"net/http"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -24,11 +23,21 @@ type variantInput struct {
 	IsActive      *bool              `json:"is_active"`
 }
 
+// validate checks the body of a variant route.
+func (in *variantInput) validate(create bool) error {
+	if create && in.Name == nil {
+		return httpapi.BadRequest(`missing required field "name"`)
+	}
+	var v httpapi.Validator
+	in.check(&v, "", create)
+	return v.Err()
+}
+
+// check records the errors of a variant, whose fields are named with
+// prefix (a product create checks its variants as variants[i].).
 func (in *variantInput) check(v *httpapi.Validator, prefix string, create bool) {
 	if in.Name != nil {
-		n := strings.TrimSpace(*in.Name)
-		in.Name = &n
-		v.Check(n != "" && utf8.RuneCountInString(n) <= 255, prefix+"name", "must be 1 to 255 characters")
+		checkName(v, prefix+"name", in.Name)
 	} else if create {
 		v.Check(false, prefix+"name", "is required")
 	}
@@ -57,6 +66,17 @@ func insertVariant(ctx context.Context, tx pgx.Tx, p *Product, in variantInput) 
 	return scanVariant(tx.QueryRow(ctx, `INSERT INTO product_variants (product_id, name, price, sku, stock_quantity, options, sort_order, is_active)
 		VALUES ($1, $2, COALESCE($3::bigint, $4::bigint), COALESCE($5, ''), COALESCE($6, 0), $7, COALESCE($8, 0), COALESCE($9, true))
 		RETURNING `+variantCols, p.ID, *in.Name, in.Price, p.Price, in.SKU, in.StockQuantity, opts, in.SortOrder, in.IsActive))
+}
+
+// variantPath parses the product and variant ids of a variant route.
+func variantPath(r *http.Request) (pid, vid int64, err error) {
+	if pid, err = pathID(r, "id"); err != nil {
+		return 0, 0, err
+	}
+	if vid, err = pathID(r, "variant_id"); err != nil {
+		return 0, 0, err
+	}
+	return pid, vid, nil
 }
 
 // productOf loads the product of a variant route (404 when absent).
@@ -92,15 +112,7 @@ func (s *Service) createVariant(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in variantInput
-	if err := httpapi.Decode(r, &in); err != nil {
-		return err
-	}
-	if in.Name == nil {
-		return httpapi.BadRequest(`missing required field "name"`)
-	}
-	var v httpapi.Validator
-	in.check(&v, "", true)
-	if err := v.Err(); err != nil {
+	if err := decodeInput(r, &in, true); err != nil {
 		return err
 	}
 	var out *Variant
@@ -123,11 +135,7 @@ func (s *Service) getVariant(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pid, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	vid, err := pathID(r, "variant_id")
+	pid, vid, err := variantPath(r)
 	if err != nil {
 		return err
 	}
@@ -147,21 +155,12 @@ func (s *Service) updateVariant(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pid, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	vid, err := pathID(r, "variant_id")
+	pid, vid, err := variantPath(r)
 	if err != nil {
 		return err
 	}
 	var in variantInput
-	if err := httpapi.Decode(r, &in); err != nil {
-		return err
-	}
-	var v httpapi.Validator
-	in.check(&v, "", false)
-	if err := v.Err(); err != nil {
+	if err := decodeInput(r, &in, false); err != nil {
 		return err
 	}
 	var out *Variant
@@ -185,27 +184,9 @@ func (s *Service) updateVariant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) deleteVariant(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
+	pid, vid, err := variantPath(r)
 	if err != nil {
 		return err
 	}
-	pid, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	vid, err := pathID(r, "variant_id")
-	if err != nil {
-		return err
-	}
-	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
-		tag, err := tx.Exec(r.Context(), `DELETE FROM product_variants WHERE id = $1 AND product_id = $2`, vid, pid)
-		if err == nil && tag.RowsAffected() == 0 {
-			return httpapi.NotFound("no such variant")
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return httpapi.NoContent(w)
+	return deleteRow(w, r, "no such variant", `DELETE FROM product_variants WHERE id = $1 AND product_id = $2`, vid, pid)
 }

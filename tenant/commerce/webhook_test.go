@@ -1,13 +1,11 @@
 package commerce_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -50,23 +48,11 @@ func TestWebhookSignature(t *testing.T) {
 		require.Equal(t, 400, send("t=1,v1=00", payload).Status)
 	}
 	// Nothing was applied: charges are still enabled and no event recorded.
-	f.tx(t, func(tx pgx.Tx) error {
-		var enabled bool
-		var n int
-		require.NoError(t, tx.QueryRow(context.Background(), `SELECT charges_enabled FROM payment_account`).Scan(&enabled))
-		require.NoError(t, tx.QueryRow(context.Background(), `SELECT count(*) FROM payment_events WHERE id = 'evt_sig_1'`).Scan(&n))
-		assert.True(t, enabled)
-		assert.Zero(t, n)
-		return nil
-	})
+	assert.True(t, queryOne[bool](t, f, `SELECT charges_enabled FROM payment_account`))
+	assert.Zero(t, queryOne[int](t, f, `SELECT count(*) FROM payment_events WHERE id = 'evt_sig_1'`))
 	// Within tolerance, a correctly signed event applies.
 	send(stripetest.Sign(payload, webhookSecret, time.Now().Add(-4*time.Minute)), payload).Expect(t, 200)
-	f.tx(t, func(tx pgx.Tx) error {
-		var enabled bool
-		require.NoError(t, tx.QueryRow(context.Background(), `SELECT charges_enabled FROM payment_account`).Scan(&enabled))
-		assert.False(t, enabled)
-		return nil
-	})
+	assert.False(t, queryOne[bool](t, f, `SELECT charges_enabled FROM payment_account`))
 }
 
 // checkout.session.completed marks the order paid and sells the reserved
@@ -77,7 +63,7 @@ func TestWebhookCheckoutCompletedOnce(t *testing.T) {
 	f := setup(t)
 	acct := f.connect(t)
 	pid := f.product(t, map[string]any{"track_inventory": true, "stock_quantity": 5})
-	orderID := num(f.checkout(t, item(pid, 2)).Expect(t, 201).JSON(t)["order_id"])
+	orderID := f.checkoutOrder(t, item(pid, 2))
 	sess := f.sessionObject(t, orderID, "complete", "paid")
 	rec := f.recordEvents(t)
 
@@ -87,8 +73,7 @@ func TestWebhookCheckoutCompletedOnce(t *testing.T) {
 	o := f.order(t, orderID)
 	assert.Equal(t, "paid", o["status"])
 	assert.Equal(t, "paid", o["payment_status"])
-	stock, reserved := f.stock(t, pid)
-	assert.Equal(t, []int64{3, 0}, []int64{stock, reserved})
+	f.expectStock(t, pid, 3, 0)
 	rec.expect(t, "order.paid", orderID, "paid", "paid")
 
 	// The same event again, several times at once: nothing changes.
@@ -106,15 +91,10 @@ func TestWebhookCheckoutCompletedOnce(t *testing.T) {
 	// A different event for the same payment (the processor may send
 	// async_payment_succeeded too) does not sell the stock twice either.
 	f.event(t, "evt_paid_2", "checkout.session.async_payment_succeeded", acct, sess).Expect(t, 200)
-	stock, reserved = f.stock(t, pid)
-	assert.Equal(t, []int64{3, 0}, []int64{stock, reserved})
+	f.expectStock(t, pid, 3, 0)
 	assert.Equal(t, o["updated_at"], f.order(t, orderID)["updated_at"])
 	rec.none(t)
-	var applied int
-	f.tx(t, func(tx pgx.Tx) error {
-		return tx.QueryRow(context.Background(), `SELECT count(*) FROM payment_events WHERE id IN ('evt_paid_1', 'evt_paid_2')`).Scan(&applied)
-	})
-	assert.Equal(t, 2, applied)
+	assert.Equal(t, 2, queryOne[int](t, f, `SELECT count(*) FROM payment_events WHERE id IN ('evt_paid_1', 'evt_paid_2')`))
 }
 
 func TestWebhookCheckoutExpiredReleasesStock(t *testing.T) {
@@ -122,7 +102,7 @@ func TestWebhookCheckoutExpiredReleasesStock(t *testing.T) {
 	f := setup(t)
 	acct := f.connect(t)
 	pid := f.product(t, map[string]any{"track_inventory": true, "stock_quantity": 3})
-	orderID := num(f.checkout(t, item(pid, 3)).Expect(t, 201).JSON(t)["order_id"])
+	orderID := f.checkoutOrder(t, item(pid, 3))
 	f.checkout(t, item(pid, 1)).Problem(t, 409, "conflict")
 	rec := f.recordEvents(t)
 
@@ -133,14 +113,13 @@ func TestWebhookCheckoutExpiredReleasesStock(t *testing.T) {
 	o := f.order(t, orderID)
 	assert.Equal(t, "cancelled", o["status"])
 	assert.Equal(t, "unpaid", o["payment_status"])
-	stock, reserved := f.stock(t, pid)
-	assert.Equal(t, []int64{3, 0}, []int64{stock, reserved})
+	f.expectStock(t, pid, 3, 0)
 	// The units are for sale again.
 	f.checkout(t, item(pid, 3)).Expect(t, 201)
 
 	// An expiry of an order already paid changes nothing.
 	paid := num(f.do(t, "POST", "/products", map[string]any{"name": "Other", "price": 100, "status": "active"}).Expect(t, 201).JSON(t)["id"])
-	paidOrder := num(f.checkout(t, item(paid, 1)).Expect(t, 201).JSON(t)["order_id"])
+	paidOrder := f.checkoutOrder(t, item(paid, 1))
 	f.event(t, "evt_exp_paid", "checkout.session.completed", acct, f.sessionObject(t, paidOrder, "complete", "paid")).Expect(t, 200)
 	f.event(t, "evt_exp_2", "checkout.session.expired", acct, f.sessionObject(t, paidOrder, "expired", "unpaid")).Expect(t, 200)
 	assert.Equal(t, "paid", f.order(t, paidOrder)["status"])
@@ -153,8 +132,8 @@ func TestWebhookAsyncPayment(t *testing.T) {
 	f := setup(t)
 	acct := f.connect(t)
 	pid := f.product(t, map[string]any{"track_inventory": true, "stock_quantity": 4})
-	ok := num(f.checkout(t, item(pid, 1)).Expect(t, 201).JSON(t)["order_id"])
-	bad := num(f.checkout(t, item(pid, 1)).Expect(t, 201).JSON(t)["order_id"])
+	ok := f.checkoutOrder(t, item(pid, 1))
+	bad := f.checkoutOrder(t, item(pid, 1))
 
 	rec := f.recordEvents(t)
 	sess := f.sessionObject(t, ok, "complete", "unpaid")
@@ -169,8 +148,7 @@ func TestWebhookAsyncPayment(t *testing.T) {
 	f.event(t, "evt_async_3", "checkout.session.async_payment_failed", acct, f.sessionObject(t, bad, "complete", "unpaid")).Expect(t, 200)
 	assert.Equal(t, "cancelled", f.order(t, bad)["status"])
 	rec.expect(t, "order.cancelled", bad, "cancelled", "unpaid")
-	stock, reserved := f.stock(t, pid)
-	assert.Equal(t, []int64{3, 0}, []int64{stock, reserved})
+	f.expectStock(t, pid, 3, 0)
 }
 
 // An event is applied only to the project its connected account belongs
@@ -181,7 +159,7 @@ func TestWebhookProjectResolution(t *testing.T) {
 	f := setup(t)
 	acct := f.connect(t)
 	pid := f.product(t, map[string]any{"track_inventory": true, "stock_quantity": 2})
-	orderID := num(f.checkout(t, item(pid, 1)).Expect(t, 201).JSON(t)["order_id"])
+	orderID := f.checkoutOrder(t, item(pid, 1))
 
 	other := f.env.NewProject("build")
 	sess := f.sessionObject(t, orderID, "complete", "paid")
@@ -206,7 +184,7 @@ func TestWebhookRefundEvents(t *testing.T) {
 	f := setup(t)
 	acct := f.connect(t)
 	pid := f.product(t, map[string]any{"price": 1000})
-	orderID := num(f.checkout(t, item(pid, 2)).Expect(t, 201).JSON(t)["order_id"])
+	orderID := f.checkoutOrder(t, item(pid, 2))
 	sess := f.sessionObject(t, orderID, "complete", "paid")
 	pi := sess["payment_intent"].(string)
 	f.event(t, "evt_rf_0", "checkout.session.completed", acct, sess).Expect(t, 200)
@@ -241,18 +219,13 @@ func TestWebhookRefundEvents(t *testing.T) {
 	// A refund that fails is taken back out of the sum (the charge's
 	// total, here still 2000, keeps the amount until it drops too).
 	f.event(t, "evt_rf_5", "refund.updated", acct, map[string]any{"id": "re_dash_2", "amount": 1500, "status": "failed", "payment_intent": pi}).Expect(t, 200)
-	var refunds map[string]int64
-	f.tx(t, func(tx pgx.Tx) error {
-		return tx.QueryRow(context.Background(), `SELECT refunds FROM orders WHERE id = $1`, orderID).Scan(&refunds)
-	})
-	assert.Equal(t, map[string]int64{"re_dash_1": 500}, refunds)
+	assert.Equal(t, map[string]int64{"re_dash_1": 500}, queryOne[map[string]int64](t, f, `SELECT refunds FROM orders WHERE id = $1`, orderID))
 }
 
 func TestWebhookAccountUpdated(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.do(t, "POST", "/payments/connect/onboard", map[string]any{"return_url": "https://shop.test/back", "refresh_url": "https://shop.test/again"}).Expect(t, 200)
-	acct := f.accountID(t)
+	acct := f.onboard(t)
 	f.event(t, "evt_au_1", "account.updated", acct, map[string]any{"id": acct, "charges_enabled": false, "payouts_enabled": false, "details_submitted": true}).Expect(t, 200)
 	f.mock.Patch("/v1/accounts/"+acct, map[string]any{"charges_enabled": false, "payouts_enabled": false, "details_submitted": true})
 	c := f.do(t, "GET", "/payments/connect", nil).Expect(t, 200).JSON(t)
