@@ -228,21 +228,10 @@ func (sv *Service) listGalleries(w http.ResponseWriter, r *http.Request) error {
 	}
 	var out []Gallery
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		rows, err := tx.Query(r.Context(), `SELECT `+galleryCols+` FROM galleries
+		out, err = queryAll(r.Context(), tx, scanGallery, `SELECT `+galleryCols+` FROM galleries
 			WHERE $1::timestamptz IS NULL OR (created_at, slug) < ($1, $2)
 			ORDER BY created_at DESC, slug DESC LIMIT $3`, after, slugAfter, page.Limit+1)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			g, err := scanGallery(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, g)
-		}
-		return rows.Err()
+		return err
 	})
 	if err != nil {
 		return err
@@ -347,11 +336,7 @@ func (sv *Service) deleteGallery(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		tag, err := tx.Exec(r.Context(), `DELETE FROM galleries WHERE slug = $1`, chi.URLParam(r, "slug"))
-		if err == nil && tag.RowsAffected() == 0 {
-			return httpapi.NotFound("no such gallery")
-		}
-		return err
+		return execFound(r.Context(), tx, httpapi.NotFound("no such gallery"), `DELETE FROM galleries WHERE slug = $1`, chi.URLParam(r, "slug"))
 	})
 	if err != nil {
 		return err
