@@ -131,11 +131,7 @@ func (sv *Service) listComponents(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	page, err := httpapi.ParsePage(r)
-	if err != nil {
-		return err
-	}
-	before, err := idCursor(page.Cursor)
+	page, before, err := idPage(r)
 	if err != nil {
 		return err
 	}
@@ -151,17 +147,18 @@ func (sv *Service) listComponents(w http.ResponseWriter, r *http.Request) error 
 	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(out, page.Limit, func(c Component) string { return strconv.FormatInt(c.ID, 10) }))
 }
 
-// idCursor decodes the cursor of a list ordered by id, newest first (0:
-// the first page).
-func idCursor(c string) (int64, error) {
-	if c == "" {
-		return 0, nil
+// idPage reads the page asked of a list ordered by id, newest first, and
+// the id its cursor names (0: the first page).
+func idPage(r *http.Request) (httpapi.Page, int64, error) {
+	page, err := httpapi.ParsePage(r)
+	if err != nil || page.Cursor == "" {
+		return page, 0, err
 	}
-	n, err := strconv.ParseInt(c, 10, 64)
+	n, err := strconv.ParseInt(page.Cursor, 10, 64)
 	if err != nil || n <= 0 {
-		return 0, httpapi.Invalid("cursor", "is not a cursor this API issued")
+		return page, 0, httpapi.Invalid("cursor", "is not a cursor this API issued")
 	}
-	return n, nil
+	return page, n, nil
 }
 
 func getComponent(ctx context.Context, tx pgx.Tx, s string) (Component, error) {

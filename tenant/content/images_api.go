@@ -231,11 +231,7 @@ func (sv *Service) listImages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := httpapi.ParsePage(r)
-	if err != nil {
-		return err
-	}
-	after, keyAfter, err := timeCursor(page.Cursor)
+	page, after, keyAfter, err := timePage(r)
 	if err != nil {
 		return err
 	}

@@ -431,11 +431,7 @@ func (sv *Service) listPages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := httpapi.ParsePage(r)
-	if err != nil {
-		return err
-	}
-	before, err := idCursor(page.Cursor)
+	page, before, err := idPage(r)
 	if err != nil {
 		return err
 	}
