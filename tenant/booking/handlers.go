@@ -47,13 +47,13 @@ func (h *Handler) Routes(r chi.Router) {
 		r.Use(tenant.Pillar("booking"))
 		r.Get("/booking/services", httpapi.H(h.listServices))
 		r.Post("/booking/services", httpapi.H(h.createService))
-		r.Get("/booking/services/{id}", httpapi.H(h.getService))
+		r.Get("/booking/services/{id}", httpapi.H(getByID(getService)))
 		r.Patch("/booking/services/{id}", httpapi.H(h.updateService))
 		r.Delete("/booking/services/{id}", httpapi.H(h.deleteService))
 		r.Get("/booking/availability", httpapi.H(h.availability))
 		r.Get("/bookings", httpapi.H(h.listBookings))
 		r.Post("/bookings", httpapi.H(h.createBooking))
-		r.Get("/bookings/{id}", httpapi.H(h.getBooking))
+		r.Get("/bookings/{id}", httpapi.H(getByID(getBooking)))
 		for action := range transitions {
 			r.Post("/bookings/{id}/"+action, httpapi.H(h.transition(action)))
 		}
@@ -74,13 +74,37 @@ func (h *Handler) PublicRoutes(r chi.Router) {
 	r.Post("/bookings", httpapi.H(h.createBooking))
 }
 
-// pathID reads the integer id of the path; anything else names no resource.
-func pathID(r *http.Request) (int64, error) {
-	n, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
-	if err != nil || n <= 0 {
-		return 0, httpapi.ErrNotFound
+// scopeAndID returns the request's project scope and the integer id of its
+// path; anything but a positive integer names no resource (404).
+func scopeAndID(r *http.Request) (*tenant.Scope, int64, error) {
+	s, err := tenant.From(r)
+	if err != nil {
+		return nil, 0, err
 	}
-	return n, nil
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil || id <= 0 {
+		return nil, 0, httpapi.ErrNotFound
+	}
+	return s, id, nil
+}
+
+// getByID serves GET of one service or booking by the id of its path, read
+// by get without a lock.
+func getByID[T any](get func(ctx context.Context, tx pgx.Tx, id int64, lock bool) (T, error)) httpapi.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		s, id, err := scopeAndID(r)
+		if err != nil {
+			return err
+		}
+		var v T
+		if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
+			v, err = get(r.Context(), tx, id, false)
+			return err
+		}); err != nil {
+			return err
+		}
+		return httpapi.JSON(w, 200, v)
+	}
 }
 
 // ---- settings
@@ -192,31 +216,8 @@ func (h *Handler) createService(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, 201, svc)
 }
 
-func (h *Handler) getService(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	var svc Service
-	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
-		svc, err = getService(r.Context(), tx, id, false)
-		return err
-	}); err != nil {
-		return err
-	}
-	return httpapi.JSON(w, 200, svc)
-}
-
 func (h *Handler) updateService(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r)
+	s, id, err := scopeAndID(r)
 	if err != nil {
 		return err
 	}
@@ -242,11 +243,7 @@ func (h *Handler) updateService(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) deleteService(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r)
+	s, id, err := scopeAndID(r)
 	if err != nil {
 		return err
 	}
@@ -454,25 +451,6 @@ func (h *Handler) emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic st
 	return h.events.Emit(ctx, tx, s, topic, b)
 }
 
-func (h *Handler) getBooking(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	var b Booking
-	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
-		b, err = getBooking(r.Context(), tx, id, false)
-		return err
-	}); err != nil {
-		return err
-	}
-	return httpapi.JSON(w, 200, b)
-}
-
 var statuses = []string{StatusPending, StatusConfirmed, StatusCancelled, StatusCompleted}
 
 func (h *Handler) listBookings(w http.ResponseWriter, r *http.Request) error {
@@ -520,11 +498,7 @@ func (h *Handler) listBookings(w http.ResponseWriter, r *http.Request) error {
 func (h *Handler) transition(action string) httpapi.HandlerFunc {
 	t := transitions[action]
 	return func(w http.ResponseWriter, r *http.Request) error {
-		s, err := tenant.From(r)
-		if err != nil {
-			return err
-		}
-		id, err := pathID(r)
+		s, id, err := scopeAndID(r)
 		if err != nil {
 			return err
 		}

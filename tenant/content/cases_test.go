@@ -166,4 +166,17 @@ func body(want ...string) func(t *testing.T, r *apitest.Resp) {
 	}
 }
 
+// firstPage asserts the first page of a list: n items, the first with field
+// equal to first, and more to come (has_more and a next_cursor). It returns
+// the body, whose cursor leads on.
+func firstPage(t *testing.T, r *apitest.Resp, n int, field, first string) map[string]any {
+	t.Helper()
+	m := r.JSON(t)
+	d, _ := m["data"].([]any)
+	if len(d) != n || d[0].(map[string]any)[field] != first || m["has_more"] != true || m["next_cursor"] == nil {
+		t.Fatalf("first page: %v", m)
+	}
+	return m
+}
+
 func ev(topic string, n int) map[string]int { return map[string]int{topic: n} }

@@ -45,11 +45,13 @@ func isObject(raw json.RawMessage) bool {
 	return len(raw) > 0 && raw[0] == '{'
 }
 
-func (req *ComponentRequest) check(v *httpapi.Validator) {
+// check validates the fields sent (422 naming each invalid one).
+func (req *ComponentRequest) check() error {
+	var v httpapi.Validator
 	if req.Name != nil {
-		checkName(v, *req.Name)
+		checkName(&v, *req.Name)
 	}
-	checkSlug(v, req.Slug)
+	checkSlug(&v, req.Slug)
 	if req.Props != nil {
 		v.Check(isObject(*req.Props), "props", "must be an object")
 	}
@@ -59,6 +61,19 @@ func (req *ComponentRequest) check(v *httpapi.Validator) {
 			v.Check(isObject(obj), "translations."+lang, "must be an object")
 		}
 	}
+	return v.Err()
+}
+
+// encode returns the props and translations to store: those sent, else def.
+func (req *ComponentRequest) encode(def []byte) (props, tr []byte) {
+	props, tr = def, def
+	if req.Props != nil {
+		props = *req.Props
+	}
+	if req.Translations != nil {
+		tr, _ = json.Marshal(*req.Translations)
+	}
+	return props, tr
 }
 
 const componentCols = `id, slug, name, props, translations, created_at, updated_at`
@@ -91,18 +106,10 @@ func (sv *Service) createComponent(w http.ResponseWriter, r *http.Request) error
 	if req.Name == nil {
 		return httpapi.BadRequest(`missing required field "name"`)
 	}
-	var v httpapi.Validator
-	req.check(&v)
-	if err := v.Err(); err != nil {
+	if err := req.check(); err != nil {
 		return err
 	}
-	props, tr := []byte("{}"), []byte("{}")
-	if req.Props != nil {
-		props = *req.Props
-	}
-	if req.Translations != nil {
-		tr, _ = json.Marshal(*req.Translations)
-	}
+	props, tr := req.encode([]byte("{}"))
 	var c Component
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
 		sl, err := pickSlug(r.Context(), tx, "components", req.Slug, *req.Name)
@@ -124,30 +131,15 @@ func (sv *Service) listComponents(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	page, err := httpapi.ParsePage(r)
-	if err != nil {
-		return err
-	}
-	before, err := idCursor(page.Cursor)
+	page, before, err := idPage(r)
 	if err != nil {
 		return err
 	}
 	var out []Component
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		rows, err := tx.Query(r.Context(), `SELECT `+componentCols+` FROM components WHERE $1 = 0 OR id < $1 ORDER BY id DESC LIMIT $2`,
+		out, err = queryAll(r.Context(), tx, scanComponent, `SELECT `+componentCols+` FROM components WHERE $1 = 0 OR id < $1 ORDER BY id DESC LIMIT $2`,
 			before, page.Limit+1)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			c, err := scanComponent(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, c)
-		}
-		return rows.Err()
+		return err
 	})
 	if err != nil {
 		return err
@@ -155,17 +147,18 @@ func (sv *Service) listComponents(w http.ResponseWriter, r *http.Request) error 
 	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(out, page.Limit, func(c Component) string { return strconv.FormatInt(c.ID, 10) }))
 }
 
-// idCursor decodes the cursor of a list ordered by id, newest first (0:
-// the first page).
-func idCursor(c string) (int64, error) {
-	if c == "" {
-		return 0, nil
+// idPage reads the page asked of a list ordered by id, newest first, and
+// the id its cursor names (0: the first page).
+func idPage(r *http.Request) (httpapi.Page, int64, error) {
+	page, err := httpapi.ParsePage(r)
+	if err != nil || page.Cursor == "" {
+		return page, 0, err
 	}
-	n, err := strconv.ParseInt(c, 10, 64)
+	n, err := strconv.ParseInt(page.Cursor, 10, 64)
 	if err != nil || n <= 0 {
-		return 0, httpapi.Invalid("cursor", "is not a cursor this API issued")
+		return page, 0, httpapi.Invalid("cursor", "is not a cursor this API issued")
 	}
-	return n, nil
+	return page, n, nil
 }
 
 func getComponent(ctx context.Context, tx pgx.Tx, s string) (Component, error) {
@@ -201,18 +194,10 @@ func (sv *Service) patchComponent(w http.ResponseWriter, r *http.Request) error 
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
 	}
-	var v httpapi.Validator
-	req.check(&v)
-	if err := v.Err(); err != nil {
+	if err := req.check(); err != nil {
 		return err
 	}
-	var props, tr []byte
-	if req.Props != nil {
-		props = *req.Props
-	}
-	if req.Translations != nil {
-		tr, _ = json.Marshal(*req.Translations)
-	}
+	props, tr := req.encode(nil) // nil: keep the stored value
 	var c Component
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
 		if !slug.Valid(cur) {
@@ -236,11 +221,7 @@ func (sv *Service) deleteComponent(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		tag, err := tx.Exec(r.Context(), `DELETE FROM components WHERE slug = $1`, chi.URLParam(r, "slug"))
-		if err == nil && tag.RowsAffected() == 0 {
-			return httpapi.NotFound("no such component")
-		}
-		return err
+		return execFound(r.Context(), tx, httpapi.NotFound("no such component"), `DELETE FROM components WHERE slug = $1`, chi.URLParam(r, "slug"))
 	})
 	if err != nil {
 		return err

@@ -174,6 +174,24 @@ func Values(ctx context.Context, tx pgx.Tx, lang string, keys []string) (map[str
 	return out, rows.Err()
 }
 
+// queryAll runs a query in tx and scans each row of its result with scan.
+func queryAll[T any](ctx context.Context, tx pgx.Tx, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) { return scan(row) })
+}
+
+// execFound runs a write in tx; notFound is its error when no row matched.
+func execFound(ctx context.Context, tx pgx.Tx, notFound error, sql string, args ...any) error {
+	tag, err := tx.Exec(ctx, sql, args...)
+	if err == nil && tag.RowsAffected() == 0 {
+		return notFound
+	}
+	return err
+}
+
 // Image is the Image resource.
 type Image struct {
 	Key         string    `json:"key"`

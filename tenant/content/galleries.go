@@ -218,31 +218,16 @@ func (sv *Service) listGalleries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := httpapi.ParsePage(r)
-	if err != nil {
-		return err
-	}
-	after, slugAfter, err := timeCursor(page.Cursor)
+	page, after, slugAfter, err := timePage(r)
 	if err != nil {
 		return err
 	}
 	var out []Gallery
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		rows, err := tx.Query(r.Context(), `SELECT `+galleryCols+` FROM galleries
+		out, err = queryAll(r.Context(), tx, scanGallery, `SELECT `+galleryCols+` FROM galleries
 			WHERE $1::timestamptz IS NULL OR (created_at, slug) < ($1, $2)
 			ORDER BY created_at DESC, slug DESC LIMIT $3`, after, slugAfter, page.Limit+1)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			g, err := scanGallery(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, g)
-		}
-		return rows.Err()
+		return err
 	})
 	if err != nil {
 		return err
@@ -252,22 +237,25 @@ func (sv *Service) listGalleries(w http.ResponseWriter, r *http.Request) error {
 	}))
 }
 
-// makeTimeCursor and timeCursor encode a (created_at, name) position of
-// a list ordered by both, newest first.
+// makeTimeCursor and timePage encode and decode a (created_at, name)
+// position of a list ordered by both, newest first.
 func makeTimeCursor(t time.Time, name string) string {
 	return t.UTC().Format(time.RFC3339Nano) + "|" + name
 }
 
-func timeCursor(c string) (*time.Time, string, error) {
-	if c == "" {
-		return nil, "", nil
+// timePage reads the page asked of such a list and the position its cursor
+// names (nil: the first page).
+func timePage(r *http.Request) (httpapi.Page, *time.Time, string, error) {
+	page, err := httpapi.ParsePage(r)
+	if err != nil || page.Cursor == "" {
+		return page, nil, "", err
 	}
-	ts, name, ok := strings.Cut(c, "|")
+	ts, name, ok := strings.Cut(page.Cursor, "|")
 	t, err := time.Parse(time.RFC3339Nano, ts)
 	if !ok || err != nil {
-		return nil, "", httpapi.Invalid("cursor", "is not a cursor this API issued")
+		return page, nil, "", httpapi.Invalid("cursor", "is not a cursor this API issued")
 	}
-	return &t, name, nil
+	return page, &t, name, nil
 }
 
 func (sv *Service) gallery(r *http.Request) (Gallery, error) {
@@ -347,11 +335,7 @@ func (sv *Service) deleteGallery(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		tag, err := tx.Exec(r.Context(), `DELETE FROM galleries WHERE slug = $1`, chi.URLParam(r, "slug"))
-		if err == nil && tag.RowsAffected() == 0 {
-			return httpapi.NotFound("no such gallery")
-		}
-		return err
+		return execFound(r.Context(), tx, httpapi.NotFound("no such gallery"), `DELETE FROM galleries WHERE slug = $1`, chi.URLParam(r, "slug"))
 	})
 	if err != nil {
 		return err

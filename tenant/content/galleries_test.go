@@ -61,12 +61,8 @@ func TestGalleriesAPI(t *testing.T) {
 
 		{name: "list", method: "GET", path: "/v1/galleries?limit=2", key: ro, status: 200,
 			check: func(t *testing.T, r *apitest.Resp) {
-				m := r.JSON(t)
-				d := m["data"].([]any)
-				if len(d) != 2 || m["has_more"] != true || m["next_cursor"] == nil || d[0].(map[string]any)["slug"] != "long" {
-					t.Fatalf("first page: %v", m)
-				}
-				if _, ok := d[0].(map[string]any)["data"]; ok {
+				m := firstPage(t, r, 2, "slug", "long")
+				if _, ok := m["data"].([]any)[0].(map[string]any)["data"]; ok {
 					t.Fatal("list items are galleries, not wrapped")
 				}
 				next := env.Do("GET", "/v1/galleries?limit=10&cursor="+m["next_cursor"].(string), p.Key, nil).Expect(t, 200).JSON(t)

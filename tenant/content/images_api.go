@@ -73,7 +73,7 @@ func (sv *Service) uploadImage(w http.ResponseWriter, r *http.Request) error {
 	key, explicit := up.fields["key"]
 	var v httpapi.Validator
 	if explicit {
-		v.Check(KeyPattern.MatchString(key), "key", "must match "+KeyPattern.String())
+		checkKey(&v, "key", key)
 	}
 	checkAlt(&v, up.fields["alt"])
 	if err := v.Err(); err != nil {
@@ -179,7 +179,7 @@ func (sv *Service) swapImage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var v httpapi.Validator
-	v.Check(KeyPattern.MatchString(key), "key", "must match "+KeyPattern.String())
+	checkKey(&v, "key", key)
 	v.Check(len(*req.URL) <= maxURLLen, "url", fmt.Sprintf("must be at most %d characters", maxURLLen))
 	if req.Alt != nil {
 		checkAlt(&v, *req.Alt)
@@ -231,11 +231,7 @@ func (sv *Service) listImages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := httpapi.ParsePage(r)
-	if err != nil {
-		return err
-	}
-	after, keyAfter, err := timeCursor(page.Cursor)
+	page, after, keyAfter, err := timePage(r)
 	if err != nil {
 		return err
 	}
@@ -245,13 +241,9 @@ func (sv *Service) listImages(w http.ResponseWriter, r *http.Request) error {
 	}
 	var out []Image
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		rows, err := tx.Query(r.Context(), `SELECT `+imageCols+` FROM images
+		out, err = queryAll(r.Context(), tx, scanImage, `SELECT `+imageCols+` FROM images
 			WHERE ($1::timestamptz IS NULL OR (created_at, key) < ($1, $2)) AND ($3 = '' OR source = $3)
 			ORDER BY created_at DESC, key DESC LIMIT $4`, after, keyAfter, source, page.Limit+1)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Image, error) { return scanImage(row) })
 		return err
 	})
 	if err != nil {

@@ -93,11 +93,7 @@ func TestImagesAPI(t *testing.T) {
 		{name: "get without key", method: "GET", path: "/v1/images/hero", key: noKey, status: 401},
 		{name: "get content key", method: "GET", path: "/v1/images/hero", key: other, status: 403, check: body("images:read")},
 		{name: "list", method: "GET", path: "/v1/images?limit=2", key: ro, status: 200, check: func(t *testing.T, r *apitest.Resp) {
-			m := r.JSON(t)
-			d := m["data"].([]any)
-			if len(d) != 2 || d[0].(map[string]any)["key"] != "w" || m["has_more"] != true {
-				t.Fatalf("list: %v", m)
-			}
+			m := firstPage(t, r, 2, "key", "w")
 			var keys []string
 			for c := m["next_cursor"]; c != nil; {
 				pg := env.Do("GET", "/v1/images?limit=2&cursor="+c.(string), p.Key, nil).Expect(t, 200).JSON(t)

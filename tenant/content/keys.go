@@ -66,14 +66,11 @@ type BatchRequest struct {
 // langParam returns the lang query parameter, or the project's default
 // language when absent (422 when it is not a language code).
 func langParam(r *http.Request, p *tenant.Project) (string, error) {
-	lang := r.URL.Query().Get("lang")
-	if lang == "" {
-		return p.DefaultLanguage, nil
+	lang, err := optionalLang(r)
+	if err != nil || lang != "" {
+		return lang, err
 	}
-	if !central.ValidLanguage(lang) {
-		return "", httpapi.Invalid("lang", "must be a language code such as en or pt-BR")
-	}
-	return lang, nil
+	return p.DefaultLanguage, nil
 }
 
 // getKey reads key in lang with the fallback to def; ErrNotFound when
@@ -234,6 +231,11 @@ func (sv *Service) publicKey(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.PublicJSON(w, r, k)
 }
 
+// checkKey validates a content or image key sent under field.
+func checkKey(v *httpapi.Validator, field, key string) {
+	v.Check(KeyPattern.MatchString(key), field, "must match "+KeyPattern.String())
+}
+
 // checkValue validates one value and its language (lang defaulted).
 func checkValue(v *httpapi.Validator, field string, value string, lang *string, def string) string {
 	v.Check(utf8.RuneCountInString(value) <= MaxValueLen, field+"value", fmt.Sprintf("must be at most %d characters", MaxValueLen))
@@ -291,7 +293,7 @@ func (sv *Service) putKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var v httpapi.Validator
-	v.Check(KeyPattern.MatchString(key), "key", "must match "+KeyPattern.String())
+	checkKey(&v, "key", key)
 	lang := checkValue(&v, "", *req.Value, req.Lang, s.Project.DefaultLanguage)
 	if err := v.Err(); err != nil {
 		return err
@@ -331,7 +333,7 @@ func (sv *Service) putBatch(w http.ResponseWriter, r *http.Request) error {
 		if u.Value == nil {
 			return httpapi.BadRequest(fmt.Sprintf("missing required field \"value\" in updates[%d]", i))
 		}
-		v.Check(KeyPattern.MatchString(*u.Key), field+"key", "must match "+KeyPattern.String())
+		checkKey(&v, field+"key", *u.Key)
 		lang := checkValue(&v, field, *u.Value, u.Lang, s.Project.DefaultLanguage)
 		id := [2]string{*u.Key, lang}
 		v.Check(!seen[id], field+"key", fmt.Sprintf("%s in %s is set twice in this batch", *u.Key, lang))
@@ -365,16 +367,12 @@ func (sv *Service) deleteKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	key := chi.URLParam(r, "key")
-	lang := r.URL.Query().Get("lang")
-	if lang != "" && !central.ValidLanguage(lang) {
-		return httpapi.Invalid("lang", "must be a language code such as en or pt-BR")
+	lang, err := optionalLang(r)
+	if err != nil {
+		return err
 	}
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		tag, err := tx.Exec(r.Context(), `DELETE FROM content_values WHERE key = $1 AND ($2 = '' OR lang = $2)`, key, lang)
-		if err == nil && tag.RowsAffected() == 0 {
-			return httpapi.ErrNotFound
-		}
-		return err
+		return execFound(r.Context(), tx, httpapi.ErrNotFound, `DELETE FROM content_values WHERE key = $1 AND ($2 = '' OR lang = $2)`, key, lang)
 	})
 	if err != nil {
 		return err

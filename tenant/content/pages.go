@@ -142,14 +142,16 @@ func checkTitle(v *httpapi.Validator, field, title string) {
 }
 
 // merge applies req onto p (a new page's defaults or the stored page),
-// validating every field sent. A missing nested required field is a 400.
-func (req *PageRequest) merge(v *httpapi.Validator, p *Page) error {
+// validating every field sent: a missing nested required field is a 400,
+// else every invalid field is named in one 422.
+func (req *PageRequest) merge(p *Page) error {
+	var v httpapi.Validator
 	if req.Title != nil {
-		checkTitle(v, "title", *req.Title)
+		checkTitle(&v, "title", *req.Title)
 		p.Title = *req.Title
 	}
 	if req.Slug != nil {
-		checkSlug(v, req.Slug)
+		checkSlug(&v, req.Slug)
 		p.Slug = *req.Slug
 	}
 	if req.Path != nil {
@@ -167,7 +169,7 @@ func (req *PageRequest) merge(v *httpapi.Validator, p *Page) error {
 		}
 		p.Sections = *req.Sections
 	}
-	req.SEO.apply(v, "seo", &p.SEO)
+	req.SEO.apply(&v, "seo", &p.SEO)
 	if req.Translations != nil {
 		v.Check(len(*req.Translations) <= maxTranslations, "translations", fmt.Sprintf("must hold at most %d languages", maxTranslations))
 		seen := map[string]bool{}
@@ -185,11 +187,11 @@ func (req *PageRequest) merge(v *httpapi.Validator, p *Page) error {
 				v.Check(utf8.RuneCountInString(*in.Title) <= MaxNameLen, field+".title", fmt.Sprintf("must be at most %d characters", MaxNameLen))
 				t.Title = *in.Title
 			}
-			in.SEO.apply(v, field+".seo", &t.SEO)
+			in.SEO.apply(&v, field+".seo", &t.SEO)
 			p.Translations = append(p.Translations, t)
 		}
 	}
-	return nil
+	return v.Err()
 }
 
 // localize fills the flat title and SEO fields from lang's translation,
@@ -277,6 +279,11 @@ func (p *Page) encode() (sections, seo, tr []byte) {
 	return
 }
 
+// chargePage charges the creation or an update of the page id (page_update).
+func chargePage(ctx context.Context, tx pgx.Tx, s *tenant.Scope, id int64) error {
+	return credits.Charge(ctx, tx, s, "page_update", PageCost, "page:"+strconv.FormatInt(id, 10))
+}
+
 // pageConflict names what is taken in a page's 409.
 func pageConflict(err error) error {
 	if ae := httpapi.AsError(err); ae.Status == http.StatusConflict && ae.Code == httpapi.CodeConflict {
@@ -298,11 +305,7 @@ func (sv *Service) createPage(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.BadRequest(`missing required field "title"`)
 	}
 	p := Page{Status: PageDraft, Sections: []json.RawMessage{}, Translations: []PageTranslation{}}
-	var v httpapi.Validator
-	if err := req.merge(&v, &p); err != nil {
-		return err
-	}
-	if err := v.Err(); err != nil {
+	if err := req.merge(&p); err != nil {
 		return err
 	}
 	sections, seo, tr := p.encode()
@@ -320,7 +323,7 @@ func (sv *Service) createPage(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		return credits.Charge(r.Context(), tx, s, "page_update", PageCost, "page:"+strconv.FormatInt(out.ID, 10))
+		return chargePage(r.Context(), tx, s, out.ID)
 	})
 	if err != nil {
 		return pageConflict(err)
@@ -339,11 +342,7 @@ func (sv *Service) patchPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Validate the body alone first, so a bad request is a 422 whether or
 	// not the page exists.
-	var v httpapi.Validator
-	if err := req.merge(&v, &Page{}); err != nil {
-		return err
-	}
-	if err := v.Err(); err != nil {
+	if err := req.merge(&Page{}); err != nil {
 		return err
 	}
 	var out Page
@@ -352,7 +351,7 @@ func (sv *Service) patchPage(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		if err := req.merge(&v, &p); err != nil {
+		if err := req.merge(&p); err != nil {
 			return err
 		}
 		sections, seo, tr := p.encode()
@@ -363,7 +362,7 @@ func (sv *Service) patchPage(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		return credits.Charge(r.Context(), tx, s, "page_update", PageCost, "page:"+strconv.FormatInt(p.ID, 10))
+		return chargePage(r.Context(), tx, s, p.ID)
 	})
 	if err != nil {
 		return pageConflict(err)
@@ -432,11 +431,7 @@ func (sv *Service) listPages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := httpapi.ParsePage(r)
-	if err != nil {
-		return err
-	}
-	before, err := idCursor(page.Cursor)
+	page, before, err := idPage(r)
 	if err != nil {
 		return err
 	}
@@ -446,20 +441,9 @@ func (sv *Service) listPages(w http.ResponseWriter, r *http.Request) error {
 	}
 	var out []Page
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		rows, err := tx.Query(r.Context(), `SELECT `+pageCols+` FROM pages WHERE ($1 = 0 OR id < $1) AND ($2 = '' OR status = $2)
+		out, err = queryAll(r.Context(), tx, scanPage, `SELECT `+pageCols+` FROM pages WHERE ($1 = 0 OR id < $1) AND ($2 = '' OR status = $2)
 			ORDER BY id DESC LIMIT $3`, before, status, page.Limit+1)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			p, err := scanPage(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, p)
-		}
-		return rows.Err()
+		return err
 	})
 	if err != nil {
 		return err

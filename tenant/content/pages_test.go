@@ -39,11 +39,7 @@ func TestComponentsAPI(t *testing.T) {
 		{name: "get without key", method: "GET", path: "/v1/components/hero-banner", key: noKey, status: 401},
 		{name: "get other pillar", method: "GET", path: "/v1/components/hero-banner", key: other, status: 403},
 		{name: "list", method: "GET", path: "/v1/components?limit=2", key: ro, status: 200, check: func(t *testing.T, r *apitest.Resp) {
-			m := r.JSON(t)
-			d := m["data"].([]any)
-			if len(d) != 2 || d[0].(map[string]any)["slug"] != "footer" || m["has_more"] != true {
-				t.Fatalf("list: %v", m)
-			}
+			m := firstPage(t, r, 2, "slug", "footer")
 			rest := env.Do("GET", "/v1/components?cursor="+m["next_cursor"].(string), p.Key, nil).Expect(t, 200).JSON(t)
 			if d := rest["data"].([]any); len(d) != 1 || d[0].(map[string]any)["slug"] != "hero-banner" || rest["has_more"] != false {
 				t.Fatalf("page 2: %v", rest)
@@ -117,11 +113,7 @@ func TestPagesAPI(t *testing.T) {
 		{name: "get without key", method: "GET", path: "/v1/pages/1", key: noKey, status: 401},
 		{name: "get other pillar", method: "GET", path: "/v1/pages/1", key: other, status: 403},
 		{name: "list", method: "GET", path: "/v1/pages?limit=2", key: ro, status: 200, check: func(t *testing.T, r *apitest.Resp) {
-			m := r.JSON(t)
-			d := m["data"].([]any)
-			if len(d) != 2 || d[0].(map[string]any)["slug"] != "home" || m["has_more"] != true {
-				t.Fatalf("list: %v", m)
-			}
+			firstPage(t, r, 2, "slug", "home")
 		}},
 		{name: "list published", method: "GET", path: "/v1/pages?status=published", status: 200, check: func(t *testing.T, r *apitest.Resp) {
 			if d := r.JSON(t)["data"].([]any); len(d) != 1 {
