@@ -14,8 +14,7 @@ import (
 // the transaction of the change, with the post as GET shows it.
 func TestPublishedEvents(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("build")
+	env, p := setup(t)
 	subscribe(t, env, p, "")
 	count := func() int { return len(events(t, p, "blog_post.published")) }
 
@@ -51,8 +50,7 @@ func TestPublishedEvents(t *testing.T) {
 // the post in that language.
 func TestTranslatedEvents(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t, apitest.WithWorkers())
-	p := env.NewProject("build")
+	env, p := setup(t, apitest.WithWorkers())
 	subscribe(t, env, p, "")
 	m := post(t, env, p.Key, map[string]any{"title": "Hello", "language_code": "en"})
 	env.Do("PUT", "/v1/blog-posts/"+idOf(m)+"/translations/it", p.Key, map[string]any{"title": "Ciao"}).Expect(t, 200)
@@ -82,8 +80,7 @@ func TestTranslatedEvents(t *testing.T) {
 // The event's envelope data is exactly the GET resource.
 func TestEventDataIsTheResource(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("build")
+	env, p := setup(t)
 	subscribe(t, env, p, "")
 	m := post(t, env, p.Key, map[string]any{"title": "Same", "status": "published"})
 	got := env.Do("GET", "/v1/blog-posts/"+idOf(m), p.Key, nil).Expect(t, 200)

@@ -146,8 +146,7 @@ var steps = []string{"research", "write", "image", "translate", "seo"}
 
 func TestGenerateOffline(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t, apitest.WithWorkers())
-	p := env.NewProject("build")
+	env, p := setup(t, apitest.WithWorkers())
 	j := env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{
 		"type": "ai", "topic": "Baking sourdough bread at home", "language_code": "en",
 		"target_languages": []string{"fr", "de"}, "keywords": []string{"starter", "flour"}, "tone": "friendly",
@@ -293,8 +292,7 @@ func (f *fakeOpenAI) count(name string) int {
 func TestGenerateOpenAI(t *testing.T) {
 	t.Parallel()
 	up := newFakeOpenAI(t)
-	env := apitest.New(t, apitest.WithWorkers(), apitest.WithEnv("PLINTH_AI_PROVIDER", "openai", "OPENAI_BASE_URL", up.URL+"/v1", "OPENAI_API_KEY", "sk-test"))
-	p := env.NewProject("build")
+	env, p := setup(t, apitest.WithWorkers(), apitest.WithEnv("PLINTH_AI_PROVIDER", "openai", "OPENAI_BASE_URL", up.URL+"/v1", "OPENAI_API_KEY", "sk-test"))
 	subscribe(t, env, p, "")
 	j := env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"type": "ai", "topic": "Sourdough", "target_languages": []string{"fr"}}).Expect(t, 202).JSON(t)
 	stepOrder(t, streamJob(t, env, p.Key, j["id"].(string)), steps)
@@ -325,8 +323,7 @@ func TestGenerateUpstreamFailure(t *testing.T) {
 	t.Parallel()
 	up := newFakeOpenAI(t)
 	up.fail = true
-	env := apitest.New(t, apitest.WithWorkers(), apitest.WithEnv("PLINTH_AI_PROVIDER", "openai", "OPENAI_BASE_URL", up.URL+"/v1", "OPENAI_API_KEY", "sk-test"))
-	p := env.NewProject("build")
+	env, p := setup(t, apitest.WithWorkers(), apitest.WithEnv("PLINTH_AI_PROVIDER", "openai", "OPENAI_BASE_URL", up.URL+"/v1", "OPENAI_API_KEY", "sk-test"))
 	subscribe(t, env, p, "")
 	j := env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"type": "ai", "topic": "Sourdough", "target_languages": []string{"fr"}}).Expect(t, 202).JSON(t)
 	job := waitJob(t, env, p.Key, j["id"].(string))

@@ -14,11 +14,10 @@ import (
 
 func TestCreateManualPost(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("build")
-	cat := env.Do("POST", "/v1/categories", p.Key, map[string]any{"name": "News"}).Expect(t, 201).JSON(t)
-	tagA := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "Go"}).Expect(t, 201).JSON(t)
-	tagB := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "Postgres"}).Expect(t, 201).JSON(t)
+	env, p := setup(t)
+	cat := term(t, env, p.Key, "categories", "News")
+	tagA := term(t, env, p.Key, "tags", "Go")
+	tagB := term(t, env, p.Key, "tags", "Postgres")
 
 	m := post(t, env, p.Key, map[string]any{
 		"title": "Hello World", "content": "<p>Hi <strong>there</strong></p>", "language_code": "en",
@@ -69,8 +68,7 @@ func TestCreateManualPost(t *testing.T) {
 
 func TestCreateValidation(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("build")
+	env, p := setup(t)
 	post(t, env, p.Key, map[string]any{"title": "Taken", "slug": "taken"})
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
@@ -135,8 +133,7 @@ func TestCreateValidation(t *testing.T) {
 
 func TestSlugCollisions(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("build")
+	env, p := setup(t)
 	var slugs []any
 	for range 3 {
 		slugs = append(slugs, post(t, env, p.Key, map[string]any{"title": "Café Crème!"})["slug"])
@@ -179,8 +176,7 @@ func TestSlugCollisions(t *testing.T) {
 
 func TestLanguages(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("build")
+	env, p := setup(t)
 	m := post(t, env, p.Key, map[string]any{"title": "Hello", "content": "<p>Hi</p>", "excerpt": "Ex", "language_code": "en"})
 	id := idOf(m)
 
@@ -228,11 +224,10 @@ func TestLanguages(t *testing.T) {
 
 func TestPatchPost(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("build")
-	cat := env.Do("POST", "/v1/categories", p.Key, map[string]any{"name": "A"}).Expect(t, 201).JSON(t)
-	tag1 := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "one"}).Expect(t, 201).JSON(t)
-	tag2 := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "two"}).Expect(t, 201).JSON(t)
+	env, p := setup(t)
+	cat := term(t, env, p.Key, "categories", "A")
+	tag1 := term(t, env, p.Key, "tags", "one")
+	tag2 := term(t, env, p.Key, "tags", "two")
 	m := post(t, env, p.Key, map[string]any{"title": "T", "category_id": cat["id"], "tag_ids": []any{tag1["id"]},
 		"featured_image": "https://example.com/i.png", "meta_title": "keep"})
 	path := "/v1/blog-posts/" + idOf(m)
@@ -294,8 +289,7 @@ func TestPatchPost(t *testing.T) {
 
 func TestTransitions(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("build")
+	env, p := setup(t)
 	m := post(t, env, p.Key, map[string]any{"title": "Flow"})
 	path := "/v1/blog-posts/" + idOf(m)
 
@@ -332,10 +326,9 @@ func TestTransitions(t *testing.T) {
 
 func TestListPosts(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("build")
-	cat := env.Do("POST", "/v1/categories", p.Key, map[string]any{"name": "Recipes"}).Expect(t, 201).JSON(t)
-	tag := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "Vegan"}).Expect(t, 201).JSON(t)
+	env, p := setup(t)
+	cat := term(t, env, p.Key, "categories", "Recipes")
+	tag := term(t, env, p.Key, "tags", "Vegan")
 	var ids []string
 	for i := range 5 {
 		body := map[string]any{"title": fmt.Sprintf("Post %d", i)}
@@ -388,9 +381,8 @@ func TestListPosts(t *testing.T) {
 
 func TestDeletePost(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("build")
-	tag := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "x"}).Expect(t, 201).JSON(t)
+	env, p := setup(t)
+	tag := term(t, env, p.Key, "tags", "x")
 	m := post(t, env, p.Key, map[string]any{"title": "Bye", "tag_ids": []any{tag["id"]}})
 	env.Do("PUT", "/v1/blog-posts/bye/translations/fr", p.Key, map[string]any{"title": "Salut"}).Expect(t, 200)
 	r := env.Do("DELETE", "/v1/blog-posts/bye", p.Key, nil).Expect(t, 204)
@@ -403,8 +395,7 @@ func TestDeletePost(t *testing.T) {
 
 func TestScopes(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("build")
+	env, p := setup(t)
 	m := post(t, env, p.Key, map[string]any{"title": "Scoped"})
 	path := "/v1/blog-posts/" + idOf(m)
 	read := p.NewKey(false, "blog:read")
@@ -446,8 +437,7 @@ func TestScopes(t *testing.T) {
 // A create retried with the same Idempotency-Key makes one post.
 func TestCreateIdempotent(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("build")
+	env, p := setup(t)
 	req := apitest.Request{Method: "POST", Path: "/v1/blog-posts", Key: p.Key, Body: map[string]any{"title": "Once"},
 		Header: map[string]string{"Idempotency-Key": "create-once"}}
 	first := env.Send(req).Expect(t, 201)

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/plinth-dev/plinth/internal/apitest"
 )
 
 // hostile carries script in every form a stored post must not keep.
@@ -26,8 +24,7 @@ func requireClean(t *testing.T, s string) {
 
 func TestSanitisation(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("build")
+	env, p := setup(t)
 	m := post(t, env, p.Key, map[string]any{
 		"title": `<script>alert(1)</script>Safe <b>title</b>`, "content": hostile,
 		"excerpt": `<img src=x onerror=alert(1)>Short`, "meta_title": `&lt;script&gt;alert(1)&lt;/script&gt;Meta`,
@@ -58,6 +55,6 @@ func TestSanitisation(t *testing.T) {
 	// Every field of every language, as stored.
 	requireClean(t, query[string](t, p, `SELECT string_agg(v, ' ') FROM blog_posts, jsonb_each(texts) AS l, jsonb_each_text(l.value) AS f (k, v)`))
 	// Names of categories and tags too.
-	cat := env.Do("POST", "/v1/categories", p.Key, map[string]any{"name": `<script>alert(1)</script>Cat`}).Expect(t, 201).JSON(t)
+	cat := term(t, env, p.Key, "categories", `<script>alert(1)</script>Cat`)
 	require.Equal(t, "Cat", cat["name"])
 }

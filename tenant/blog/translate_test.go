@@ -11,8 +11,7 @@ import (
 
 func TestTranslatePost(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t, apitest.WithWorkers())
-	p := env.NewProject("build")
+	env, p := setup(t, apitest.WithWorkers())
 	m := post(t, env, p.Key, map[string]any{"title": "Hello", "content": "<p>Body</p>", "excerpt": "Ex",
 		"meta_title": "MT", "meta_description": "MD", "language_code": "en"})
 	id := idOf(m)
@@ -45,8 +44,7 @@ func TestTranslatePost(t *testing.T) {
 
 func TestTranslateValidation(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("build")
+	env, p := setup(t)
 	m := post(t, env, p.Key, map[string]any{"title": "Hello", "language_code": "en"})
 	path := "/v1/blog-posts/" + idOf(m) + "/translate"
 	for name, c := range map[string]struct {
@@ -88,8 +86,7 @@ func TestTranslateValidation(t *testing.T) {
 // not_found, refunded.
 func TestTranslateDeletedPost(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t) // no workers yet: the job waits
-	p := env.NewProject("build")
+	env, p := setup(t) // no workers yet: the job waits
 	m := post(t, env, p.Key, map[string]any{"title": "Gone soon"})
 	j := env.Do("POST", "/v1/blog-posts/"+idOf(m)+"/translate", p.Key, map[string]any{"languages": []string{"fr"}}).Expect(t, 202).JSON(t)
 	env.Do("DELETE", "/v1/blog-posts/"+idOf(m), p.Key, nil).Expect(t, 204)
