@@ -14,7 +14,8 @@ import (
 // the transaction of the change, with the post as GET shows it.
 func TestPublishedEvents(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	subscribe(t, env, p, "")
 	count := func() int { return len(events(t, p, "blog_post.published")) }
 
@@ -50,7 +51,8 @@ func TestPublishedEvents(t *testing.T) {
 // the post in that language.
 func TestTranslatedEvents(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t, apitest.WithWorkers())
+	env := apitest.New(t, apitest.WithWorkers())
+	p := env.NewProject("build")
 	subscribe(t, env, p, "")
 	m := post(t, env, p.Key, map[string]any{"title": "Hello", "language_code": "en"})
 	env.Do("PUT", "/v1/blog-posts/"+idOf(m)+"/translations/it", p.Key, map[string]any{"title": "Ciao"}).Expect(t, 200)
@@ -80,7 +82,8 @@ func TestTranslatedEvents(t *testing.T) {
 // The event's envelope data is exactly the GET resource.
 func TestEventDataIsTheResource(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	subscribe(t, env, p, "")
 	m := post(t, env, p.Key, map[string]any{"title": "Same", "status": "published"})
 	got := env.Do("GET", "/v1/blog-posts/"+idOf(m), p.Key, nil).Expect(t, 200)

@@ -146,7 +146,8 @@ var steps = []string{"research", "write", "image", "translate", "seo"}
 
 func TestGenerateOffline(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t, apitest.WithWorkers())
+	env := apitest.New(t, apitest.WithWorkers())
+	p := env.NewProject("build")
 	j := env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{
 		"type": "ai", "topic": "Baking sourdough bread at home", "language_code": "en",
 		"target_languages": []string{"fr", "de"}, "keywords": []string{"starter", "flour"}, "tone": "friendly",
@@ -292,7 +293,8 @@ func (f *fakeOpenAI) count(name string) int {
 func TestGenerateOpenAI(t *testing.T) {
 	t.Parallel()
 	up := newFakeOpenAI(t)
-	env, p := setup(t, apitest.WithWorkers(), apitest.WithEnv("PLINTH_AI_PROVIDER", "openai", "OPENAI_BASE_URL", up.URL+"/v1", "OPENAI_API_KEY", "sk-test"))
+	env := apitest.New(t, apitest.WithWorkers(), apitest.WithEnv("PLINTH_AI_PROVIDER", "openai", "OPENAI_BASE_URL", up.URL+"/v1", "OPENAI_API_KEY", "sk-test"))
+	p := env.NewProject("build")
 	subscribe(t, env, p, "")
 	j := env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"type": "ai", "topic": "Sourdough", "target_languages": []string{"fr"}}).Expect(t, 202).JSON(t)
 	stepOrder(t, streamJob(t, env, p.Key, j["id"].(string)), steps)
@@ -323,7 +325,8 @@ func TestGenerateUpstreamFailure(t *testing.T) {
 	t.Parallel()
 	up := newFakeOpenAI(t)
 	up.fail = true
-	env, p := setup(t, apitest.WithWorkers(), apitest.WithEnv("PLINTH_AI_PROVIDER", "openai", "OPENAI_BASE_URL", up.URL+"/v1", "OPENAI_API_KEY", "sk-test"))
+	env := apitest.New(t, apitest.WithWorkers(), apitest.WithEnv("PLINTH_AI_PROVIDER", "openai", "OPENAI_BASE_URL", up.URL+"/v1", "OPENAI_API_KEY", "sk-test"))
+	p := env.NewProject("build")
 	subscribe(t, env, p, "")
 	j := env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"type": "ai", "topic": "Sourdough", "target_languages": []string{"fr"}}).Expect(t, 202).JSON(t)
 	job := waitJob(t, env, p.Key, j["id"].(string))

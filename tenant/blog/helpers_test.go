@@ -17,13 +17,6 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// setup starts a server (with opts) and gives it a project on the build plan.
-func setup(t *testing.T, opts ...apitest.Option) (*apitest.Env, *apitest.Project) {
-	t.Helper()
-	env := apitest.New(t, opts...)
-	return env, env.NewProject("build")
-}
-
 // term creates a category or a tag (kind: "categories" or "tags") named
 // name and returns it.
 func term(t *testing.T, env *apitest.Env, key, kind, name string) map[string]any {

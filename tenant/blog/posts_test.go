@@ -14,7 +14,8 @@ import (
 
 func TestCreateManualPost(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	cat := term(t, env, p.Key, "categories", "News")
 	tagA := term(t, env, p.Key, "tags", "Go")
 	tagB := term(t, env, p.Key, "tags", "Postgres")
@@ -68,7 +69,8 @@ func TestCreateManualPost(t *testing.T) {
 
 func TestCreateValidation(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	post(t, env, p.Key, map[string]any{"title": "Taken", "slug": "taken"})
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
@@ -133,7 +135,8 @@ func TestCreateValidation(t *testing.T) {
 
 func TestSlugCollisions(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	var slugs []any
 	for range 3 {
 		slugs = append(slugs, post(t, env, p.Key, map[string]any{"title": "Café Crème!"})["slug"])
@@ -176,7 +179,8 @@ func TestSlugCollisions(t *testing.T) {
 
 func TestLanguages(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	m := post(t, env, p.Key, map[string]any{"title": "Hello", "content": "<p>Hi</p>", "excerpt": "Ex", "language_code": "en"})
 	id := idOf(m)
 
@@ -224,7 +228,8 @@ func TestLanguages(t *testing.T) {
 
 func TestPatchPost(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	cat := term(t, env, p.Key, "categories", "A")
 	tag1 := term(t, env, p.Key, "tags", "one")
 	tag2 := term(t, env, p.Key, "tags", "two")
@@ -289,7 +294,8 @@ func TestPatchPost(t *testing.T) {
 
 func TestTransitions(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	m := post(t, env, p.Key, map[string]any{"title": "Flow"})
 	path := "/v1/blog-posts/" + idOf(m)
 
@@ -326,7 +332,8 @@ func TestTransitions(t *testing.T) {
 
 func TestListPosts(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	cat := term(t, env, p.Key, "categories", "Recipes")
 	tag := term(t, env, p.Key, "tags", "Vegan")
 	var ids []string
@@ -381,7 +388,8 @@ func TestListPosts(t *testing.T) {
 
 func TestDeletePost(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	tag := term(t, env, p.Key, "tags", "x")
 	m := post(t, env, p.Key, map[string]any{"title": "Bye", "tag_ids": []any{tag["id"]}})
 	env.Do("PUT", "/v1/blog-posts/bye/translations/fr", p.Key, map[string]any{"title": "Salut"}).Expect(t, 200)
@@ -395,7 +403,8 @@ func TestDeletePost(t *testing.T) {
 
 func TestScopes(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	m := post(t, env, p.Key, map[string]any{"title": "Scoped"})
 	path := "/v1/blog-posts/" + idOf(m)
 	read := p.NewKey(false, "blog:read")
@@ -437,7 +446,8 @@ func TestScopes(t *testing.T) {
 // A create retried with the same Idempotency-Key makes one post.
 func TestCreateIdempotent(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	req := apitest.Request{Method: "POST", Path: "/v1/blog-posts", Key: p.Key, Body: map[string]any{"title": "Once"},
 		Header: map[string]string{"Idempotency-Key": "create-once"}}
 	first := env.Send(req).Expect(t, 201)

@@ -19,7 +19,8 @@ func public(env *apitest.Env, p *apitest.Project, path string, header ...string)
 
 func TestPublicReads(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	cat := term(t, env, p.Key, "categories", "Guides")
 	first := post(t, env, p.Key, map[string]any{"title": "First", "status": "published", "category_id": cat["id"]})
 	post(t, env, p.Key, map[string]any{"title": "Draft"})

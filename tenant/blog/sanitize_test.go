@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/plinth-dev/plinth/internal/apitest"
 )
 
 // hostile carries script in every form a stored post must not keep.
@@ -24,7 +26,8 @@ func requireClean(t *testing.T, s string) {
 
 func TestSanitisation(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	m := post(t, env, p.Key, map[string]any{
 		"title": `<script>alert(1)</script>Safe <b>title</b>`, "content": hostile,
 		"excerpt": `<img src=x onerror=alert(1)>Short`, "meta_title": `&lt;script&gt;alert(1)&lt;/script&gt;Meta`,

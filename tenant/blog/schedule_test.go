@@ -37,7 +37,8 @@ func makeDue(t *testing.T, env *apitest.Env, p *apitest.Project, n int) []int64 
 // Many schedulers claiming at once publish each due post exactly once.
 func TestPublishDueOnce(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t) // no workers: the test is the only scheduler
+	env := apitest.New(t) // no workers: the test is the only scheduler
+	p := env.NewProject("build")
 	subscribe(t, env, p, "")
 	due := makeDue(t, env, p, 30)
 	later := post(t, env, p.Key, map[string]any{"title": "Not yet", "status": "scheduled", "scheduled_at": time.Now().Add(time.Hour).Format(time.RFC3339)})

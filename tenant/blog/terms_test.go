@@ -4,11 +4,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/plinth-dev/plinth/internal/apitest"
 )
 
 func TestCategories(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	a := term(t, env, p.Key, "categories", "Travel Tips")
 	require.Equal(t, "travel-tips", a["slug"])
 	require.Len(t, a, 3, "a category is {id, name, slug}: %v", a)
@@ -49,7 +52,8 @@ func TestCategories(t *testing.T) {
 
 func TestTags(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	empty := env.Do("GET", "/v1/tags", p.Key, nil).Expect(t, 200).JSON(t)
 	require.Equal(t, map[string]any{"data": []any{}}, empty)
 
@@ -77,7 +81,8 @@ func TestTags(t *testing.T) {
 // afterwards: no post keeps the id of a tag that no longer exists.
 func TestTagDeleteRace(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	for i := range 8 {
 		tag := term(t, env, p.Key, "tags", "t")
 		done := make(chan int, 1)

@@ -11,7 +11,8 @@ import (
 
 func TestTranslatePost(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t, apitest.WithWorkers())
+	env := apitest.New(t, apitest.WithWorkers())
+	p := env.NewProject("build")
 	m := post(t, env, p.Key, map[string]any{"title": "Hello", "content": "<p>Body</p>", "excerpt": "Ex",
 		"meta_title": "MT", "meta_description": "MD", "language_code": "en"})
 	id := idOf(m)
@@ -44,7 +45,8 @@ func TestTranslatePost(t *testing.T) {
 
 func TestTranslateValidation(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t)
+	env := apitest.New(t)
+	p := env.NewProject("build")
 	m := post(t, env, p.Key, map[string]any{"title": "Hello", "language_code": "en"})
 	path := "/v1/blog-posts/" + idOf(m) + "/translate"
 	for name, c := range map[string]struct {
@@ -86,7 +88,8 @@ func TestTranslateValidation(t *testing.T) {
 // not_found, refunded.
 func TestTranslateDeletedPost(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t) // no workers yet: the job waits
+	env := apitest.New(t) // no workers yet: the job waits
+	p := env.NewProject("build")
 	m := post(t, env, p.Key, map[string]any{"title": "Gone soon"})
 	j := env.Do("POST", "/v1/blog-posts/"+idOf(m)+"/translate", p.Key, map[string]any{"languages": []string{"fr"}}).Expect(t, 202).JSON(t)
 	env.Do("DELETE", "/v1/blog-posts/"+idOf(m), p.Key, nil).Expect(t, 204)
