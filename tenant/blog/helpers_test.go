@@ -17,6 +17,13 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// term creates a category or a tag (kind: "categories" or "tags") named
+// name and returns it.
+func term(t *testing.T, env *apitest.Env, key, kind, name string) map[string]any {
+	t.Helper()
+	return env.Do("POST", "/v1/"+kind, key, map[string]any{"name": name}).Expect(t, 201).JSON(t)
+}
+
 // post creates a manual post and returns it.
 func post(t *testing.T, env *apitest.Env, key string, body map[string]any) map[string]any {
 	t.Helper()

@@ -243,15 +243,22 @@ func (sv *Service) getPost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var p *postRow
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		p, err = loadPost(r.Context(), tx, chi.URLParam(r, "ref"), false)
-		return err
-	})
+	p, err := readPost(r.Context(), s, chi.URLParam(r, "ref"))
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, toAPIPost(p, lang))
+}
+
+// readPost reads the post ref names (loadPost) in a transaction of its own.
+func readPost(ctx context.Context, s *tenant.Scope, ref string) (*postRow, error) {
+	var p *postRow
+	err := s.Tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		p, err = loadPost(ctx, tx, ref, false)
+		return err
+	})
+	return p, err
 }
 
 // patchRequest is the body of PATCH /blog-posts/{id_or_slug}: the texts

@@ -16,9 +16,9 @@ func TestCreateManualPost(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
 	p := env.NewProject("build")
-	cat := env.Do("POST", "/v1/categories", p.Key, map[string]any{"name": "News"}).Expect(t, 201).JSON(t)
-	tagA := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "Go"}).Expect(t, 201).JSON(t)
-	tagB := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "Postgres"}).Expect(t, 201).JSON(t)
+	cat := term(t, env, p.Key, "categories", "News")
+	tagA := term(t, env, p.Key, "tags", "Go")
+	tagB := term(t, env, p.Key, "tags", "Postgres")
 
 	m := post(t, env, p.Key, map[string]any{
 		"title": "Hello World", "content": "<p>Hi <strong>there</strong></p>", "language_code": "en",
@@ -230,9 +230,9 @@ func TestPatchPost(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
 	p := env.NewProject("build")
-	cat := env.Do("POST", "/v1/categories", p.Key, map[string]any{"name": "A"}).Expect(t, 201).JSON(t)
-	tag1 := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "one"}).Expect(t, 201).JSON(t)
-	tag2 := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "two"}).Expect(t, 201).JSON(t)
+	cat := term(t, env, p.Key, "categories", "A")
+	tag1 := term(t, env, p.Key, "tags", "one")
+	tag2 := term(t, env, p.Key, "tags", "two")
 	m := post(t, env, p.Key, map[string]any{"title": "T", "category_id": cat["id"], "tag_ids": []any{tag1["id"]},
 		"featured_image": "https://example.com/i.png", "meta_title": "keep"})
 	path := "/v1/blog-posts/" + idOf(m)
@@ -334,8 +334,8 @@ func TestListPosts(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
 	p := env.NewProject("build")
-	cat := env.Do("POST", "/v1/categories", p.Key, map[string]any{"name": "Recipes"}).Expect(t, 201).JSON(t)
-	tag := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "Vegan"}).Expect(t, 201).JSON(t)
+	cat := term(t, env, p.Key, "categories", "Recipes")
+	tag := term(t, env, p.Key, "tags", "Vegan")
 	var ids []string
 	for i := range 5 {
 		body := map[string]any{"title": fmt.Sprintf("Post %d", i)}
@@ -390,7 +390,7 @@ func TestDeletePost(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
 	p := env.NewProject("build")
-	tag := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "x"}).Expect(t, 201).JSON(t)
+	tag := term(t, env, p.Key, "tags", "x")
 	m := post(t, env, p.Key, map[string]any{"title": "Bye", "tag_ids": []any{tag["id"]}})
 	env.Do("PUT", "/v1/blog-posts/bye/translations/fr", p.Key, map[string]any{"title": "Salut"}).Expect(t, 200)
 	r := env.Do("DELETE", "/v1/blog-posts/bye", p.Key, nil).Expect(t, 204)

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
@@ -30,11 +29,7 @@ func (sv *Service) publicGet(w http.ResponseWriter, r *http.Request) error {
 	if _, numeric := isID(ref); numeric {
 		return httpapi.NotFound("no published post has this slug")
 	}
-	var p *postRow
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		p, err = loadPost(r.Context(), tx, ref, false)
-		return err
-	})
+	p, err := readPost(r.Context(), s, ref)
 	if err == nil && p.Status != StatusPublished {
 		err = httpapi.ErrNotFound
 	}

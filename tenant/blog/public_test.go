@@ -21,7 +21,7 @@ func TestPublicReads(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
 	p := env.NewProject("build")
-	cat := env.Do("POST", "/v1/categories", p.Key, map[string]any{"name": "Guides"}).Expect(t, 201).JSON(t)
+	cat := term(t, env, p.Key, "categories", "Guides")
 	first := post(t, env, p.Key, map[string]any{"title": "First", "status": "published", "category_id": cat["id"]})
 	post(t, env, p.Key, map[string]any{"title": "Draft"})
 	sched := post(t, env, p.Key, map[string]any{"title": "Later", "status": "scheduled", "scheduled_at": "2099-01-01T00:00:00Z"})

@@ -25,12 +25,14 @@ type termPatch struct {
 	Slug *string `json:"slug"`
 }
 
-// checkTerm checks the fields of a category or tag; name is already clean.
-func checkTerm(name, slug *string) error {
+// checkTerm cleans the name of a category or tag and checks the fields;
+// it returns the name as it is to be stored.
+func checkTerm(name, slug *string) (*string, error) {
+	name = clean(name, cleanText)
 	var v httpapi.Validator
 	checkLen(&v, "name", name, maxName, true)
 	checkSlug(&v, slug)
-	return v.Err()
+	return name, v.Err()
 }
 
 // createTerm inserts a category or tag (kind) and answers 201 with it.
@@ -43,8 +45,7 @@ func createTerm(w http.ResponseWriter, r *http.Request, kind string) error {
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
 	}
-	req.Name = clean(req.Name, cleanText)
-	if err := checkTerm(req.Name, req.Slug); err != nil {
+	if req.Name, err = checkTerm(req.Name, req.Slug); err != nil {
 		return err
 	}
 	t := Term{Name: *req.Name}
@@ -183,8 +184,7 @@ func patchCategory(w http.ResponseWriter, r *http.Request) error {
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
 	}
-	req.Name = clean(req.Name, cleanText)
-	if err := checkTerm(req.Name, req.Slug); err != nil {
+	if req.Name, err = checkTerm(req.Name, req.Slug); err != nil {
 		return err
 	}
 	var t Term

@@ -12,10 +12,10 @@ func TestCategories(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
 	p := env.NewProject("build")
-	a := env.Do("POST", "/v1/categories", p.Key, map[string]any{"name": "Travel Tips"}).Expect(t, 201).JSON(t)
+	a := term(t, env, p.Key, "categories", "Travel Tips")
 	require.Equal(t, "travel-tips", a["slug"])
 	require.Len(t, a, 3, "a category is {id, name, slug}: %v", a)
-	b := env.Do("POST", "/v1/categories", p.Key, map[string]any{"name": "Travel tips"}).Expect(t, 201).JSON(t)
+	b := term(t, env, p.Key, "categories", "Travel tips")
 	require.Equal(t, "travel-tips-2", b["slug"])
 	c := env.Do("POST", "/v1/categories", p.Key, map[string]any{"name": "Food", "slug": "eat"}).Expect(t, 201).JSON(t)
 	require.Equal(t, "eat", c["slug"])
@@ -57,9 +57,9 @@ func TestTags(t *testing.T) {
 	empty := env.Do("GET", "/v1/tags", p.Key, nil).Expect(t, 200).JSON(t)
 	require.Equal(t, map[string]any{"data": []any{}}, empty)
 
-	a := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "Go"}).Expect(t, 201).JSON(t)
+	a := term(t, env, p.Key, "tags", "Go")
 	require.Equal(t, map[string]any{"id": a["id"], "name": "Go", "slug": "go"}, a)
-	b := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "GO!"}).Expect(t, 201).JSON(t)
+	b := term(t, env, p.Key, "tags", "GO!")
 	require.Equal(t, "go-2", b["slug"])
 	env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "x", "slug": "go"}).Problem(t, 409, "conflict")
 	env.Do("POST", "/v1/tags", p.Key, map[string]any{}).Problem(t, 400, "bad_request")
@@ -84,7 +84,7 @@ func TestTagDeleteRace(t *testing.T) {
 	env := apitest.New(t)
 	p := env.NewProject("build")
 	for i := range 8 {
-		tag := env.Do("POST", "/v1/tags", p.Key, map[string]any{"name": "t"}).Expect(t, 201).JSON(t)
+		tag := term(t, env, p.Key, "tags", "t")
 		done := make(chan int, 1)
 		go func() {
 			done <- env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"title": "p", "tag_ids": []any{tag["id"]}}).Status

@@ -29,20 +29,30 @@ func Routes(r chi.Router) {
 	r.With(tenant.Pillar("forms")).Delete("/form-submissions/{id}", httpapi.H(deleteSubmission))
 }
 
-func subscribe(w http.ResponseWriter, r *http.Request) error {
+// formRequest is the body of a public form.
+type formRequest interface {
+	validate() (row, error)
+}
+
+// submit decodes a public form's body into in, validates it and stores
+// it; it returns the submission as sent and as saved.
+func submit(r *http.Request, in formRequest) (sent, saved row, err error) {
 	s, err := tenant.From(r)
 	if err != nil {
-		return err
+		return sent, saved, err
 	}
-	var in newsletterRequest
-	if err := httpapi.Decode(r, &in); err != nil {
-		return err
+	if err := httpapi.Decode(r, in); err != nil {
+		return sent, saved, err
 	}
-	sub, err := in.validate()
-	if err != nil {
-		return err
+	if sent, err = in.validate(); err != nil {
+		return sent, saved, err
 	}
-	saved, err := save(r.Context(), s, sub)
+	saved, err = save(r.Context(), s, sent)
+	return sent, saved, err
+}
+
+func subscribe(w http.ResponseWriter, r *http.Request) error {
+	sub, saved, err := submit(r, &newsletterRequest{})
 	if err != nil {
 		return err
 	}
@@ -55,19 +65,7 @@ func subscribe(w http.ResponseWriter, r *http.Request) error {
 }
 
 func contact(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
-	var in contactRequest
-	if err := httpapi.Decode(r, &in); err != nil {
-		return err
-	}
-	sub, err := in.validate()
-	if err != nil {
-		return err
-	}
-	saved, err := save(r.Context(), s, sub)
+	_, saved, err := submit(r, &contactRequest{})
 	if err != nil {
 		return err
 	}

@@ -244,6 +244,19 @@ func notFound(err error) error {
 	return err
 }
 
+// lockPost reads a post for a change, locked until tx ends. The change is
+// refused (409) while the post has a status among refused, with its message.
+func lockPost(ctx context.Context, tx pgx.Tx, id int64, refused map[string]string) (Post, error) {
+	p, err := getPost(ctx, tx, id, true)
+	if err != nil {
+		return p, notFound(err)
+	}
+	if msg, ok := refused[p.Status]; ok {
+		return p, httpapi.Conflict(httpapi.CodeConflict, msg)
+	}
+	return p, nil
+}
+
 func (sv *Service) getPost(w http.ResponseWriter, r *http.Request) error {
 	s, err := tenant.From(r)
 	if err != nil {
@@ -312,14 +325,12 @@ func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request) error {
 	}
 	var p Post
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		if p, err = getPost(r.Context(), tx, pid, true); err != nil {
-			return notFound(err)
-		}
-		switch p.Status {
-		case StatusPublishing:
-			return httpapi.Conflict(httpapi.CodeConflict, "the post is being published; it cannot change now")
-		case StatusPublished:
-			return httpapi.Conflict(httpapi.CodeConflict, "the post is published; it cannot change")
+		p, err = lockPost(r.Context(), tx, pid, map[string]string{
+			StatusPublishing: "the post is being published; it cannot change now",
+			StatusPublished:  "the post is published; it cannot change",
+		})
+		if err != nil {
+			return err
 		}
 		if req.Title != nil {
 			p.Title = strings.TrimSpace(*req.Title)
@@ -390,14 +401,12 @@ func (sv *Service) publish(w http.ResponseWriter, r *http.Request) error {
 	}
 	var p Post
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		if p, err = getPost(r.Context(), tx, pid, true); err != nil {
-			return notFound(err)
-		}
-		switch p.Status {
-		case StatusPublishing:
-			return httpapi.Conflict(httpapi.CodeConflict, "the post is already being published")
-		case StatusPublished:
-			return httpapi.Conflict(httpapi.CodeConflict, "the post is already published")
+		p, err = lockPost(r.Context(), tx, pid, map[string]string{
+			StatusPublishing: "the post is already being published",
+			StatusPublished:  "the post is already published",
+		})
+		if err != nil {
+			return err
 		}
 		p.Status = StatusPublishing
 		p.run++

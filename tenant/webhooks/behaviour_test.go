@@ -40,13 +40,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 		}
 	}
 	// After the window only the new secret signs.
-	ctx := context.Background()
-	if err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET previous_until = now() - interval '1 second' WHERE id = $1`, ep)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	exec(t, p, `UPDATE webhook_endpoints SET previous_until = now() - interval '1 second' WHERE id = $1`, ep)
 	webhooktest.Emit(t, env, p, "image.generated", map[string]any{"key": "logo"})
 	got = rc.WaitN(t, 10*time.Second, 2)[1]
 	sig = got.Header.Get("X-Service-Signature")
@@ -189,13 +183,7 @@ func TestConnectTimeGuard(t *testing.T) {
 	rc := webhooktest.NewTLS(t, nil)
 	env, p := setup(t, rc, apitest.WithEnv("PLINTH_DEV", ""))
 	ep, _ := webhooktest.Endpoint(t, env, p.Key, "https://93.184.216.34/hook", "order.paid")
-	ctx := context.Background()
-	if err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET url = $2 WHERE id = $1`, ep, rc.URL)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	exec(t, p, `UPDATE webhook_endpoints SET url = $2 WHERE id = $1`, ep, rc.URL)
 	webhooktest.Emit(t, env, p, "order.paid", map[string]any{"id": 1})
 	d := waitDeliveries(t, env, p.Key, ep, settled)
 	if d[0]["status"] != "failed" || d[0]["attempts"] != float64(6) || !strings.Contains(d[0]["last_error"].(string), "not allowed") {
@@ -295,14 +283,8 @@ func TestUndecryptableSecret(t *testing.T) {
 	rc := webhooktest.NewTLS(t, nil)
 	env, p := setup(t, rc)
 	ep, _ := webhooktest.Endpoint(t, env, p.Key, rc.URL, "order.paid")
-	ctx := context.Background()
-	if err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET secret = $2 WHERE id = $1`, ep,
-			webhook.NewSecrets([]byte("another server secret")).Seal(ep, webhook.NewSigningSecret()))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	exec(t, p, `UPDATE webhook_endpoints SET secret = $2 WHERE id = $1`, ep,
+		webhook.NewSecrets([]byte("another server secret")).Seal(ep, webhook.NewSigningSecret()))
 	webhooktest.Emit(t, env, p, "order.paid", map[string]any{"id": 1})
 	d := waitDeliveries(t, env, p.Key, ep, settled)
 	if d[0]["status"] != "failed" || d[0]["attempts"] != float64(0) || !strings.Contains(d[0]["last_error"].(string), "cannot be decrypted") {

@@ -62,6 +62,18 @@ func settled(d []map[string]any) bool {
 	return len(d) > 0
 }
 
+// exec runs one statement in p's schema.
+func exec(t *testing.T, p *apitest.Project, sql string, args ...any) {
+	t.Helper()
+	err := p.Scope.Tx(context.Background(), func(tx pgx.Tx) error {
+		_, err := tx.Exec(context.Background(), sql, args...)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // ledger returns the count and sum of webhook_delivery charges of a pool.
 func ledger(t *testing.T, p *apitest.Project, pool string) (n, sum int64) {
 	t.Helper()

@@ -91,7 +91,23 @@ func scanEndpoint(row pgx.Row) (Endpoint, error) {
 	return e, err
 }
 
+// queryEndpoint runs, in a transaction of s, a statement that returns
+// the endpointColumns of one endpoint (none: ErrNotFound).
+func queryEndpoint(ctx context.Context, s *tenant.Scope, sql string, args ...any) (Endpoint, error) {
+	var e Endpoint
+	err := s.Tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		e, err = scanEndpoint(tx.QueryRow(ctx, sql, args...))
+		return err
+	})
+	return e, err
+}
+
 const deliveryColumns = `d.id, d.event_id, e.type, d.status, d.attempts, d.last_status_code, d.last_error, d.next_attempt_at, d.created_at`
+
+// selectDeliveries reads the deliveryColumns of deliveries, to be
+// followed by a WHERE clause.
+const selectDeliveries = `SELECT ` + deliveryColumns + ` FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id`
 
 func scanDelivery(row pgx.Row) (Delivery, error) {
 	var d Delivery
@@ -126,6 +142,14 @@ type updateRequest struct {
 	URL      *string   `json:"url"`
 	Events   *[]string `json:"events"`
 	IsActive *bool     `json:"is_active"`
+}
+
+// withSecret answers with e and its new signing secret, which is shown
+// this once: it is never stored, not even for an idempotent replay.
+func withSecret(w http.ResponseWriter, r *http.Request, status int, e Endpoint, secret string) error {
+	e.SigningSecret = secret
+	idempotency.OmitFromReplay(r.Context(), "signing_secret")
+	return httpapi.JSON(w, status, e)
 }
 
 // checkURL validates an endpoint URL: https (http and loopback in dev
@@ -175,18 +199,12 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
 	active := req.IsActive == nil || *req.IsActive
 	eid := id.New("whe_")
 	secret := webhook.NewSigningSecret()
-	var e Endpoint
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		e, err = scanEndpoint(tx.QueryRow(r.Context(), `INSERT INTO webhook_endpoints (id, url, events, is_active, secret)
-			VALUES ($1, $2, $3, $4, $5) RETURNING `+endpointColumns, eid, req.URL, events, active, h.secrets.Seal(eid, secret)))
-		return err
-	})
+	e, err := queryEndpoint(r.Context(), s, `INSERT INTO webhook_endpoints (id, url, events, is_active, secret)
+		VALUES ($1, $2, $3, $4, $5) RETURNING `+endpointColumns, eid, req.URL, events, active, h.secrets.Seal(eid, secret))
 	if err != nil {
 		return err
 	}
-	e.SigningSecret = secret
-	idempotency.OmitFromReplay(r.Context(), "signing_secret") // shown once, never stored
-	return httpapi.JSON(w, http.StatusCreated, e)
+	return withSecret(w, r, http.StatusCreated, e, secret)
 }
 
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
@@ -223,11 +241,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var e Endpoint
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		e, err = scanEndpoint(tx.QueryRow(r.Context(), `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1`, eid))
-		return err
-	})
+	e, err := queryEndpoint(r.Context(), s, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1`, eid)
 	if err != nil {
 		return err
 	}
@@ -258,13 +272,9 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	var e Endpoint
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		e, err = scanEndpoint(tx.QueryRow(r.Context(), `UPDATE webhook_endpoints SET
-				url = COALESCE($2, url), events = COALESCE($3, events), is_active = COALESCE($4, is_active), updated_at = now()
-			WHERE id = $1 RETURNING `+endpointColumns, eid, req.URL, events, req.IsActive))
-		return err
-	})
+	e, err := queryEndpoint(r.Context(), s, `UPDATE webhook_endpoints SET
+			url = COALESCE($2, url), events = COALESCE($3, events), is_active = COALESCE($4, is_active), updated_at = now()
+		WHERE id = $1 RETURNING `+endpointColumns, eid, req.URL, events, req.IsActive)
 	if err != nil {
 		return err
 	}
@@ -311,19 +321,13 @@ func (h *Handler) rotate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	secret := webhook.NewSigningSecret()
-	var e Endpoint
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		e, err = scanEndpoint(tx.QueryRow(r.Context(), `UPDATE webhook_endpoints SET
-				previous_secret = secret, previous_until = now() + $3::interval, secret = $2, updated_at = now()
-			WHERE id = $1 RETURNING `+endpointColumns, eid, h.secrets.Seal(eid, secret), RotationWindow))
-		return err
-	})
+	e, err := queryEndpoint(r.Context(), s, `UPDATE webhook_endpoints SET
+			previous_secret = secret, previous_until = now() + $3::interval, secret = $2, updated_at = now()
+		WHERE id = $1 RETURNING `+endpointColumns, eid, h.secrets.Seal(eid, secret), RotationWindow)
 	if err != nil {
 		return err
 	}
-	e.SigningSecret = secret
-	idempotency.OmitFromReplay(r.Context(), "signing_secret")
-	return httpapi.JSON(w, http.StatusOK, e)
+	return withSecret(w, r, http.StatusOK, e, secret)
 }
 
 var deliveryStatuses = []string{"pending", "succeeded", "failed"}
@@ -354,7 +358,7 @@ func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request) error {
 		if !exists {
 			return httpapi.ErrNotFound
 		}
-		res, err := tx.Query(r.Context(), `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+		res, err := tx.Query(r.Context(), selectDeliveries+`
 			WHERE d.endpoint_id = $1 AND ($2 = '' OR d.id < $2) AND ($3 = '' OR d.status = $3)
 			ORDER BY d.id DESC LIMIT $4`, eid, page.Cursor, status, page.Limit+1)
 		if err != nil {
@@ -390,8 +394,7 @@ func (h *Handler) redeliver(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		d, err = scanDelivery(tx.QueryRow(r.Context(), `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
-			WHERE d.id = $1`, nid))
+		d, err = scanDelivery(tx.QueryRow(r.Context(), selectDeliveries+` WHERE d.id = $1`, nid))
 		return err
 	})
 	if err != nil {

@@ -393,21 +393,13 @@ func Start(t testing.TB, env *apitest.Env, key string, p *Platform, body any) Fl
 // returns the Location header.
 func Get(t testing.TB, u string, status int) string {
 	t.Helper()
-	res, err := noFollow.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != status {
-		t.Fatalf("GET %s: status %d, want %d: %s", u, res.StatusCode, status, b)
-	}
+	res, _ := get(t, u, status)
 	return res.Header.Get("Location")
 }
 
-// GetAPI is Get of a URL of env's server (the OAuth callback), whose
-// answer is also checked against the OpenAPI document, as env.Do does.
-func GetAPI(t testing.TB, env *apitest.Env, u string, status int) string {
+// get requests u without following redirects, expects status and
+// returns the response with its body read.
+func get(t testing.TB, u string, status int) (*http.Response, []byte) {
 	t.Helper()
 	res, err := noFollow.Get(u)
 	if err != nil {
@@ -418,6 +410,14 @@ func GetAPI(t testing.TB, env *apitest.Env, u string, status int) string {
 	if res.StatusCode != status {
 		t.Fatalf("GET %s: status %d, want %d: %s", u, res.StatusCode, status, b)
 	}
+	return res, b
+}
+
+// GetAPI is Get of a URL of env's server (the OAuth callback), whose
+// answer is also checked against the OpenAPI document, as env.Do does.
+func GetAPI(t testing.TB, env *apitest.Env, u string, status int) string {
+	t.Helper()
+	res, b := get(t, u, status)
 	path := res.Request.URL.Path
 	if q := res.Request.URL.RawQuery; q != "" {
 		path += "?" + q
