@@ -149,7 +149,7 @@ func (c *Central) ListProjects(ctx context.Context, tenantID int64, page httpapi
 		ts, pid, ok := strings.Cut(page.Cursor, "|")
 		t, err := time.Parse(time.RFC3339Nano, ts)
 		if !ok || err != nil || !id.Valid("prj_", pid) {
-			return httpapi.List[ProjectJSON]{}, httpapi.Invalid("cursor", "is not a cursor this API issued")
+			return httpapi.List[ProjectJSON]{}, httpapi.BadCursor()
 		}
 		after, afterID = &t, pid
 	}

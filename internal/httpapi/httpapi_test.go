@@ -260,3 +260,17 @@ func TestMemo(t *testing.T) {
 		t.Fatalf("outside a request every call runs: %v", calls)
 	}
 }
+
+func TestCursorID(t *testing.T) {
+	for c, want := range map[string]int64{"": 0, "1": 1, "9007199254740993": 9007199254740993} {
+		if n, err := httpapi.CursorID(c); err != nil || n != want {
+			t.Errorf("CursorID(%q) = %d, %v; want %d", c, n, err, want)
+		}
+	}
+	for _, c := range []string{"0", "-4", "abc", "1.5", "99999999999999999999"} {
+		_, err := httpapi.CursorID(c)
+		if ae := httpapi.AsError(err); err == nil || ae.Status != 422 || ae.Errors["cursor"] == nil {
+			t.Errorf("CursorID(%q): %v, want 422 on cursor", c, err)
+		}
+	}
+}

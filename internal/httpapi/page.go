@@ -33,11 +33,27 @@ func ParsePage(r *http.Request) (Page, error) {
 	if s := q.Get("cursor"); s != "" {
 		b, err := base64.RawURLEncoding.DecodeString(s)
 		if err != nil || len(b) == 0 {
-			return p, Invalid("cursor", "is not a cursor this API issued")
+			return p, BadCursor()
 		}
 		p.Cursor = string(b)
 	}
 	return p, nil
+}
+
+// BadCursor is the 422 of a cursor this API did not issue.
+func BadCursor() *Error { return Invalid("cursor", "is not a cursor this API issued") }
+
+// CursorID reads the cursor text of a list ordered by id: the id of the
+// last row shown, or 0 on the first page (empty cursor).
+func CursorID(cursor string) (int64, error) {
+	if cursor == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(cursor, 10, 64)
+	if err != nil || n < 1 {
+		return 0, BadCursor()
+	}
+	return n, nil
 }
 
 // NewList builds a page from rows fetched with limit+1: the extra row only

@@ -256,9 +256,9 @@ func listPosts(ctx context.Context, tx pgx.Tx, f postFilter, cursor string, limi
 		q += ` ORDER BY p.published_at DESC, p.id DESC LIMIT $7`
 	} else {
 		if cursor != "" {
-			before, err := strconv.ParseInt(cursor, 10, 64)
-			if err != nil || before <= 0 {
-				return nil, badCursor()
+			before, err := httpapi.CursorID(cursor)
+			if err != nil {
+				return nil, err
 			}
 			q += ` AND p.id < $8`
 			args = append(args, before)
@@ -276,8 +276,6 @@ func listPosts(ctx context.Context, tx pgx.Tx, f postFilter, cursor string, limi
 	return posts, fill(ctx, tx, posts)
 }
 
-func badCursor() error { return httpapi.Invalid("cursor", "is not a cursor this API issued") }
-
 // The public list's cursor is the last post's publication time (Unix
 // microseconds, the database's precision) and id.
 func publicCursor(p Post) string {
@@ -289,7 +287,7 @@ func parsePublicCursor(c string) (time.Time, int64, error) {
 	us, err1 := strconv.ParseInt(a, 10, 64)
 	id, err2 := strconv.ParseInt(b, 10, 64)
 	if !ok || err1 != nil || err2 != nil {
-		return time.Time{}, 0, badCursor()
+		return time.Time{}, 0, httpapi.BadCursor()
 	}
 	return time.UnixMicro(us), id, nil
 }

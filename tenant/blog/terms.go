@@ -124,11 +124,9 @@ func listCategories(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var before int64
-	if page.Cursor != "" {
-		if before, err = strconv.ParseInt(page.Cursor, 10, 64); err != nil || before <= 0 {
-			return badCursor()
-		}
+	before, err := httpapi.CursorID(page.Cursor)
+	if err != nil {
+		return err
 	}
 	var out []Term
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {

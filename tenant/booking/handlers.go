@@ -173,7 +173,7 @@ func (h *Handler) serveServices(w http.ResponseWriter, r *http.Request, public b
 	if err != nil {
 		return err
 	}
-	before, err := cursorID(page.Cursor)
+	before, err := httpapi.CursorID(page.Cursor)
 	if err != nil {
 		return err
 	}
@@ -470,7 +470,7 @@ func (h *Handler) listBookings(w http.ResponseWriter, r *http.Request) error {
 	if f.ServiceID, err = queryID(q, "service_id", false); err != nil {
 		return err
 	}
-	if f.Before, err = cursorID(page.Cursor); err != nil {
+	if f.Before, err = httpapi.CursorID(page.Cursor); err != nil {
 		return err
 	}
 	var rows []Booking

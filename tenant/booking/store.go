@@ -3,7 +3,6 @@ package booking
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -196,16 +195,4 @@ func busySpans(ctx context.Context, tx pgx.Tx, serviceID int64, from, to time.Ti
 		err := r.Scan(&s.Start, &s.End)
 		return s, err
 	})
-}
-
-// cursorID reads a list cursor (the id of the last row shown).
-func cursorID(c string) (int64, error) {
-	if c == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(c, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, httpapi.Invalid("cursor", "is not a cursor this API issued")
-	}
-	return n, nil
 }

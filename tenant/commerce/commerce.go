@@ -242,15 +242,3 @@ func validURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
 }
-
-// cursorID decodes a list cursor (the id of the last row of a page).
-func cursorID(p httpapi.Page) (int64, error) {
-	if p.Cursor == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(p.Cursor, 10, 64)
-	if err != nil || n < 1 {
-		return 0, httpapi.Invalid("cursor", "is not a cursor this API issued")
-	}
-	return n, nil
-}

@@ -258,7 +258,7 @@ func (s *Service) listOrders(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	after, err := cursorID(page)
+	after, err := httpapi.CursorID(page.Cursor)
 	if err != nil {
 		return err
 	}

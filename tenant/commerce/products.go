@@ -453,7 +453,7 @@ func parseProductFilter(r *http.Request, public bool) (productFilter, error) {
 
 // listProductRows returns a page of products, newest first, with variants.
 func listProductRows(ctx context.Context, tx pgx.Tx, f productFilter, page httpapi.Page, public bool) (httpapi.List[*Product], error) {
-	after, err := cursorID(page)
+	after, err := httpapi.CursorID(page.Cursor)
 	if err != nil {
 		return httpapi.List[*Product]{}, err
 	}

@@ -154,11 +154,8 @@ func idPage(r *http.Request) (httpapi.Page, int64, error) {
 	if err != nil || page.Cursor == "" {
 		return page, 0, err
 	}
-	n, err := strconv.ParseInt(page.Cursor, 10, 64)
-	if err != nil || n <= 0 {
-		return page, 0, httpapi.Invalid("cursor", "is not a cursor this API issued")
-	}
-	return page, n, nil
+	n, err := httpapi.CursorID(page.Cursor)
+	return page, n, err
 }
 
 func getComponent(ctx context.Context, tx pgx.Tx, s string) (Component, error) {

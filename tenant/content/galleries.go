@@ -253,7 +253,7 @@ func timePage(r *http.Request) (httpapi.Page, *time.Time, string, error) {
 	ts, name, ok := strings.Cut(page.Cursor, "|")
 	t, err := time.Parse(time.RFC3339Nano, ts)
 	if !ok || err != nil {
-		return page, nil, "", httpapi.Invalid("cursor", "is not a cursor this API issued")
+		return page, nil, "", httpapi.BadCursor()
 	}
 	return page, &t, name, nil
 }

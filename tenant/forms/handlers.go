@@ -91,11 +91,9 @@ func listSubmissions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var before int64
-	if page.Cursor != "" {
-		if before, err = strconv.ParseInt(page.Cursor, 10, 64); err != nil || before <= 0 {
-			return httpapi.Invalid("cursor", "is not a cursor this API issued")
-		}
+	before, err := httpapi.CursorID(page.Cursor)
+	if err != nil {
+		return err
 	}
 	rows, err := list(r.Context(), s, typ, before, page.Limit+1)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -174,13 +173,9 @@ func getPost(ctx context.Context, tx pgx.Tx, id int64, lock bool) (Post, error) 
 // listPosts returns up to limit+1 posts after the cursor (a post id),
 // newest first, of status when it is not empty.
 func listPosts(ctx context.Context, tx pgx.Tx, status, cursor string, limit int) ([]Post, error) {
-	after := int64(0)
-	if cursor != "" {
-		n, err := strconv.ParseInt(cursor, 10, 64)
-		if err != nil || n < 1 {
-			return nil, httpapi.Invalid("cursor", "is not a cursor this API issued")
-		}
-		after = n
+	after, err := httpapi.CursorID(cursor)
+	if err != nil {
+		return nil, err
 	}
 	rows, err := tx.Query(ctx, `SELECT `+postColumns+` FROM social_posts
 		WHERE ($1 = '' OR status = $1) AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, status, after, limit+1)
