@@ -116,7 +116,7 @@ func (c *Central) MintKey(ctx context.Context, projectID, name string, scopes, c
 		return APIKey{}, err
 	}
 	if creatorScopes != nil && !Subset(creatorScopes, scopes) {
-		return APIKey{}, httpapi.NewError(403, httpapi.CodeForbidden, "a new key's scopes must be a subset of this key's scopes")
+		return APIKey{}, httpapi.Fail(httpapi.ErrForbidden, "a new key's scopes must be a subset of this key's scopes")
 	}
 	secret := NewKeySecret(test)
 	k := APIKey{ID: id.New("key_"), Name: name, Prefix: secret[:len(LivePrefix)], Masked: Mask(secret), Secret: secret, Scopes: scopes}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -85,17 +84,12 @@ type User struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-var emailRe = regexp.MustCompile(`^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$`)
-
-// ValidEmail reports whether s looks like an email address.
-func ValidEmail(s string) bool { return len(s) <= 254 && emailRe.MatchString(s) }
-
 // CreateTenant creates a workspace and its owner user.
 func (c *Central) CreateTenant(ctx context.Context, name, domain, ownerEmail, ownerPassword string) (Tenant, User, error) {
 	var v httpapi.Validator
 	v.Check(strings.TrimSpace(name) != "", "name", "is required")
 	v.Check(strings.TrimSpace(domain) != "", "domain", "is required")
-	v.Check(ValidEmail(ownerEmail), "owner_email", "must be an email address")
+	v.Check(httpapi.ValidEmail(ownerEmail), "owner_email", "must be an email address")
 	v.Check(len(ownerPassword) >= 8, "owner_password", "must be at least 8 characters")
 	if err := v.Err(); err != nil {
 		return Tenant{}, User{}, err
@@ -117,7 +111,7 @@ func (c *Central) CreateTenant(ctx context.Context, name, domain, ownerEmail, ow
 // AddUser adds a user to a tenant. One email may belong to several tenants.
 func (c *Central) AddUser(ctx context.Context, tenantID int64, name, email, password string) (User, error) {
 	var v httpapi.Validator
-	v.Check(ValidEmail(email), "email", "must be an email address")
+	v.Check(httpapi.ValidEmail(email), "email", "must be an email address")
 	v.Check(len(password) >= 8, "password", "must be at least 8 characters")
 	if err := v.Err(); err != nil {
 		return User{}, err
@@ -165,25 +159,6 @@ type ProjectParams struct {
 	Industry        string
 }
 
-var plans = map[string]bool{"free": true, "hobby": true, "build": true, "scale": true, "enterprise": true}
-
-// ValidPlan reports whether p is a plan name.
-func ValidPlan(p string) bool { return plans[p] }
-
-var langRe = regexp.MustCompile(`^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$`)
-
-// ValidLanguage reports whether s is a language code such as en or pt-BR.
-func ValidLanguage(s string) bool { return langRe.MatchString(s) }
-
-// ValidTimezone reports whether s is an IANA zone name.
-func ValidTimezone(s string) bool {
-	if s == "" || s == "Local" {
-		return false
-	}
-	_, err := time.LoadLocation(s)
-	return err == nil
-}
-
 // CreateProject creates a project, places it on the default shard and
 // provisions and migrates its schema.
 func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.Project, error) {
@@ -201,13 +176,13 @@ func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.P
 	}
 	var v httpapi.Validator
 	v.Check(strings.TrimSpace(p.Name) != "" && len(p.Name) <= 255, "name", "must be 1 to 255 characters")
-	v.Check(ValidPlan(p.Plan), "plan", "must be one of free, hobby, build, scale, enterprise")
-	v.Check(ValidLanguage(p.DefaultLanguage), "default_language", "must be a language code")
+	v.Check(tenant.ValidPlan(p.Plan), "plan", "must be one of free, hobby, build, scale, enterprise")
+	v.Check(httpapi.ValidLanguage(p.DefaultLanguage), "default_language", "must be a language code")
 	v.Check(len(p.TargetLanguages) <= 50, "target_languages", "must have at most 50 entries")
 	for _, l := range p.TargetLanguages {
-		v.Check(ValidLanguage(l), "target_languages", "must be language codes")
+		v.Check(httpapi.ValidLanguage(l), "target_languages", "must be language codes")
 	}
-	v.Check(ValidTimezone(p.Timezone), "timezone", "must be an IANA time zone name")
+	v.Check(httpapi.ValidTimezone(p.Timezone), "timezone", "must be an IANA time zone name")
 	v.Check(len(p.Industry) <= 100, "industry", "must be at most 100 characters")
 	if err := v.Err(); err != nil {
 		return nil, err
@@ -338,19 +313,19 @@ func (c *Central) UpdateProject(ctx context.Context, projectID string, u Project
 		v.Check(len(*u.Industry) <= 100, "industry", "must be at most 100 characters")
 	}
 	if u.DefaultLanguage != nil {
-		v.Check(ValidLanguage(*u.DefaultLanguage), "default_language", "must be a language code")
+		v.Check(httpapi.ValidLanguage(*u.DefaultLanguage), "default_language", "must be a language code")
 	}
 	if u.TargetLanguages != nil {
 		v.Check(len(*u.TargetLanguages) <= 50, "target_languages", "must have at most 50 entries")
 		for _, l := range *u.TargetLanguages {
-			v.Check(ValidLanguage(l), "target_languages", "must be language codes")
+			v.Check(httpapi.ValidLanguage(l), "target_languages", "must be language codes")
 		}
 	}
 	if u.Timezone != nil {
-		v.Check(ValidTimezone(*u.Timezone), "timezone", "must be an IANA time zone name")
+		v.Check(httpapi.ValidTimezone(*u.Timezone), "timezone", "must be an IANA time zone name")
 	}
 	if u.Plan != nil {
-		v.Check(ValidPlan(*u.Plan), "plan", "must be one of free, hobby, build, scale, enterprise")
+		v.Check(tenant.ValidPlan(*u.Plan), "plan", "must be one of free, hobby, build, scale, enterprise")
 	}
 	if err := v.Err(); err != nil {
 		return nil, err

@@ -71,9 +71,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				return err
 			}
 			out, err := admin(ctx, c, cmd, rest)
-			var ae *httpapi.Error
-			if errors.As(err, &ae) && len(ae.Errors) > 0 {
-				return fmt.Errorf("%w: %v", err, ae.Errors)
+			var f *httpapi.Failure
+			if errors.As(err, &f) && len(f.Fields) > 0 {
+				return fmt.Errorf("%w: %v", err, f.Fields)
 			}
 			if err != nil {
 				return err

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"strconv"
@@ -77,8 +76,7 @@ func TestUserAdd(t *testing.T) {
 		"bad email":      {"--tenant", id(t1), "--email", "not-an-email", "--password", "password-three"},
 	} {
 		_, err := cliURL(t, db.URL, append([]string{"user", "add"}, args...)...)
-		var ae *httpapi.Error
-		if !errors.As(err, &ae) || ae.Status >= 500 {
+		if ae := httpapi.AsError(err); err == nil || ae.Status >= 500 {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}

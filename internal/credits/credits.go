@@ -5,7 +5,6 @@ package credits
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -74,8 +73,16 @@ func pool(s *tenant.Scope) string {
 	return "live"
 }
 
-// ErrInsufficient is wrapped by the 402 returned from Charge.
-var ErrInsufficient = errors.New("insufficient credits")
+// ErrInsufficient is the kind of every "balance too low" failure (402).
+var ErrInsufficient = httpapi.ErrNoCredits
+
+// Insufficient is the failure of an operation costing cost hundredths
+// against a balance of balance hundredths: detail for the client, and both
+// in whole credits as members of the answer.
+func Insufficient(detail string, cost, balance int64) error {
+	return &httpapi.Failure{Kind: ErrInsufficient, Detail: detail,
+		Extra: map[string]any{"cost": ceil(cost), "balance": balance / Unit}}
+}
 
 type state struct {
 	periodStart time.Time
@@ -115,10 +122,8 @@ func Charge(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int
 		topup = 0 // the test pool never bills and has no top-ups
 	}
 	if cost > planLeft+topup {
-		e := httpapi.NewError(402, httpapi.CodeInsufficientCredits,
-			fmt.Sprintf("this operation costs %s credits and the balance is %s", whole(cost, true), whole(planLeft+topup, false)))
-		e.Extra = map[string]any{"cost": ceil(cost), "balance": (planLeft + topup) / Unit}
-		return fmt.Errorf("%w: %w", e, ErrInsufficient)
+		return Insufficient(fmt.Sprintf("this operation costs %s credits and the balance is %s",
+			whole(cost, true), whole(planLeft+topup, false)), cost, planLeft+topup)
 	}
 	if IsAI(op) {
 		if err := aiCeiling(ctx, tx, pool(s), cost); err != nil {

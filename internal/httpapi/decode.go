@@ -148,5 +148,5 @@ func (v *Validator) Err() error {
 	if len(v.errs) == 0 {
 		return nil
 	}
-	return &Error{Status: 422, Code: CodeValidationFailed, Detail: "the request has invalid fields", Errors: v.errs}
+	return &Failure{Kind: ErrInvalid, Detail: "the request has invalid fields", Fields: v.errs}
 }

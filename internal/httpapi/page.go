@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strconv"
+
+	"github.com/go-chi/chi/v5"
 )
 
 // Page is the list request: limit (1..100, default 20) and an opaque cursor.
@@ -41,7 +43,7 @@ func ParsePage(r *http.Request) (Page, error) {
 }
 
 // BadCursor is the 422 of a cursor this API did not issue.
-func BadCursor() *Error { return Invalid("cursor", "is not a cursor this API issued") }
+func BadCursor() *Failure { return Invalid("cursor", "is not a cursor this API issued") }
 
 // CursorID reads the cursor text of a list ordered by id: the id of the
 // last row shown, or 0 on the first page (empty cursor).
@@ -70,4 +72,15 @@ func NewList[T any](rows []T, limit int, cursorOf func(T) string) List[T] {
 		l.NextCursor = &c
 	}
 	return l
+}
+
+// PathID reads the integer path parameter name (a row's id). Anything but
+// a positive integer names no row: it returns notFound, the caller's
+// not-found failure.
+func PathID(r *http.Request, name string, notFound error) (int64, error) {
+	n, err := strconv.ParseInt(chi.URLParam(r, name), 10, 64)
+	if err != nil || n < 1 {
+		return 0, notFound
+	}
+	return n, nil
 }

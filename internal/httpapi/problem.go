@@ -32,8 +32,62 @@ const (
 	CodeServiceUnavailable  = "service_unavailable"
 )
 
-// ErrNotFound is returned by stores when a row is absent; it becomes 404.
-var ErrNotFound = errors.New("not found")
+// Kinds of domain failure. Domain code (stores, services, the CLI's
+// commands) returns one of them, wrapped with its context
+// (fmt.Errorf("getPost(%d): %w", id, ErrNotFound)), or as a *Failure that
+// adds the detail the client is shown; it never builds HTTP answers. The
+// table kinds maps each kind to the status and code it is answered with.
+var (
+	ErrNotFound    = errors.New("not found")
+	ErrConflict    = errors.New("conflict")
+	ErrInvalid     = errors.New("invalid")
+	ErrForbidden   = errors.New("forbidden")
+	ErrNoCredits   = errors.New("insufficient credits")
+	ErrUpstream    = errors.New("upstream unavailable")
+	ErrUnavailable = errors.New("unavailable")
+)
+
+// kinds maps each kind of failure to its answer: status, code, and the
+// detail of a bare (undetailed) error of the kind.
+var kinds = []struct {
+	kind   error
+	status int
+	code   string
+	detail string
+}{
+	{ErrNotFound, 404, CodeNotFound, "the resource does not exist"},
+	{ErrConflict, 409, CodeConflict, "the request conflicts with the resource's state"},
+	{ErrInvalid, 422, CodeValidationFailed, "the request has invalid fields"},
+	{ErrForbidden, 403, CodeForbidden, "this key may not do this"},
+	{ErrNoCredits, 402, CodeInsufficientCredits, "the credits left do not cover this operation"},
+	{ErrUpstream, 502, CodeUpstreamUnavailable, "an upstream service failed"},
+	{ErrUnavailable, 503, CodeServiceUnavailable, "the service is not available"},
+}
+
+// Failure is a domain error of one kind with what the client is told: a
+// detail, a more precise code than the kind's (slot_unavailable,
+// connect_not_ready, ...), invalid fields, or extra members (the cost and
+// balance of a 402).
+type Failure struct {
+	Kind   error
+	Code   string
+	Detail string
+	Fields map[string][]string
+	Extra  map[string]any
+}
+
+// Fail is a failure of kind with a detail for the client.
+func Fail(kind error, detail string) *Failure { return &Failure{Kind: kind, Detail: detail} }
+
+func (f *Failure) Error() string {
+	if f.Detail != "" {
+		return f.Detail
+	}
+	return f.Kind.Error()
+}
+
+// Unwrap makes errors.Is(f, f.Kind) hold.
+func (f *Failure) Unwrap() error { return f.Kind }
 
 // Error is an API error: it becomes one problem+json response.
 type Error struct {
@@ -69,24 +123,29 @@ func NewError(status int, code, detail string) *Error {
 	return &Error{Status: status, Code: code, Detail: detail}
 }
 
+// Error is sent as is: the transport's own answers (a body that is not
+// JSON, a missing key, a rate limit) that carry headers or have no domain
+// meaning. Domain code returns a kind or a *Failure instead.
+
 // BadRequest is a 400 bad_request.
 func BadRequest(detail string) *Error { return NewError(400, CodeBadRequest, detail) }
 
-// NotFound is a 404 not_found.
-func NotFound(detail string) *Error { return NewError(404, CodeNotFound, detail) }
+// NotFound is an ErrNotFound failure (404 not_found).
+func NotFound(detail string) *Failure { return Fail(ErrNotFound, detail) }
 
-// Conflict is a 409 with the given code.
-func Conflict(code, detail string) *Error { return NewError(409, code, detail) }
-
-// Forbidden is a 403 naming the scope the key lacks.
-func Forbidden(scope string) *Error {
-	return NewError(403, CodeForbidden, "this key lacks the scope "+scope)
+// Conflict is an ErrConflict failure (409) with the given code.
+func Conflict(code, detail string) *Failure {
+	return &Failure{Kind: ErrConflict, Code: code, Detail: detail}
 }
 
-// Invalid is a 422 validation_failed with one field error.
-func Invalid(field, msg string) *Error {
-	return &Error{Status: 422, Code: CodeValidationFailed, Detail: "the request has invalid fields",
-		Errors: map[string][]string{field: {msg}}}
+// Forbidden is an ErrForbidden failure (403) naming the scope the key lacks.
+func Forbidden(scope string) *Failure {
+	return Fail(ErrForbidden, "this key lacks the scope "+scope)
+}
+
+// Invalid is an ErrInvalid failure (422 validation_failed) of one field.
+func Invalid(field, msg string) *Failure {
+	return &Failure{Kind: ErrInvalid, Detail: "the request has invalid fields", Fields: map[string][]string{field: {msg}}}
 }
 
 // RateLimited is a 429 with Retry-After in whole seconds (at least 1).
@@ -116,7 +175,7 @@ var titles = map[string]string{
 }
 
 // AsError maps any error to the API error it is sent as: an *Error as is,
-// ErrNotFound as 404, a unique violation as 409 conflict, a value the
+// a failure or a bare kind by the table kinds, a unique violation as 409 conflict, a value the
 // database refuses (out of range, too long, malformed, a failed check) as
 // 422, an expired deadline as 503 and everything else as 500.
 func AsError(err error) *Error {
@@ -124,14 +183,29 @@ func AsError(err error) *Error {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	if errors.Is(err, ErrNotFound) {
-		return NotFound("the resource does not exist")
+	var f *Failure
+	errors.As(err, &f)
+	for _, k := range kinds {
+		if !errors.Is(err, k.kind) {
+			continue
+		}
+		e := &Error{Status: k.status, Code: k.code, Detail: k.detail}
+		if f != nil && errors.Is(f, k.kind) {
+			if f.Code != "" {
+				e.Code = f.Code
+			}
+			if f.Detail != "" {
+				e.Detail = f.Detail
+			}
+			e.Errors, e.Extra = f.Fields, f.Extra
+		}
+		return e
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case "23505":
-			return Conflict(CodeConflict, "a resource with this identifier already exists")
+			return NewError(409, CodeConflict, "a resource with this identifier already exists")
 		case "22001", "22003", "22007", "22008", "22P02", "23514", "54000":
 			// A handler should have refused the value first (WriteError
 			// logs it); bad input is still the client's 4xx, not a 500.

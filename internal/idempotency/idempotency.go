@@ -147,7 +147,7 @@ func (m *Middleware) answer(w http.ResponseWriter, r *http.Request, prev *stored
 		return
 	}
 	if prev.status == nil {
-		httpapi.WriteError(w, r, httpapi.Conflict(httpapi.CodeConflict,
+		httpapi.WriteError(w, r, httpapi.NewError(409, httpapi.CodeConflict,
 			"a request with this Idempotency-Key is still running; retry shortly").WithHeader("Retry-After", "1"))
 		return
 	}

@@ -26,12 +26,12 @@ const Tolerance = 300 * time.Second
 
 // ErrNotConfigured is returned by every processor call when no secret key
 // is configured.
-var ErrNotConfigured = httpapi.NewError(503, httpapi.CodeServiceUnavailable,
+var ErrNotConfigured = httpapi.Fail(httpapi.ErrUnavailable,
 	"payments are not configured on this server: set STRIPE_SECRET_KEY")
 
 // ErrWebhookNotConfigured is returned by VerifyEvent when no webhook
 // signing secret is configured.
-var ErrWebhookNotConfigured = httpapi.NewError(503, httpapi.CodeServiceUnavailable,
+var ErrWebhookNotConfigured = httpapi.Fail(httpapi.ErrUnavailable,
 	"payment webhooks are not configured on this server: set STRIPE_WEBHOOK_SECRET")
 
 // Config is the processor configuration (decisions.md section 1).
@@ -332,9 +332,9 @@ func upstream(err error) error {
 			return fmt.Errorf("%w: %w", httpapi.Conflict(httpapi.CodeIdempotencyConflict,
 				"the payment processor saw this Idempotency-Key with other parameters; use a fresh key"), err)
 		}
-		return fmt.Errorf("%w: %w", httpapi.NewError(http.StatusBadGateway, httpapi.CodeUpstreamUnavailable,
+		return fmt.Errorf("%w: %w", httpapi.Fail(httpapi.ErrUpstream,
 			"the payment processor refused the request: "+se.Msg), err)
 	}
-	return fmt.Errorf("%w: %w", httpapi.NewError(http.StatusBadGateway, httpapi.CodeUpstreamUnavailable,
+	return fmt.Errorf("%w: %w", httpapi.Fail(httpapi.ErrUpstream,
 		"the payment processor could not be reached"), err)
 }

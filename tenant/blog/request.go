@@ -11,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 )
 
@@ -60,13 +59,13 @@ func clean(p *string, f func(string) string) *string {
 // through the embedded struct ("textFields.title").
 func decode(r *http.Request, dst any) error {
 	err := httpapi.Decode(r, dst)
-	var ae *httpapi.Error
-	if errors.As(err, &ae) && ae.Errors != nil {
-		named := make(map[string][]string, len(ae.Errors))
-		for k, msgs := range ae.Errors {
+	var f *httpapi.Failure
+	if errors.As(err, &f) && f.Fields != nil {
+		named := make(map[string][]string, len(f.Fields))
+		for k, msgs := range f.Fields {
 			named[strings.TrimPrefix(k, "textFields.")] = msgs
 		}
-		ae.Errors = named
+		f.Fields = named
 	}
 	return err
 }
@@ -128,7 +127,7 @@ func checkSlug(v *httpapi.Validator, s *string) {
 }
 
 func checkLanguage(v *httpapi.Validator, field, lang string) {
-	v.Check(central.ValidLanguage(lang), field, fmt.Sprintf("%q is not a language code", lang))
+	v.Check(httpapi.ValidLanguage(lang), field, fmt.Sprintf("%q is not a language code", lang))
 }
 
 func checkImageURL(v *httpapi.Validator, s string) {
@@ -174,7 +173,7 @@ func checkFuture(v *httpapi.Validator, t *time.Time, now time.Time) {
 // langQuery reads the optional ?lang of a read ("" when absent).
 func langQuery(r *http.Request) (string, error) {
 	lang := r.URL.Query().Get("lang")
-	if lang != "" && !central.ValidLanguage(lang) {
+	if lang != "" && !httpapi.ValidLanguage(lang) {
 		return "", httpapi.Invalid("lang", fmt.Sprintf("%q is not a language code", lang))
 	}
 	return lang, nil

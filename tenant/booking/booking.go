@@ -9,7 +9,6 @@ package booking
 import (
 	"encoding/json"
 	"fmt"
-	"net/mail"
 	"regexp"
 	"sort"
 	"strconv"
@@ -39,7 +38,7 @@ const (
 const (
 	MaxName          = 200
 	MaxDescription   = 5000
-	MaxEmail         = 254
+	MaxEmail         = httpapi.MaxEmail
 	MaxPhone         = 40
 	MaxNotes         = 2000
 	MaxDuration      = 1440            // minutes
@@ -398,7 +397,7 @@ func (in *bookingInput) validate() (newBooking, error) {
 	v.Check(nb.Customer.Name != "", "customer.name", "must not be empty")
 	checkText(&v, "customer.name", nb.Customer.Name, MaxName)
 	nb.Customer.Email = strings.TrimSpace(*in.Customer.Email)
-	v.Check(validEmail(nb.Customer.Email), "customer.email", "must be an email address such as name@example.com")
+	v.Check(httpapi.ValidEmail(nb.Customer.Email), "customer.email", "must be an email address such as name@example.com")
 	if in.Customer.Phone != nil {
 		if p := strings.TrimSpace(*in.Customer.Phone); p != "" {
 			v.Check(phoneRe.MatchString(p) && utf8.RuneCountInString(p) <= MaxPhone, "customer.phone",
@@ -418,20 +417,6 @@ func (in *bookingInput) validate() (newBooking, error) {
 func checkText(v *httpapi.Validator, field, s string, max int) {
 	v.Check(utf8.RuneCountInString(s) <= max, field, fmt.Sprintf("must be at most %d characters", max))
 	v.Check(!strings.ContainsRune(s, 0), field, "must not contain NUL characters")
-}
-
-// validEmail accepts a bare address (no display name) with a dotted domain.
-func validEmail(s string) bool {
-	if s == "" || utf8.RuneCountInString(s) > MaxEmail {
-		return false
-	}
-	a, err := mail.ParseAddress(s)
-	if err != nil || a.Address != s {
-		return false
-	}
-	at := strings.LastIndexByte(s, '@')
-	domain := s[at+1:]
-	return at > 0 && strings.Contains(domain, ".") && !strings.HasPrefix(domain, ".") && !strings.HasSuffix(domain, ".")
 }
 
 // transitions lists, per action, the statuses it applies to, the status it

@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/id"
 	"github.com/plinth-dev/plinth/internal/payments"
@@ -175,7 +174,7 @@ func (c *customerInput) check(v *httpapi.Validator) Customer {
 	}
 	if c.Email != nil {
 		out.Email = strings.TrimSpace(*c.Email)
-		v.Check(out.Email == "" || central.ValidEmail(out.Email), "customer.email", "must be an email address")
+		v.Check(out.Email == "" || httpapi.ValidEmail(out.Email), "customer.email", "must be an email address")
 	}
 	return out
 }
@@ -644,7 +643,7 @@ func (s *Service) refundOrder(w http.ResponseWriter, r *http.Request) error {
 				return nil, err
 			}
 			if ref.Status == "failed" || ref.Status == "canceled" {
-				return nil, httpapi.NewError(http.StatusBadGateway, httpapi.CodeUpstreamUnavailable, "the payment processor did not complete the refund ("+ref.Status+")")
+				return nil, httpapi.Fail(httpapi.ErrUpstream, "the payment processor did not complete the refund ("+ref.Status+")")
 			}
 			refundID = ref.ID
 		case o.source == "manual":

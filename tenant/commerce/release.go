@@ -65,7 +65,7 @@ func (s *Service) Release(ctx context.Context, a ReleaseArgs) error {
 		acct, err = loadAccount(ctx, tx)
 		return err
 	})
-	if errors.Is(err, httpapi.ErrNotFound) || isNotFound(err) {
+	if errors.Is(err, httpapi.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -102,11 +102,6 @@ func (s *Service) Release(ctx context.Context, a ReleaseArgs) error {
 		_, err = s.cancel(ctx, tx, sc, o)
 		return err
 	})
-}
-
-func isNotFound(err error) bool {
-	var ae *httpapi.Error
-	return errors.As(err, &ae) && ae.Status == 404
 }
 
 var _ river.Worker[ReleaseArgs] = (*releaseWorker)(nil)

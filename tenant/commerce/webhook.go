@@ -182,7 +182,7 @@ func (s *Service) sessionOrder(ctx context.Context, tx pgx.Tx, obj sessionObject
 	} else {
 		o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE payment_session_id = $1 FOR UPDATE`, obj.ID))
 	}
-	if isNotFound(err) {
+	if errors.Is(err, httpapi.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
@@ -242,7 +242,7 @@ func (s *Service) onSessionEnded(ctx context.Context, tx pgx.Tx, sc *tenant.Scop
 // metadata names; nil when none.
 func paymentOrder(ctx context.Context, tx pgx.Tx, intent string, meta map[string]string) (*orderRow, error) {
 	o, err := scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE payment_intent_id = $1 FOR UPDATE`, intent))
-	if isNotFound(err) {
+	if errors.Is(err, httpapi.ErrNotFound) {
 		if id := metaOrderID(meta, ""); id > 0 {
 			o, err = lockOrder(ctx, tx, id)
 			if err == nil && o.intentID != nil && *o.intentID != intent {
@@ -250,7 +250,7 @@ func paymentOrder(ctx context.Context, tx pgx.Tx, intent string, meta map[string
 			}
 		}
 	}
-	if isNotFound(err) {
+	if errors.Is(err, httpapi.ErrNotFound) {
 		return nil, nil
 	}
 	return o, err

@@ -13,7 +13,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/slug"
 	"github.com/plinth-dev/plinth/tenant"
@@ -57,7 +56,7 @@ func (req *ComponentRequest) check() error {
 	}
 	if req.Translations != nil {
 		for lang, obj := range *req.Translations {
-			v.Check(central.ValidLanguage(lang), "translations", fmt.Sprintf("%q is not a language code", lang))
+			v.Check(httpapi.ValidLanguage(lang), "translations", fmt.Sprintf("%q is not a language code", lang))
 			v.Check(isObject(obj), "translations."+lang, "must be an object")
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
@@ -243,7 +242,7 @@ func checkValue(v *httpapi.Validator, field string, value string, lang *string, 
 	if lang == nil {
 		return def
 	}
-	v.Check(central.ValidLanguage(*lang), field+"lang", "must be a language code such as en or pt-BR")
+	v.Check(httpapi.ValidLanguage(*lang), field+"lang", "must be a language code such as en or pt-BR")
 	return *lang
 }
 
@@ -259,10 +258,8 @@ func (sv *Service) write(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items 
 			return err
 		}
 		if total > bal {
-			e := httpapi.NewError(http.StatusPaymentRequired, httpapi.CodeInsufficientCredits,
-				fmt.Sprintf("this batch costs %d credits and the balance is %d", total/credits.Unit, bal/credits.Unit))
-			e.Extra = map[string]any{"cost": total / credits.Unit, "balance": bal / credits.Unit}
-			return fmt.Errorf("%w: %w", e, credits.ErrInsufficient)
+			return credits.Insufficient(fmt.Sprintf("this batch costs %d credits and the balance is %d",
+				total/credits.Unit, bal/credits.Unit), total, bal)
 		}
 	}
 	for _, it := range items {

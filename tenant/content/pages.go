@@ -15,7 +15,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/slug"
@@ -179,7 +178,7 @@ func (req *PageRequest) merge(p *Page) error {
 			if in.Lang == nil {
 				return httpapi.BadRequest(fmt.Sprintf("missing required field \"lang\" in %s", field))
 			}
-			v.Check(central.ValidLanguage(*in.Lang), field+".lang", "must be a language code such as en or pt-BR")
+			v.Check(httpapi.ValidLanguage(*in.Lang), field+".lang", "must be a language code such as en or pt-BR")
 			v.Check(!seen[*in.Lang], field+".lang", fmt.Sprintf("%q is listed twice", *in.Lang))
 			seen[*in.Lang] = true
 			t := PageTranslation{Lang: *in.Lang}
@@ -395,7 +394,7 @@ func (sv *Service) getPage(w http.ResponseWriter, r *http.Request) error {
 // it is not a language code).
 func optionalLang(r *http.Request) (string, error) {
 	lang := r.URL.Query().Get("lang")
-	if lang != "" && !central.ValidLanguage(lang) {
+	if lang != "" && !httpapi.ValidLanguage(lang) {
 		return "", httpapi.Invalid("lang", "must be a language code such as en or pt-BR")
 	}
 	return lang, nil

@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -61,7 +60,7 @@ func (sv *Service) submitTranslate(w http.ResponseWriter, r *http.Request) error
 	v.Check(len(req.Languages) >= 1 && len(req.Languages) <= maxLanguages, "languages", fmt.Sprintf("must list 1 to %d language codes", maxLanguages))
 	seen := map[string]bool{}
 	for _, l := range req.Languages {
-		v.Check(central.ValidLanguage(l), "languages", fmt.Sprintf("%q is not a language code", l))
+		v.Check(httpapi.ValidLanguage(l), "languages", fmt.Sprintf("%q is not a language code", l))
 		v.Check(l != src, "languages", fmt.Sprintf("%q is the project's default language, the source of translations", l))
 		v.Check(!seen[l], "languages", fmt.Sprintf("%q is listed twice", l))
 		seen[l] = true

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/mail"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -25,8 +24,6 @@ const (
 // Limits on what a visitor may submit (characters, not bytes). Longer values
 // are refused with 422 validation_failed naming the field.
 const (
-	MaxEmail       = 254 // RFC 5321 path limit
-	MaxEmailLocal  = 64  // RFC 5321 local-part limit
 	MaxName        = 200 // name
 	MaxSubject     = 200 // subject
 	MaxSource      = 200 // source (where on the site the form sits)
@@ -138,46 +135,12 @@ func checkEmail(v *httpapi.Validator, s string) string {
 	switch {
 	case s == "":
 		v.Check(false, "email", "must not be empty")
-	case utf8.RuneCountInString(s) > MaxEmail:
-		v.Check(false, "email", fmt.Sprintf("must be at most %d characters", MaxEmail))
+	case utf8.RuneCountInString(s) > httpapi.MaxEmail:
+		v.Check(false, "email", fmt.Sprintf("must be at most %d characters", httpapi.MaxEmail))
 	default:
-		v.Check(ValidEmail(s), "email", "must be an email address such as name@example.com")
+		v.Check(httpapi.ValidEmail(s), "email", "must be an email address such as name@example.com")
 	}
 	return s
-}
-
-// ValidEmail reports whether s is a bare email address (no display name,
-// no comments) whose domain is a dotted host name: what a site's visitor
-// can actually be written to.
-func ValidEmail(s string) bool {
-	if s == "" || utf8.RuneCountInString(s) > MaxEmail || strings.ContainsAny(s, " \t\r\n\x00") {
-		return false
-	}
-	a, err := mail.ParseAddress(s)
-	if err != nil || a.Name != "" || a.Address != s {
-		return false
-	}
-	at := strings.LastIndexByte(s, '@')
-	local, domain := s[:at], s[at+1:]
-	if local == "" || utf8.RuneCountInString(local) > MaxEmailLocal {
-		return false
-	}
-	labels := strings.Split(domain, ".")
-	if len(labels) < 2 {
-		return false
-	}
-	for _, l := range labels {
-		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-			return false
-		}
-		for _, c := range l {
-			if !(c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80) {
-				return false
-			}
-		}
-	}
-	tld := labels[len(labels)-1]
-	return strings.Trim(tld, "0123456789") != "" // not a bare IP address
 }
 
 // checkFields validates the free-form extra fields of a contact form:

@@ -40,7 +40,6 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/credits"
-	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/id"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/tenant"
@@ -231,10 +230,8 @@ func charge(ctx context.Context, tx pgx.Tx, s *tenant.Scope, charges []Charge, r
 			return err
 		}
 		if total > bal {
-			e := httpapi.NewError(402, httpapi.CodeInsufficientCredits,
-				fmt.Sprintf("this operation costs %s credits and the balance is %s", wholeCredits(total), wholeCredits(bal)))
-			e.Extra = map[string]any{"cost": (total + credits.Unit - 1) / credits.Unit, "balance": bal / credits.Unit}
-			return fmt.Errorf("%w: %w", e, credits.ErrInsufficient)
+			return credits.Insufficient(fmt.Sprintf("this operation costs %s credits and the balance is %s",
+				wholeCredits(total), wholeCredits(bal)), total, bal)
 		}
 	}
 	for _, c := range charges {

@@ -368,8 +368,7 @@ func classify(ctx context.Context, err error) (ErrorBody, bool) {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return ErrorBody{Code: CodeTimeout, Message: "the job ran longer than its time limit"}, true
 	}
-	var ae *httpapi.Error
-	if errors.As(err, &ae) && ae.Status < 500 {
+	if ae := httpapi.AsError(err); ae.Status < 500 {
 		return ErrorBody{Code: ae.Code, Message: ae.Detail}, true
 	}
 	return ErrorBody{Code: CodeInternal, Message: "the job failed on an internal error"}, false
