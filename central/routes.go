@@ -37,26 +37,18 @@ func ToProjectJSON(p *tenant.Project) ProjectJSON {
 // ProjectRoutes mounts /projects/me and the key routes of the v1 API; the
 // router is already behind Authenticate.
 func (c *Central) ProjectRoutes(r chi.Router) {
-	r.With(tenant.RequireScope("project:read")).Get("/projects/me", httpapi.H(c.getMe))
-	r.With(tenant.RequireScope("project:write")).Patch("/projects/me", httpapi.H(c.patchMe))
-	r.With(tenant.RequireScope("project:admin")).Get("/projects/me/api-keys", httpapi.H(c.listKeys))
-	r.With(tenant.RequireScope("project:admin")).Post("/projects/me/api-keys", httpapi.H(c.createKey))
-	r.With(tenant.RequireScope("project:admin")).Delete("/api-keys/{key_id}", httpapi.H(c.revokeKey))
+	r.With(tenant.RequireScope("project:read")).Get("/projects/me", tenant.Handle(c.getMe))
+	r.With(tenant.RequireScope("project:write")).Patch("/projects/me", tenant.Handle(c.patchMe))
+	r.With(tenant.RequireScope("project:admin")).Get("/projects/me/api-keys", tenant.Handle(c.listKeys))
+	r.With(tenant.RequireScope("project:admin")).Post("/projects/me/api-keys", tenant.Handle(c.createKey))
+	r.With(tenant.RequireScope("project:admin")).Delete("/api-keys/{key_id}", tenant.Handle(c.revokeKey))
 }
 
-func (c *Central) getMe(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (c *Central) getMe(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	return httpapi.JSON(w, 200, ToProjectJSON(s.Project))
 }
 
-func (c *Central) patchMe(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (c *Central) patchMe(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var u ProjectUpdate
 	if err := httpapi.Decode(r, &u); err != nil {
 		return err
@@ -73,11 +65,7 @@ func (c *Central) patchMe(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, 200, ToProjectJSON(p))
 }
 
-func (c *Central) listKeys(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (c *Central) listKeys(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	keys, err := c.ListKeys(r.Context(), s.Project.ID)
 	if err != nil {
 		return err
@@ -92,11 +80,7 @@ type CreateKeyRequest struct {
 	Test   *bool    `json:"test"`
 }
 
-func (c *Central) createKey(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (c *Central) createKey(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var req CreateKeyRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -113,11 +97,7 @@ func (c *Central) createKey(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, 201, k)
 }
 
-func (c *Central) revokeKey(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (c *Central) revokeKey(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	if err := c.RevokeKey(r.Context(), s.Project.ID, chi.URLParam(r, "key_id")); err != nil {
 		return err
 	}

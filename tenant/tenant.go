@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
 	"strings"
 	"time"
@@ -161,70 +160,4 @@ func (s *Scope) Require(scope string) error {
 		return httpapi.Forbidden(scope)
 	}
 	return nil
-}
-
-type ctxKey struct{}
-
-// WithScope returns ctx carrying s.
-func WithScope(ctx context.Context, s *Scope) context.Context {
-	return context.WithValue(ctx, ctxKey{}, s)
-}
-
-// FromContext returns the scope of the request, or nil.
-func FromContext(ctx context.Context) *Scope {
-	s, _ := ctx.Value(ctxKey{}).(*Scope)
-	return s
-}
-
-// ErrNoScope is returned when a tenant route runs without a resolved project.
-var ErrNoScope = errors.New("tenant: no project scope on the request")
-
-// From returns the scope of r; tenant routes are mounted behind the
-// authenticator, so a missing scope is a wiring fault.
-func From(r *http.Request) (*Scope, error) {
-	if s := FromContext(r.Context()); s != nil {
-		return s, nil
-	}
-	return nil, ErrNoScope
-}
-
-// Pillar returns middleware requiring pillar:read for GET and HEAD and
-// pillar:write for every other method, as decisions.md section 3 maps them.
-func Pillar(pillar string) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := FromContext(r.Context())
-			if s == nil {
-				httpapi.WriteError(w, r, ErrNoScope)
-				return
-			}
-			need := pillar + ":write"
-			if r.Method == http.MethodGet || r.Method == http.MethodHead {
-				need = pillar + ":read"
-			}
-			if err := s.Require(need); err != nil {
-				httpapi.WriteError(w, r, err)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
-}
-
-// RequireScope returns middleware requiring one fixed scope.
-func RequireScope(scope string) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := FromContext(r.Context())
-			if s == nil {
-				httpapi.WriteError(w, r, ErrNoScope)
-				return
-			}
-			if err := s.Require(scope); err != nil {
-				httpapi.WriteError(w, r, err)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
 }

@@ -40,19 +40,15 @@ type WidgetHook func(ctx context.Context, tx pgx.Tx, req WidgetRequest) error
 func WithWidgets(hook WidgetHook) Option {
 	return func(_ *config.Config, o *server.Options) {
 		mount := func(r chi.Router) {
-			r.Post("/test/widgets", httpapi.H(func(w http.ResponseWriter, r *http.Request) error {
-				return createWidget(w, r, hook)
+			r.Post("/test/widgets", tenant.Handle(func(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+				return createWidget(w, r, s, hook)
 			}))
 		}
 		o.TestRoutes, o.TestPublicRoutes = mount, mount
 	}
 }
 
-func createWidget(w http.ResponseWriter, r *http.Request, hook WidgetHook) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func createWidget(w http.ResponseWriter, r *http.Request, s *tenant.Scope, hook WidgetHook) error {
 	var req WidgetRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -66,7 +62,7 @@ func createWidget(w http.ResponseWriter, r *http.Request, hook WidgetHook) error
 	}
 	ctx := r.Context()
 	var id int64
-	err = s.Tx(ctx, func(tx pgx.Tx) error {
+	err := s.Tx(ctx, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `INSERT INTO widgets (name) VALUES ($1) RETURNING id`, req.Name).Scan(&id); err != nil {
 			return err
 		}

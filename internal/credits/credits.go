@@ -20,18 +20,9 @@ const (
 	WebhookDelivery int64 = 2
 )
 
-// PlanAllowance is the credits (whole) each plan grants per period.
-var PlanAllowance = map[string]int64{
-	"free": 100, "hobby": 2000, "build": 10000, "scale": 50000, "enterprise": 50000,
-}
-
-// Allowance returns the period allowance of p in hundredths.
-func Allowance(p *tenant.Project) int64 {
-	if p.PlanCredits != nil {
-		return *p.PlanCredits * Unit
-	}
-	return PlanAllowance[p.Plan] * Unit
-}
+// Allowance returns the period allowance of p in hundredths: its plan's
+// credits, or the project's own (tenant.Project.Limits).
+func Allowance(p *tenant.Project) int64 { return p.Limits().Credits * Unit }
 
 // PeriodStart returns the start of the monthly period containing now: the
 // period resets on the calendar day the project was created (the last day

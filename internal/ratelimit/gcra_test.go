@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/plinth-dev/plinth/internal/redistest"
-	"github.com/plinth-dev/plinth/tenant"
 )
 
 // fakeClock is a simulated clock, safe for concurrent use.
@@ -146,27 +145,6 @@ func TestMemoryConcurrent(t *testing.T) {
 	wg.Wait()
 	if allowed != 100 {
 		t.Fatalf("%d allowed at once, want exactly the burst 100", allowed)
-	}
-}
-
-func TestForProject(t *testing.T) {
-	t.Parallel()
-	rpm, burst := 60, 10
-	cases := []struct {
-		p    tenant.Project
-		want Limit
-	}{
-		{tenant.Project{Plan: "free"}, Limit{30, 60}},
-		{tenant.Project{Plan: "hobby"}, Limit{60, 120}},
-		{tenant.Project{Plan: "build"}, Limit{240, 480}},
-		{tenant.Project{Plan: "scale"}, Limit{1000, 2000}},
-		{tenant.Project{Plan: "enterprise", RateRPM: &rpm, RateBurst: &burst}, Limit{60, 10}},
-		{tenant.Project{Plan: "enterprise", RateRPM: &rpm}, Limit{60, 120}},
-	}
-	for _, c := range cases {
-		if got := ForProject(&c.p); got != c.want {
-			t.Errorf("%s: %+v, want %+v", c.p.Plan, got, c.want)
-		}
 	}
 }
 

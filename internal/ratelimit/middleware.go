@@ -13,31 +13,10 @@ import (
 	"github.com/plinth-dev/plinth/tenant"
 )
 
-// Plans is the contract's table of request limits per plan. Enterprise
-// limits are set per project (tenant.Project.RateRPM, RateBurst).
-var Plans = map[string]Limit{
-	"free":       {RPM: 30, Burst: 60},
-	"hobby":      {RPM: 60, Burst: 120},
-	"build":      {RPM: 240, Burst: 480},
-	"scale":      {RPM: 1000, Burst: 2000},
-	"enterprise": {RPM: 1000, Burst: 2000}, // until the project's own limits are set
-}
-
-// ForProject returns the limit of p: its own rate when one is set (an
-// enterprise project), else its plan's. A rate without a burst gets twice
-// the rate, the ratio of every plan.
+// ForProject returns the limit of p (its plan's, or its own).
 func ForProject(p *tenant.Project) Limit {
-	l, ok := Plans[p.Plan]
-	if !ok {
-		l = Plans["free"]
-	}
-	if p.RateRPM != nil && *p.RateRPM > 0 {
-		l = Limit{RPM: *p.RateRPM, Burst: 2 * *p.RateRPM}
-		if p.RateBurst != nil && *p.RateBurst > 0 {
-			l.Burst = *p.RateBurst
-		}
-	}
-	return l
+	l := p.Limits()
+	return Limit{RPM: l.RPM, Burst: l.Burst}
 }
 
 // Guard is the HTTP middleware that charges every request to its bucket

@@ -260,7 +260,7 @@ func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
 			}
 			return sc.Project
 		},
-		Anonymous:    ratelimit.Plans["free"],
+		Anonymous:    ratelimit.ForProject(&tenant.Project{Plan: "free"}),
 		Public:       ratelimit.Limit{RPM: s.Config.PublicRPM, Burst: s.Config.PublicBurst},
 		PublicPrefix: "/v1/public",
 		// The processor's webhook is signed and comes in bursts: it shows

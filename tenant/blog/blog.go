@@ -23,7 +23,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/internal/ai"
-	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/storage"
 	"github.com/plinth-dev/plinth/tenant"
@@ -82,32 +81,32 @@ func (sv *Service) Register(r *jobs.Runner) {
 func (sv *Service) Mount(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(tenant.Pillar("blog"))
-		r.Get("/blog-posts", httpapi.H(sv.listPosts))
-		r.Post("/blog-posts", httpapi.H(sv.createPost))
-		r.Get("/blog-posts/{ref}", httpapi.H(sv.getPost))
-		r.Patch("/blog-posts/{ref}", httpapi.H(sv.patchPost))
-		r.Delete("/blog-posts/{ref}", httpapi.H(sv.deletePost))
-		r.Post("/blog-posts/{ref}/publish", httpapi.H(sv.publishPost))
-		r.Post("/blog-posts/{ref}/schedule", httpapi.H(sv.schedulePost))
-		r.Post("/blog-posts/{ref}/archive", httpapi.H(sv.archivePost))
-		r.Put("/blog-posts/{ref}/translations/{lang}", httpapi.H(sv.putTranslation))
-		r.Post("/blog-posts/{ref}/translate", httpapi.H(sv.submitTranslate))
+		r.Get("/blog-posts", tenant.Handle(sv.listPosts))
+		r.Post("/blog-posts", tenant.Handle(sv.createPost))
+		r.Get("/blog-posts/{ref}", tenant.Handle(sv.getPost))
+		r.Patch("/blog-posts/{ref}", tenant.Handle(sv.patchPost))
+		r.Delete("/blog-posts/{ref}", tenant.Handle(sv.deletePost))
+		r.Post("/blog-posts/{ref}/publish", tenant.Handle(sv.publishPost))
+		r.Post("/blog-posts/{ref}/schedule", tenant.Handle(sv.schedulePost))
+		r.Post("/blog-posts/{ref}/archive", tenant.Handle(sv.archivePost))
+		r.Put("/blog-posts/{ref}/translations/{lang}", tenant.Handle(sv.putTranslation))
+		r.Post("/blog-posts/{ref}/translate", tenant.Handle(sv.submitTranslate))
 
-		r.Get("/categories", httpapi.H(listCategories))
-		r.Post("/categories", httpapi.H(createCategory))
-		r.Patch("/categories/{id}", httpapi.H(patchCategory))
-		r.Delete("/categories/{id}", httpapi.H(deleteCategory))
+		r.Get("/categories", tenant.Handle(listCategories))
+		r.Post("/categories", tenant.Handle(createCategory))
+		r.Patch("/categories/{id}", tenant.Handle(patchCategory))
+		r.Delete("/categories/{id}", tenant.Handle(deleteCategory))
 
-		r.Get("/tags", httpapi.H(listTags))
-		r.Post("/tags", httpapi.H(createTag))
-		r.Delete("/tags/{id}", httpapi.H(deleteTag))
+		r.Get("/tags", tenant.Handle(listTags))
+		r.Post("/tags", tenant.Handle(createTag))
+		r.Delete("/tags/{id}", tenant.Handle(deleteTag))
 	})
 }
 
 // MountPublic adds the keyless reads of published posts to /v1/public.
 func (sv *Service) MountPublic(r chi.Router) {
-	r.Get("/blog-posts", httpapi.H(sv.publicList))
-	r.Get("/blog-posts/{slug}", httpapi.H(sv.publicGet))
+	r.Get("/blog-posts", tenant.Handle(sv.publicList))
+	r.Get("/blog-posts/{slug}", tenant.Handle(sv.publicGet))
 }
 
 // emit records an event when an emitter is wired.

@@ -58,11 +58,7 @@ var (
 	aiOnly     = []string{"topic", "target_languages", "keywords", "tone"}
 )
 
-func (sv *Service) createPost(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) createPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var req createRequest
 	if err := decode(r, &req); err != nil {
 		return err
@@ -194,16 +190,12 @@ func (sv *Service) finishWrite(ctx context.Context, tx pgx.Tx, s *tenant.Scope, 
 	return toAPIPost(p, lang), nil
 }
 
-func (sv *Service) listPosts(w http.ResponseWriter, r *http.Request) error {
-	return sv.list(w, r, true)
+func (sv *Service) listPosts(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	return sv.list(w, r, s, true)
 }
 
 // list serves the admin list and, with admin false, the public one.
-func (sv *Service) list(w http.ResponseWriter, r *http.Request, admin bool) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope, admin bool) error {
 	page, err := httpapi.ParsePage(r)
 	if err != nil {
 		return err
@@ -234,11 +226,7 @@ func (sv *Service) list(w http.ResponseWriter, r *http.Request, admin bool) erro
 	return httpapi.PublicJSON(w, r, httpapi.NewList(out, page.Limit, publicCursor))
 }
 
-func (sv *Service) getPost(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) getPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	lang, err := langQuery(r)
 	if err != nil {
 		return err
@@ -274,11 +262,8 @@ type patchRequest struct {
 	ScheduledAt   *string          `json:"scheduled_at"`
 }
 
-func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var req patchRequest
 	if err := decode(r, &req); err != nil {
 		return err
@@ -402,11 +387,8 @@ func setStatus(ctx context.Context, tx pgx.Tx, p *postRow, status string, at *ti
 }
 
 // transition serves publish, schedule and archive.
-func (sv *Service) transition(w http.ResponseWriter, r *http.Request, status string, at *time.Time) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) transition(w http.ResponseWriter, r *http.Request, s *tenant.Scope, status string, at *time.Time) error {
+	var err error
 	var out Post
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
 		p, err := loadPost(r.Context(), tx, chi.URLParam(r, "ref"), true)
@@ -426,19 +408,19 @@ func (sv *Service) transition(w http.ResponseWriter, r *http.Request, status str
 	return httpapi.JSON(w, http.StatusOK, out)
 }
 
-func (sv *Service) publishPost(w http.ResponseWriter, r *http.Request) error {
-	return sv.transition(w, r, StatusPublished, nil)
+func (sv *Service) publishPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	return sv.transition(w, r, s, StatusPublished, nil)
 }
 
-func (sv *Service) archivePost(w http.ResponseWriter, r *http.Request) error {
-	return sv.transition(w, r, StatusArchived, nil)
+func (sv *Service) archivePost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	return sv.transition(w, r, s, StatusArchived, nil)
 }
 
 type scheduleRequest struct {
 	ScheduledAt *string `json:"scheduled_at" required:"true"`
 }
 
-func (sv *Service) schedulePost(w http.ResponseWriter, r *http.Request) error {
+func (sv *Service) schedulePost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var req scheduleRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -449,14 +431,11 @@ func (sv *Service) schedulePost(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	return sv.transition(w, r, StatusScheduled, at)
+	return sv.transition(w, r, s, StatusScheduled, at)
 }
 
-func (sv *Service) deletePost(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) deletePost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
 		p, err := loadPost(r.Context(), tx, chi.URLParam(r, "ref"), true)
 		if err != nil {
@@ -474,11 +453,8 @@ func (sv *Service) deletePost(w http.ResponseWriter, r *http.Request) error {
 // putTranslation writes the post's text in one language (the original
 // one included) from a body of textFields, title required, all fields at
 // once: an absent field is empty.
-func (sv *Service) putTranslation(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) putTranslation(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	lang := chi.URLParam(r, "lang")
 	var req textFields
 	if err := httpapi.Decode(r, &req); err != nil {

@@ -11,16 +11,12 @@ import (
 
 // publicList serves GET /v1/public/blog-posts: published posts, newest
 // publication first, with the filters of the admin list but status.
-func (sv *Service) publicList(w http.ResponseWriter, r *http.Request) error {
-	return sv.list(w, r, false)
+func (sv *Service) publicList(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	return sv.list(w, r, s, false)
 }
 
 // publicGet serves GET /v1/public/blog-posts/{slug}: a published post.
-func (sv *Service) publicGet(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) publicGet(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	lang, err := langQuery(r)
 	if err != nil {
 		return err

@@ -36,11 +36,8 @@ func checkTerm(name, slug *string) (*string, error) {
 }
 
 // createTerm inserts a category or tag (kind) and answers 201 with it.
-func createTerm(w http.ResponseWriter, r *http.Request, kind string) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func createTerm(w http.ResponseWriter, r *http.Request, s *tenant.Scope, kind string) error {
+	var err error
 	var req termRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -74,11 +71,7 @@ func termID(r *http.Request) (int64, error) {
 
 // deleteTerm deletes a category (its posts keep no category) or a tag
 // (taken off its posts).
-func deleteTerm(w http.ResponseWriter, r *http.Request, kind string) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func deleteTerm(w http.ResponseWriter, r *http.Request, s *tenant.Scope, kind string) error {
 	id, err := termID(r)
 	if err != nil {
 		return err
@@ -102,24 +95,24 @@ func deleteTerm(w http.ResponseWriter, r *http.Request, kind string) error {
 	return httpapi.NoContent(w)
 }
 
-func createCategory(w http.ResponseWriter, r *http.Request) error {
-	return createTerm(w, r, spaceCategory)
+func createCategory(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	return createTerm(w, r, s, spaceCategory)
 }
 
-func createTag(w http.ResponseWriter, r *http.Request) error { return createTerm(w, r, spaceTag) }
-
-func deleteCategory(w http.ResponseWriter, r *http.Request) error {
-	return deleteTerm(w, r, spaceCategory)
+func createTag(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	return createTerm(w, r, s, spaceTag)
 }
 
-func deleteTag(w http.ResponseWriter, r *http.Request) error { return deleteTerm(w, r, spaceTag) }
+func deleteCategory(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	return deleteTerm(w, r, s, spaceCategory)
+}
+
+func deleteTag(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	return deleteTerm(w, r, s, spaceTag)
+}
 
 // listCategories pages through the categories, newest first.
-func listCategories(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func listCategories(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	page, err := httpapi.ParsePage(r)
 	if err != nil {
 		return err
@@ -145,11 +138,8 @@ func listCategories(w http.ResponseWriter, r *http.Request) error {
 }
 
 // listTags answers every tag, newest first, as {data} (the contract's shape).
-func listTags(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func listTags(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	out := []Term{}
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
 		rows, err := tx.Query(r.Context(), `SELECT id, name, slug FROM blog_terms WHERE kind = 'tag' ORDER BY id DESC`)
@@ -169,11 +159,7 @@ func listTags(w http.ResponseWriter, r *http.Request) error {
 }
 
 // patchCategory renames a category; its slug changes only when given.
-func patchCategory(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func patchCategory(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	id, err := termID(r)
 	if err != nil {
 		return err

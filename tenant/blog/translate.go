@@ -39,11 +39,8 @@ const postFields = 5
 
 // submitTranslate starts translation.batch of a post: 7 credits per
 // language, charged now and refunded if the job fails.
-func (sv *Service) submitTranslate(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) submitTranslate(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var req translateRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err

@@ -45,23 +45,23 @@ func New(events Emitter, now func() time.Time) *Handler {
 func (h *Handler) Routes(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(tenant.Pillar("booking"))
-		r.Get("/booking/services", httpapi.H(h.listServices))
-		r.Post("/booking/services", httpapi.H(h.createService))
-		r.Get("/booking/services/{id}", httpapi.H(getByID(getService)))
-		r.Patch("/booking/services/{id}", httpapi.H(h.updateService))
-		r.Delete("/booking/services/{id}", httpapi.H(h.deleteService))
-		r.Get("/booking/availability", httpapi.H(h.availability))
-		r.Get("/bookings", httpapi.H(h.listBookings))
-		r.Post("/bookings", httpapi.H(h.createBooking))
-		r.Get("/bookings/{id}", httpapi.H(getByID(getBooking)))
+		r.Get("/booking/services", tenant.Handle(h.listServices))
+		r.Post("/booking/services", tenant.Handle(h.createService))
+		r.Get("/booking/services/{id}", tenant.Handle(getByID(getService)))
+		r.Patch("/booking/services/{id}", tenant.Handle(h.updateService))
+		r.Delete("/booking/services/{id}", tenant.Handle(h.deleteService))
+		r.Get("/booking/availability", tenant.Handle(h.availability))
+		r.Get("/bookings", tenant.Handle(h.listBookings))
+		r.Post("/bookings", tenant.Handle(h.createBooking))
+		r.Get("/bookings/{id}", tenant.Handle(getByID(getBooking)))
 		for action := range transitions {
-			r.Post("/bookings/{id}/"+action, httpapi.H(h.transition(action)))
+			r.Post("/bookings/{id}/"+action, tenant.Handle(h.transition(action)))
 		}
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(tenant.RequireScope("booking:admin"))
-		r.Get("/booking/settings", httpapi.H(h.getSettings))
-		r.Patch("/booking/settings", httpapi.H(h.patchSettings))
+		r.Get("/booking/settings", tenant.Handle(h.getSettings))
+		r.Patch("/booking/settings", tenant.Handle(h.patchSettings))
 	})
 }
 
@@ -69,30 +69,16 @@ func (h *Handler) Routes(r chi.Router) {
 // has already resolved the project. They show active services, free slots
 // and the visitor's own new booking, never other customers' data.
 func (h *Handler) PublicRoutes(r chi.Router) {
-	r.Get("/booking/services", httpapi.H(h.publicServices))
-	r.Get("/booking/availability", httpapi.H(h.publicAvailability))
-	r.Post("/bookings", httpapi.H(h.createBooking))
-}
-
-// scopeAndID returns the request's project scope and the integer id of its
-// path; anything but a positive integer names no resource (404).
-func scopeAndID(r *http.Request) (*tenant.Scope, int64, error) {
-	s, err := tenant.From(r)
-	if err != nil {
-		return nil, 0, err
-	}
-	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
-	if err != nil || id <= 0 {
-		return nil, 0, httpapi.ErrNotFound
-	}
-	return s, id, nil
+	r.Get("/booking/services", tenant.Handle(h.publicServices))
+	r.Get("/booking/availability", tenant.Handle(h.publicAvailability))
+	r.Post("/bookings", tenant.Handle(h.createBooking))
 }
 
 // getByID serves GET of one service or booking by the id of its path, read
 // by get without a lock.
-func getByID[T any](get func(ctx context.Context, tx pgx.Tx, id int64, lock bool) (T, error)) httpapi.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		s, id, err := scopeAndID(r)
+func getByID[T any](get func(ctx context.Context, tx pgx.Tx, id int64, lock bool) (T, error)) tenant.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+		id, err := httpapi.PathID(r, "id", httpapi.ErrNotFound)
 		if err != nil {
 			return err
 		}
@@ -109,11 +95,8 @@ func getByID[T any](get func(ctx context.Context, tx pgx.Tx, id int64, lock bool
 
 // ---- settings
 
-func (h *Handler) getSettings(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (h *Handler) getSettings(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var set Settings
 	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
 		set, err = loadSettings(r.Context(), tx)
@@ -124,11 +107,8 @@ func (h *Handler) getSettings(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, 200, set.toJSON(s.Project.Timezone))
 }
 
-func (h *Handler) patchSettings(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (h *Handler) patchSettings(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var p settingsPatch
 	if err := httpapi.Decode(r, &p); err != nil {
 		return err
@@ -156,19 +136,15 @@ func (h *Handler) patchSettings(w http.ResponseWriter, r *http.Request) error {
 
 // ---- services
 
-func (h *Handler) listServices(w http.ResponseWriter, r *http.Request) error {
-	return h.serveServices(w, r, false)
+func (h *Handler) listServices(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	return h.serveServices(w, r, s, false)
 }
 
-func (h *Handler) publicServices(w http.ResponseWriter, r *http.Request) error {
-	return h.serveServices(w, r, true)
+func (h *Handler) publicServices(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	return h.serveServices(w, r, s, true)
 }
 
-func (h *Handler) serveServices(w http.ResponseWriter, r *http.Request, public bool) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (h *Handler) serveServices(w http.ResponseWriter, r *http.Request, s *tenant.Scope, public bool) error {
 	page, err := httpapi.ParsePage(r)
 	if err != nil {
 		return err
@@ -191,11 +167,7 @@ func (h *Handler) serveServices(w http.ResponseWriter, r *http.Request, public b
 	return httpapi.JSON(w, 200, list)
 }
 
-func (h *Handler) createService(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (h *Handler) createService(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var in serviceInput
 	if err := httpapi.Decode(r, &in); err != nil {
 		return err
@@ -216,8 +188,8 @@ func (h *Handler) createService(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, 201, svc)
 }
 
-func (h *Handler) updateService(w http.ResponseWriter, r *http.Request) error {
-	s, id, err := scopeAndID(r)
+func (h *Handler) updateService(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	id, err := httpapi.PathID(r, "id", httpapi.ErrNotFound)
 	if err != nil {
 		return err
 	}
@@ -242,8 +214,8 @@ func (h *Handler) updateService(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, 200, svc)
 }
 
-func (h *Handler) deleteService(w http.ResponseWriter, r *http.Request) error {
-	s, id, err := scopeAndID(r)
+func (h *Handler) deleteService(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	id, err := httpapi.PathID(r, "id", httpapi.ErrNotFound)
 	if err != nil {
 		return err
 	}
@@ -255,12 +227,12 @@ func (h *Handler) deleteService(w http.ResponseWriter, r *http.Request) error {
 
 // ---- availability
 
-func (h *Handler) availability(w http.ResponseWriter, r *http.Request) error {
-	return h.serveAvailability(w, r, false)
+func (h *Handler) availability(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	return h.serveAvailability(w, r, s, false)
 }
 
-func (h *Handler) publicAvailability(w http.ResponseWriter, r *http.Request) error {
-	return h.serveAvailability(w, r, true)
+func (h *Handler) publicAvailability(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	return h.serveAvailability(w, r, s, true)
 }
 
 // rules combines the settings and a service into the availability rules.
@@ -270,11 +242,7 @@ func rules(set Settings, loc *time.Location, svc Service) Rules {
 		Buffer: time.Duration(svc.BufferMinutes) * time.Minute}
 }
 
-func (h *Handler) serveAvailability(w http.ResponseWriter, r *http.Request, public bool) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (h *Handler) serveAvailability(w http.ResponseWriter, r *http.Request, s *tenant.Scope, public bool) error {
 	q := r.URL.Query()
 	sid, err := queryID(q, "service_id", true)
 	if err != nil {
@@ -390,11 +358,7 @@ func parseWhen(v *httpapi.Validator, q url.Values, name string, loc *time.Locati
 // ---- bookings
 
 // createBooking serves POST /bookings, with a key or on the public surface.
-func (h *Handler) createBooking(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (h *Handler) createBooking(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var in bookingInput
 	if err := httpapi.Decode(r, &in); err != nil {
 		return err
@@ -453,11 +417,7 @@ func (h *Handler) emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic st
 
 var statuses = []string{StatusPending, StatusConfirmed, StatusCancelled, StatusCompleted}
 
-func (h *Handler) listBookings(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (h *Handler) listBookings(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	page, err := httpapi.ParsePage(r)
 	if err != nil {
 		return err
@@ -495,10 +455,10 @@ func (h *Handler) listBookings(w http.ResponseWriter, r *http.Request) error {
 // transition serves POST /bookings/{id}/{action}: a status change allowed
 // only from the statuses transitions lists (else 409 conflict naming the
 // current status), firing its event in the same transaction.
-func (h *Handler) transition(action string) httpapi.HandlerFunc {
+func (h *Handler) transition(action string) tenant.HandlerFunc {
 	t := transitions[action]
-	return func(w http.ResponseWriter, r *http.Request) error {
-		s, id, err := scopeAndID(r)
+	return func(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+		id, err := httpapi.PathID(r, "id", httpapi.ErrNotFound)
 		if err != nil {
 			return err
 		}

@@ -73,21 +73,18 @@ func categoryTree(ctx context.Context, tx pgx.Tx, activeOnly bool) ([]*Category,
 	return roots, nil
 }
 
-func (s *Service) listCategories(w http.ResponseWriter, r *http.Request) error {
-	return s.categoryList(w, r, false)
+func (s *Service) listCategories(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+	return s.categoryList(w, r, sc, false)
 }
 
-func (s *Service) publicListCategories(w http.ResponseWriter, r *http.Request) error {
-	return s.categoryList(w, r, true)
+func (s *Service) publicListCategories(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+	return s.categoryList(w, r, sc, true)
 }
 
 // categoryList serves the whole tree and, with public, the tree of active
 // categories.
-func (s *Service) categoryList(w http.ResponseWriter, r *http.Request, public bool) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) categoryList(w http.ResponseWriter, r *http.Request, sc *tenant.Scope, public bool) error {
+	var err error
 	var tree []*Category
 	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
 		tree, err = categoryTree(r.Context(), tx, public)
@@ -139,11 +136,8 @@ func (in *categoryInput) validate(create bool) error {
 	return v.Err()
 }
 
-func (s *Service) createCategory(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) createCategory(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+	var err error
 	var in categoryInput
 	if err := decodeInput(r, &in, true); err != nil {
 		return err
@@ -202,11 +196,7 @@ func checkParent(ctx context.Context, tx pgx.Tx, self int64, parent *int64) erro
 	return nil
 }
 
-func (s *Service) getCategory(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) getCategory(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	id, err := pathID(r, "id")
 	if err != nil {
 		return err
@@ -241,11 +231,7 @@ func findCategory(tree []*Category, id int64) *Category {
 	return nil
 }
 
-func (s *Service) updateCategory(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) updateCategory(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	id, err := pathID(r, "id")
 	if err != nil {
 		return err
@@ -287,10 +273,10 @@ func (s *Service) updateCategory(w http.ResponseWriter, r *http.Request) error {
 
 // deleteCategory removes a category: its children become roots and its
 // products lose their category (ON DELETE SET NULL).
-func (s *Service) deleteCategory(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) deleteCategory(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	id, err := pathID(r, "id")
 	if err != nil {
 		return err
 	}
-	return deleteRow(w, r, "no such product category", `DELETE FROM product_categories WHERE id = $1`, id)
+	return deleteRow(w, r, sc, "no such product category", `DELETE FROM product_categories WHERE id = $1`, id)
 }

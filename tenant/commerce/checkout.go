@@ -50,11 +50,8 @@ func errNotReady(a payments.Account) error {
 // if the session is neither paid nor expired by its processor events (or
 // never got created because the process stopped), the job settles the
 // order and frees the stock. A failed processor call frees it at once.
-func (s *Service) createCheckout(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) createCheckout(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+	var err error
 	var in checkoutInput
 	if err := httpapi.Decode(r, &in); err != nil {
 		return err

@@ -99,45 +99,45 @@ func (s *Service) SetEvents(e Emitter) { s.events = e }
 func (s *Service) Routes(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(tenant.Pillar("commerce"))
-		r.Get("/product-categories", httpapi.H(s.listCategories))
-		r.Post("/product-categories", httpapi.H(s.createCategory))
-		r.Get("/product-categories/{id}", httpapi.H(s.getCategory))
-		r.Patch("/product-categories/{id}", httpapi.H(s.updateCategory))
-		r.Delete("/product-categories/{id}", httpapi.H(s.deleteCategory))
+		r.Get("/product-categories", tenant.Handle(s.listCategories))
+		r.Post("/product-categories", tenant.Handle(s.createCategory))
+		r.Get("/product-categories/{id}", tenant.Handle(s.getCategory))
+		r.Patch("/product-categories/{id}", tenant.Handle(s.updateCategory))
+		r.Delete("/product-categories/{id}", tenant.Handle(s.deleteCategory))
 
-		r.Get("/products", httpapi.H(s.listProducts))
-		r.Post("/products", httpapi.H(s.createProduct))
-		r.Get("/products/{id}", httpapi.H(s.getProduct))
-		r.Patch("/products/{id}", httpapi.H(s.updateProduct))
-		r.Delete("/products/{id}", httpapi.H(s.deleteProduct))
-		r.Get("/products/{id}/variants", httpapi.H(s.listVariants))
-		r.Post("/products/{id}/variants", httpapi.H(s.createVariant))
-		r.Get("/products/{id}/variants/{variant_id}", httpapi.H(s.getVariant))
-		r.Patch("/products/{id}/variants/{variant_id}", httpapi.H(s.updateVariant))
-		r.Delete("/products/{id}/variants/{variant_id}", httpapi.H(s.deleteVariant))
+		r.Get("/products", tenant.Handle(s.listProducts))
+		r.Post("/products", tenant.Handle(s.createProduct))
+		r.Get("/products/{id}", tenant.Handle(s.getProduct))
+		r.Patch("/products/{id}", tenant.Handle(s.updateProduct))
+		r.Delete("/products/{id}", tenant.Handle(s.deleteProduct))
+		r.Get("/products/{id}/variants", tenant.Handle(s.listVariants))
+		r.Post("/products/{id}/variants", tenant.Handle(s.createVariant))
+		r.Get("/products/{id}/variants/{variant_id}", tenant.Handle(s.getVariant))
+		r.Patch("/products/{id}/variants/{variant_id}", tenant.Handle(s.updateVariant))
+		r.Delete("/products/{id}/variants/{variant_id}", tenant.Handle(s.deleteVariant))
 
-		r.Get("/orders", httpapi.H(s.listOrders))
-		r.Get("/orders/{id}", httpapi.H(s.getOrder))
-		r.Post("/orders/{id}/fulfill", httpapi.H(s.fulfillOrder))
-		r.Post("/orders/{id}/cancel", httpapi.H(s.cancelOrder))
+		r.Get("/orders", tenant.Handle(s.listOrders))
+		r.Get("/orders/{id}", tenant.Handle(s.getOrder))
+		r.Post("/orders/{id}/fulfill", tenant.Handle(s.fulfillOrder))
+		r.Post("/orders/{id}/cancel", tenant.Handle(s.cancelOrder))
 
-		r.Post("/checkout-sessions", httpapi.H(s.createCheckout))
-		r.Get("/payments/connect", httpapi.H(s.getConnect))
+		r.Post("/checkout-sessions", tenant.Handle(s.createCheckout))
+		r.Get("/payments/connect", tenant.Handle(s.getConnect))
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(tenant.RequireScope("commerce:admin"))
-		r.Post("/orders", httpapi.H(s.createManualOrder))
-		r.Post("/orders/{id}/refund", httpapi.H(s.refundOrder))
-		r.Post("/payments/connect/onboard", httpapi.H(s.onboard))
+		r.Post("/orders", tenant.Handle(s.createManualOrder))
+		r.Post("/orders/{id}/refund", tenant.Handle(s.refundOrder))
+		r.Post("/payments/connect/onboard", tenant.Handle(s.onboard))
 	})
 }
 
 // PublicRoutes mounts the keyless reads under /v1/public: active products
 // and active categories.
 func (s *Service) PublicRoutes(r chi.Router) {
-	r.Get("/products", httpapi.H(s.publicListProducts))
-	r.Get("/products/{id_or_slug}", httpapi.H(s.publicGetProduct))
-	r.Get("/product-categories", httpapi.H(s.publicListCategories))
+	r.Get("/products", tenant.Handle(s.publicListProducts))
+	r.Get("/products/{id_or_slug}", tenant.Handle(s.publicGetProduct))
+	r.Get("/product-categories", tenant.Handle(s.publicListCategories))
 }
 
 // WebhookRoute mounts the processor's webhook, which needs no key: its
@@ -169,12 +169,8 @@ func pathID(r *http.Request, name string) (int64, error) {
 
 // deleteRow runs a DELETE meant to remove one row of the project and
 // answers 204, or 404 with notFound when it removed nothing.
-func deleteRow(w http.ResponseWriter, r *http.Request, notFound, query string, args ...any) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
-	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
+func deleteRow(w http.ResponseWriter, r *http.Request, sc *tenant.Scope, notFound, query string, args ...any) error {
+	err := sc.Tx(r.Context(), func(tx pgx.Tx) error {
 		tag, err := tx.Exec(r.Context(), query, args...)
 		if err == nil && tag.RowsAffected() == 0 {
 			return httpapi.NotFound(notFound)

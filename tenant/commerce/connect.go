@@ -81,11 +81,8 @@ type onboardInput struct {
 // and the processor call carries an idempotency key per project), maps it
 // to the project centrally for the processor's webhooks, and answers with
 // a hosted onboarding link.
-func (s *Service) onboard(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) onboard(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+	var err error
 	var in onboardInput
 	if err := httpapi.Decode(r, &in); err != nil {
 		return err
@@ -139,11 +136,8 @@ func (s *Service) onboard(w http.ResponseWriter, r *http.Request) error {
 // getConnect answers the account's status, refreshed from the processor
 // (a change is stored and emitted); should the processor be unreachable,
 // the last known status is served.
-func (s *Service) getConnect(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) getConnect(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+	var err error
 	if !s.pay.Enabled() {
 		return payments.ErrNotConfigured
 	}

@@ -248,11 +248,7 @@ func insertOrder(ctx context.Context, tx pgx.Tx, o *orderRow) (*orderRow, error)
 		o.Status, o.PaymentStatus, o.lines, o.Subtotal, o.Currency, o.Customer.Name, o.Customer.Email, o.source, o.reserved, o.expiresAt))
 }
 
-func (s *Service) listOrders(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) listOrders(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	page, err := httpapi.ParsePage(r)
 	if err != nil {
 		return err
@@ -306,11 +302,7 @@ var (
 	paymentStatuses = map[string]bool{PaymentUnpaid: true, PaymentPaid: true, PaymentPartiallyRefunded: true, PaymentRefunded: true}
 )
 
-func (s *Service) getOrder(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) getOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	oid, err := pathID(r, "id")
 	if err != nil {
 		return err
@@ -335,11 +327,8 @@ type manualOrderInput struct {
 	PaymentStatus *string          `json:"payment_status"`
 }
 
-func (s *Service) createManualOrder(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) createManualOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+	var err error
 	var in manualOrderInput
 	if err := httpapi.Decode(r, &in); err != nil {
 		return err
@@ -421,11 +410,7 @@ func changeOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Scope, oid i
 }
 
 // fulfillOrder marks a paid order delivered.
-func (s *Service) fulfillOrder(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) fulfillOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	oid, err := pathID(r, "id")
 	if err != nil {
 		return err
@@ -449,11 +434,7 @@ func (s *Service) fulfill(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, o *o
 // cancelOrder cancels a pending, paid or processing order. A pending
 // checkout's session is expired at the processor first, so it can no
 // longer be paid; one the buyer already completed cannot be cancelled.
-func (s *Service) cancelOrder(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) cancelOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	oid, err := pathID(r, "id")
 	if err != nil {
 		return err
@@ -601,11 +582,7 @@ type refundInput struct {
 // refundOrder refunds all or part of a paid order: through the processor
 // on the connected account for a checkout payment, as a record for a
 // manual order paid outside it.
-func (s *Service) refundOrder(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) refundOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	oid, err := pathID(r, "id")
 	if err != nil {
 		return err

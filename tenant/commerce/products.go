@@ -255,11 +255,8 @@ func stockBelowReserved(err error) error {
 	return err
 }
 
-func (s *Service) createProduct(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) createProduct(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+	var err error
 	var in productInput
 	if err := decodeInput(r, &in, true); err != nil {
 		return err
@@ -316,11 +313,7 @@ func (s *Service) createProduct(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, 201, p)
 }
 
-func (s *Service) getProduct(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) getProduct(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	id, err := pathID(r, "id")
 	if err != nil {
 		return err
@@ -344,11 +337,7 @@ func loadProduct(ctx context.Context, tx pgx.Tx, id int64) (*Product, error) {
 	return p, withVariants(ctx, tx, []*Product{p}, false)
 }
 
-func (s *Service) updateProduct(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) updateProduct(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	id, err := pathID(r, "id")
 	if err != nil {
 		return err
@@ -389,12 +378,12 @@ func (s *Service) updateProduct(w http.ResponseWriter, r *http.Request) error {
 
 // deleteProduct removes a product and its variants. Orders keep their
 // frozen lines.
-func (s *Service) deleteProduct(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) deleteProduct(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	id, err := pathID(r, "id")
 	if err != nil {
 		return err
 	}
-	return deleteRow(w, r, "no such product", `DELETE FROM products WHERE id = $1`, id)
+	return deleteRow(w, r, sc, "no such product", `DELETE FROM products WHERE id = $1`, id)
 }
 
 // productFilter is the query of a product list.
@@ -480,19 +469,15 @@ func listProductRows(ctx context.Context, tx pgx.Tx, f productFilter, page httpa
 	return list, withVariants(ctx, tx, list.Data, public)
 }
 
-func (s *Service) listProducts(w http.ResponseWriter, r *http.Request) error {
-	return s.productList(w, r, false)
+func (s *Service) listProducts(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+	return s.productList(w, r, sc, false)
 }
 
-func (s *Service) publicListProducts(w http.ResponseWriter, r *http.Request) error {
-	return s.productList(w, r, true)
+func (s *Service) publicListProducts(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+	return s.productList(w, r, sc, true)
 }
 
-func (s *Service) productList(w http.ResponseWriter, r *http.Request, public bool) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) productList(w http.ResponseWriter, r *http.Request, sc *tenant.Scope, public bool) error {
 	page, err := httpapi.ParsePage(r)
 	if err != nil {
 		return err
@@ -517,11 +502,8 @@ func (s *Service) productList(w http.ResponseWriter, r *http.Request, public boo
 
 // publicGetProduct serves an active product by numeric id or slug, with
 // its active variants.
-func (s *Service) publicGetProduct(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) publicGetProduct(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+	var err error
 	key := chi.URLParam(r, "id_or_slug")
 	var id int64
 	if n, err := strconv.ParseInt(key, 10, 64); err == nil {

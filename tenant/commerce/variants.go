@@ -88,11 +88,8 @@ func productOf(ctx context.Context, tx pgx.Tx, r *http.Request) (*Product, error
 	return scanProduct(tx.QueryRow(ctx, `SELECT `+productCols+` FROM products WHERE id = $1`, id))
 }
 
-func (s *Service) listVariants(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) listVariants(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+	var err error
 	var p *Product
 	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
 		if p, err = productOf(r.Context(), tx, r); err != nil {
@@ -106,11 +103,8 @@ func (s *Service) listVariants(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, 200, httpapi.List[*Variant]{Data: p.Variants})
 }
 
-func (s *Service) createVariant(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) createVariant(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+	var err error
 	var in variantInput
 	if err := decodeInput(r, &in, true); err != nil {
 		return err
@@ -130,11 +124,7 @@ func (s *Service) createVariant(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, 201, out)
 }
 
-func (s *Service) getVariant(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) getVariant(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	pid, vid, err := variantPath(r)
 	if err != nil {
 		return err
@@ -150,11 +140,7 @@ func (s *Service) getVariant(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, 200, out)
 }
 
-func (s *Service) updateVariant(w http.ResponseWriter, r *http.Request) error {
-	sc, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (s *Service) updateVariant(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	pid, vid, err := variantPath(r)
 	if err != nil {
 		return err
@@ -183,10 +169,10 @@ func (s *Service) updateVariant(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, 200, out)
 }
 
-func (s *Service) deleteVariant(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) deleteVariant(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	pid, vid, err := variantPath(r)
 	if err != nil {
 		return err
 	}
-	return deleteRow(w, r, "no such variant", `DELETE FROM product_variants WHERE id = $1 AND product_id = $2`, vid, pid)
+	return deleteRow(w, r, sc, "no such variant", `DELETE FROM product_variants WHERE id = $1 AND product_id = $2`, vid, pid)
 }

@@ -98,11 +98,8 @@ func getBrand(ctx context.Context, tx pgx.Tx) (Brand, string, error) {
 	return scanBrand(tx.QueryRow(ctx, `SELECT `+brandCols+` FROM brand`))
 }
 
-func (sv *Service) getBrand(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) getBrand(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var b Brand
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
 		b, _, err = getBrand(r.Context(), tx)
@@ -114,11 +111,8 @@ func (sv *Service) getBrand(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusOK, b)
 }
 
-func (sv *Service) patchBrand(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) patchBrand(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var req BrandRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -151,11 +145,7 @@ func (sv *Service) patchBrand(w http.ResponseWriter, r *http.Request) error {
 // uploadLogo is POST /brand/logo: a multipart image (field file) becomes
 // the brand logo, served at logo_url. It costs what any image upload
 // costs (image_register).
-func (sv *Service) uploadLogo(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) uploadLogo(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	up, err := readUpload(r)
 	if err != nil {
 		return err

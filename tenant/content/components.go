@@ -93,11 +93,8 @@ func scanComponent(row pgx.Row) (Component, error) {
 	return c, nil
 }
 
-func (sv *Service) createComponent(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) createComponent(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var req ComponentRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -125,11 +122,7 @@ func (sv *Service) createComponent(w http.ResponseWriter, r *http.Request) error
 	return httpapi.JSON(w, http.StatusCreated, c)
 }
 
-func (sv *Service) listComponents(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) listComponents(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	page, before, err := idPage(r)
 	if err != nil {
 		return err
@@ -164,11 +157,8 @@ func getComponent(ctx context.Context, tx pgx.Tx, s string) (Component, error) {
 	return scanComponent(tx.QueryRow(ctx, `SELECT `+componentCols+` FROM components WHERE slug = $1`, s))
 }
 
-func (sv *Service) getComponent(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) getComponent(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var c Component
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
 		c, err = getComponent(r.Context(), tx, chi.URLParam(r, "slug"))
@@ -180,11 +170,8 @@ func (sv *Service) getComponent(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusOK, c)
 }
 
-func (sv *Service) patchComponent(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) patchComponent(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	cur := chi.URLParam(r, "slug")
 	var req ComponentRequest
 	if err := httpapi.Decode(r, &req); err != nil {
@@ -211,11 +198,8 @@ func (sv *Service) patchComponent(w http.ResponseWriter, r *http.Request) error 
 	return httpapi.JSON(w, http.StatusOK, c)
 }
 
-func (sv *Service) deleteComponent(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) deleteComponent(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
 		return execFound(r.Context(), tx, httpapi.NotFound("no such component"), `DELETE FROM components WHERE slug = $1`, chi.URLParam(r, "slug"))
 	})

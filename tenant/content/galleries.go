@@ -164,11 +164,8 @@ func checkSlug(v *httpapi.Validator, s *string) {
 	}
 }
 
-func (sv *Service) createGallery(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) createGallery(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var req GalleryRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -213,11 +210,7 @@ func slugConflict(err error) error {
 	return err
 }
 
-func (sv *Service) listGalleries(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) listGalleries(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	page, after, slugAfter, err := timePage(r)
 	if err != nil {
 		return err
@@ -258,12 +251,9 @@ func timePage(r *http.Request) (httpapi.Page, *time.Time, string, error) {
 	return page, &t, name, nil
 }
 
-func (sv *Service) gallery(r *http.Request) (Gallery, error) {
-	s, err := tenant.From(r)
-	if err != nil {
-		return Gallery{}, err
-	}
+func (sv *Service) gallery(r *http.Request, s *tenant.Scope) (Gallery, error) {
 	var g Gallery
+	var err error
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
 		g, err = GetGallery(r.Context(), tx, chi.URLParam(r, "slug"))
 		return err
@@ -271,27 +261,24 @@ func (sv *Service) gallery(r *http.Request) (Gallery, error) {
 	return g, err
 }
 
-func (sv *Service) getGallery(w http.ResponseWriter, r *http.Request) error {
-	g, err := sv.gallery(r)
+func (sv *Service) getGallery(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	g, err := sv.gallery(r, s)
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, wrap{g})
 }
 
-func (sv *Service) publicGallery(w http.ResponseWriter, r *http.Request) error {
-	g, err := sv.gallery(r)
+func (sv *Service) publicGallery(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	g, err := sv.gallery(r, s)
 	if err != nil {
 		return err
 	}
 	return httpapi.PublicJSON(w, r, wrap{g})
 }
 
-func (sv *Service) patchGallery(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) patchGallery(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	cur := chi.URLParam(r, "slug")
 	var req GalleryRequest
 	if err := httpapi.Decode(r, &req); err != nil {
@@ -329,11 +316,8 @@ func (sv *Service) patchGallery(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusOK, wrap{g})
 }
 
-func (sv *Service) deleteGallery(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) deleteGallery(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
 		return execFound(r.Context(), tx, httpapi.NotFound("no such gallery"), `DELETE FROM galleries WHERE slug = $1`, chi.URLParam(r, "slug"))
 	})

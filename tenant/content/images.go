@@ -56,11 +56,8 @@ type ImageResult struct {
 
 // submitImage starts image.generate for a JSON body. (The multipart upload
 // form of POST /images belongs to the content API.)
-func (sv *Service) submitImage(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) submitImage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var req GenerateImageRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -172,11 +169,8 @@ func (sv *Service) imageJob(ctx context.Context, run *jobs.Run) (jobs.Commit, er
 
 // serveMedia serves a stored image (uploaded or generated) of the project
 // named in the path, with the public surface's caching headers.
-func (sv *Service) serveMedia(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) serveMedia(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	key := chi.URLParam(r, "key")
 	var object, ct string
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {

@@ -30,11 +30,11 @@ const fetchTimeout = 20 * time.Second
 
 // postImage is POST /images: a multipart upload registers an image, a
 // JSON body starts image.generate.
-func (sv *Service) postImage(w http.ResponseWriter, r *http.Request) error {
+func (sv *Service) postImage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	if isMultipart(r) {
-		return sv.uploadImage(w, r)
+		return sv.uploadImage(w, r, s)
 	}
-	return sv.submitImage(w, r)
+	return sv.submitImage(w, r, s)
 }
 
 // objectOf is where img's bytes are stored.
@@ -61,11 +61,7 @@ func checkAlt(v *httpapi.Validator, alt string) {
 	v.Check(utf8.ValidString(alt), "alt", "must be valid UTF-8")
 }
 
-func (sv *Service) uploadImage(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) uploadImage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	up, err := readUpload(r, "key", "alt")
 	if err != nil {
 		return err
@@ -168,11 +164,7 @@ func (sv *Service) fetchImage(ctx context.Context, raw string) (checkedImage, er
 
 // swapImage is PUT /images/{key}: the image at url is fetched, verified and
 // stored, and key (created if new) serves it from then on.
-func (sv *Service) swapImage(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) swapImage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	key := chi.URLParam(r, "key")
 	var req SwapRequest
 	if err := httpapi.Decode(r, &req); err != nil {
@@ -226,11 +218,7 @@ func (sv *Service) swapImage(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusOK, img)
 }
 
-func (sv *Service) listImages(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) listImages(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	page, after, keyAfter, err := timePage(r)
 	if err != nil {
 		return err
@@ -254,11 +242,8 @@ func (sv *Service) listImages(w http.ResponseWriter, r *http.Request) error {
 	}))
 }
 
-func (sv *Service) getImage(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) getImage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	key := chi.URLParam(r, "key")
 	var img Image
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
@@ -274,11 +259,8 @@ func (sv *Service) getImage(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusOK, img)
 }
 
-func (sv *Service) deleteImage(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) deleteImage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	key := chi.URLParam(r, "key")
 	var img Image
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {

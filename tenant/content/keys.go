@@ -158,11 +158,7 @@ func parseKeys(r *http.Request) ([]string, error) {
 	return keys, v.Err()
 }
 
-func (sv *Service) bulk(r *http.Request) (Bulk, error) {
-	s, err := tenant.From(r)
-	if err != nil {
-		return Bulk{}, err
-	}
+func (sv *Service) bulk(r *http.Request, s *tenant.Scope) (Bulk, error) {
 	lang, err := langParam(r, s.Project)
 	if err != nil {
 		return Bulk{}, err
@@ -174,27 +170,23 @@ func (sv *Service) bulk(r *http.Request) (Bulk, error) {
 	return readBulk(r.Context(), s, keys, lang, s.Project.DefaultLanguage)
 }
 
-func (sv *Service) getBulk(w http.ResponseWriter, r *http.Request) error {
-	b, err := sv.bulk(r)
+func (sv *Service) getBulk(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	b, err := sv.bulk(r, s)
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, b)
 }
 
-func (sv *Service) publicBulk(w http.ResponseWriter, r *http.Request) error {
-	b, err := sv.bulk(r)
+func (sv *Service) publicBulk(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	b, err := sv.bulk(r, s)
 	if err != nil {
 		return err
 	}
 	return httpapi.PublicJSON(w, r, b)
 }
 
-func (sv *Service) key(r *http.Request) (ContentKey, error) {
-	s, err := tenant.From(r)
-	if err != nil {
-		return ContentKey{}, err
-	}
+func (sv *Service) key(r *http.Request, s *tenant.Scope) (ContentKey, error) {
 	key := chi.URLParam(r, "key")
 	if !KeyPattern.MatchString(key) {
 		return ContentKey{}, httpapi.NotFound("no content key " + key)
@@ -214,16 +206,16 @@ func (sv *Service) key(r *http.Request) (ContentKey, error) {
 	return k, err
 }
 
-func (sv *Service) getKey(w http.ResponseWriter, r *http.Request) error {
-	k, err := sv.key(r)
+func (sv *Service) getKey(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	k, err := sv.key(r, s)
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, k)
 }
 
-func (sv *Service) publicKey(w http.ResponseWriter, r *http.Request) error {
-	k, err := sv.key(r)
+func (sv *Service) publicKey(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	k, err := sv.key(r, s)
 	if err != nil {
 		return err
 	}
@@ -279,11 +271,8 @@ func (sv *Service) write(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items 
 	return nil
 }
 
-func (sv *Service) putKey(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) putKey(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	key := chi.URLParam(r, "key")
 	var req PutValueRequest
 	if err := httpapi.Decode(r, &req); err != nil {
@@ -309,11 +298,8 @@ func (sv *Service) putKey(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusOK, k)
 }
 
-func (sv *Service) putBatch(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) putBatch(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var req BatchRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -358,11 +344,7 @@ func (sv *Service) putBatch(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusOK, map[string]any{"data": out})
 }
 
-func (sv *Service) deleteKey(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) deleteKey(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	key := chi.URLParam(r, "key")
 	lang, err := optionalLang(r)
 	if err != nil {

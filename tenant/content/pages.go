@@ -291,11 +291,8 @@ func pageConflict(err error) error {
 	return err
 }
 
-func (sv *Service) createPage(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) createPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var req PageRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -330,11 +327,8 @@ func (sv *Service) createPage(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusCreated, out)
 }
 
-func (sv *Service) patchPage(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) patchPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var req PageRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -369,11 +363,7 @@ func (sv *Service) patchPage(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusOK, out)
 }
 
-func (sv *Service) getPage(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) getPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	lang, err := optionalLang(r)
 	if err != nil {
 		return err
@@ -400,11 +390,7 @@ func optionalLang(r *http.Request) (string, error) {
 	return lang, nil
 }
 
-func (sv *Service) publicPage(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) publicPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	lang, err := optionalLang(r)
 	if err != nil {
 		return err
@@ -425,11 +411,8 @@ func (sv *Service) publicPage(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.PublicJSON(w, r, p)
 }
 
-func (sv *Service) listPages(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) listPages(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	page, before, err := idPage(r)
 	if err != nil {
 		return err
@@ -450,11 +433,8 @@ func (sv *Service) listPages(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(out, page.Limit, func(p Page) string { return strconv.FormatInt(p.ID, 10) }))
 }
 
-func (sv *Service) deletePage(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) deletePage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
 		p, err := findPage(r.Context(), tx, chi.URLParam(r, "id_or_slug"), true)
 		if err != nil {

@@ -46,11 +46,8 @@ type TranslateResult struct {
 	Locales        []string `json:"locales"`
 }
 
-func (sv *Service) submitTranslate(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) submitTranslate(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var req TranslateRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err

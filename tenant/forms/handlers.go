@@ -18,15 +18,15 @@ import (
 // which has already resolved the project (central.PublicProject). CORS and
 // Preflight let browsers on any site post to them.
 func PublicRoutes(r chi.Router) {
-	r.Post("/forms/newsletter", httpapi.H(subscribe))
-	r.Post("/forms/contact", httpapi.H(contact))
+	r.Post("/forms/newsletter", tenant.Handle(subscribe))
+	r.Post("/forms/contact", tenant.Handle(contact))
 }
 
 // Routes mounts the admin endpoints on the authenticated /v1 router:
 // forms:read to list and export, forms:write to delete.
 func Routes(r chi.Router) {
-	r.With(tenant.Pillar("forms")).Get("/form-submissions", httpapi.H(listSubmissions))
-	r.With(tenant.Pillar("forms")).Delete("/form-submissions/{id}", httpapi.H(deleteSubmission))
+	r.With(tenant.Pillar("forms")).Get("/form-submissions", tenant.Handle(listSubmissions))
+	r.With(tenant.Pillar("forms")).Delete("/form-submissions/{id}", tenant.Handle(deleteSubmission))
 }
 
 // formRequest is the body of a public form.
@@ -36,11 +36,7 @@ type formRequest interface {
 
 // submit decodes a public form's body into in, validates it and stores
 // it; it returns the submission as sent and as saved.
-func submit(r *http.Request, in formRequest) (sent, saved row, err error) {
-	s, err := tenant.From(r)
-	if err != nil {
-		return sent, saved, err
-	}
+func submit(r *http.Request, s *tenant.Scope, in formRequest) (sent, saved row, err error) {
 	if err := httpapi.Decode(r, in); err != nil {
 		return sent, saved, err
 	}
@@ -51,8 +47,8 @@ func submit(r *http.Request, in formRequest) (sent, saved row, err error) {
 	return sent, saved, err
 }
 
-func subscribe(w http.ResponseWriter, r *http.Request) error {
-	sub, saved, err := submit(r, &newsletterRequest{})
+func subscribe(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	sub, saved, err := submit(r, s, &newsletterRequest{})
 	if err != nil {
 		return err
 	}
@@ -64,19 +60,15 @@ func subscribe(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusCreated, out)
 }
 
-func contact(w http.ResponseWriter, r *http.Request) error {
-	_, saved, err := submit(r, &contactRequest{})
+func contact(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	_, saved, err := submit(r, s, &contactRequest{})
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusCreated, toAPI(saved))
 }
 
-func listSubmissions(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func listSubmissions(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	typ := r.URL.Query().Get("type")
 	if typ != "" && typ != TypeNewsletter && typ != TypeContact {
 		return httpapi.Invalid("type", "must be newsletter or contact")
@@ -108,11 +100,7 @@ func listSubmissions(w http.ResponseWriter, r *http.Request) error {
 	}))
 }
 
-func deleteSubmission(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func deleteSubmission(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
 	if err != nil || id <= 0 {
 		return httpapi.NotFound("no form submission with this id")

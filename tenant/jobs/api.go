@@ -33,20 +33,16 @@ type API struct {
 func (a *API) Mount(r chi.Router) {
 	r.Route("/jobs", func(r chi.Router) {
 		r.Use(tenant.RequireScope("jobs:read"))
-		r.Get("/", httpapi.H(a.list))
-		r.Get("/{id}", httpapi.H(a.get))
-		r.Post("/{id}/cancel", httpapi.H(a.cancel))
-		r.Get("/{id}/stream", httpapi.H(a.stream))
+		r.Get("/", tenant.Handle(a.list))
+		r.Get("/{id}", tenant.Handle(a.get))
+		r.Post("/{id}/cancel", tenant.Handle(a.cancel))
+		r.Get("/{id}/stream", tenant.Handle(a.stream))
 	})
 }
 
 var statuses = map[string]bool{StatusPending: true, StatusProcessing: true, StatusCompleted: true, StatusFailed: true, StatusCancelled: true}
 
-func (a *API) list(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (a *API) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	page, err := httpapi.ParsePage(r)
 	if err != nil {
 		return err
@@ -66,11 +62,8 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, 200, httpapi.NewList(rows, page.Limit, func(j Job) string { return j.ID }))
 }
 
-func (a *API) get(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (a *API) get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var j *row
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
 		j, err = get(r.Context(), tx, chi.URLParam(r, "id"))
@@ -86,11 +79,8 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) error {
 // to stop: the worker sees the request, stops, and ends the job cancelled
 // (refunded). Either way it answers 200 with the job as it now stands; a
 // finished job gives 409 conflict.
-func (a *API) cancel(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (a *API) cancel(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	ctx := r.Context()
 	var j *row
 	err = s.Tx(ctx, func(tx pgx.Tx) error {
@@ -136,11 +126,8 @@ func (a *API) cancel(w http.ResponseWriter, r *http.Request) error {
 // of the job in order (progress, step, error, then done, which ends the
 // stream), each with its sequence number as id. Last-Event-ID resumes
 // after that event; a finished job's stream without it sends done at once.
-func (a *API) stream(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (a *API) stream(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	ctx := r.Context()
 	jobID := chi.URLParam(r, "id")
 	wakeups, stop := a.Hub.Subscribe(jobID) // before reading, so no event slips between

@@ -36,11 +36,8 @@ type ConnectResponse struct {
 // gave no redirect_uri.
 const DefaultRedirectPath = "/v1/social-accounts/connected"
 
-func (sv *Service) connect(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) connect(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var req ConnectRequest
 	if r.ContentLength != 0 { // the body is optional
 		if err := httpapi.Decode(r, &req); err != nil {
@@ -308,11 +305,7 @@ func (sv *Service) saveAccount(ctx context.Context, s *tenant.Scope, platform st
 	return a, err
 }
 
-func (sv *Service) listAccounts(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) listAccounts(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	page, err := httpapi.ParsePage(r)
 	if err != nil {
 		return err
@@ -329,11 +322,8 @@ func (sv *Service) listAccounts(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deleteAccount disconnects an account: the row and its tokens are gone.
-func (sv *Service) deleteAccount(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) deleteAccount(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	accID := chi.URLParam(r, "id")
 	if !id.Valid("acc_", accID) {
 		return httpapi.NotFound("no such social account")

@@ -173,11 +173,8 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-func (sv *Service) createPost(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) createPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var req CreateRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -257,11 +254,7 @@ func lockPost(ctx context.Context, tx pgx.Tx, id int64, refused map[string]strin
 	return p, nil
 }
 
-func (sv *Service) getPost(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) getPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	pid, err := postID(r)
 	if err != nil {
 		return err
@@ -277,11 +270,7 @@ func (sv *Service) getPost(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusOK, p)
 }
 
-func (sv *Service) listPosts(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) listPosts(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	page, err := httpapi.ParsePage(r)
 	if err != nil {
 		return err
@@ -301,11 +290,7 @@ func (sv *Service) listPosts(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(rows, page.Limit, func(p Post) string { return strconv.FormatInt(p.ID, 10) }))
 }
 
-func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	pid, err := postID(r)
 	if err != nil {
 		return err
@@ -371,11 +356,7 @@ func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusOK, p)
 }
 
-func (sv *Service) deletePost(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) deletePost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	pid, err := postID(r)
 	if err != nil {
 		return err
@@ -390,11 +371,7 @@ func (sv *Service) deletePost(w http.ResponseWriter, r *http.Request) error {
 // publish starts publishing a post now: 202 with the post, status
 // publishing; the outcome is on the post (GET) when the status leaves
 // publishing, and in the social_post.published or social_post.failed event.
-func (sv *Service) publish(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (sv *Service) publish(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	pid, err := postID(r)
 	if err != nil {
 		return err

@@ -117,17 +117,17 @@ func (sv *Service) Register(r *jobs.Runner) {
 // and OAuth social:connect (decisions.md section 3).
 func (sv *Service) Mount(r chi.Router) {
 	acc := r.With(tenant.RequireScope("social:connect"))
-	acc.Get("/social-accounts", httpapi.H(sv.listAccounts))
-	acc.Delete("/social-accounts/{id}", httpapi.H(sv.deleteAccount))
-	acc.Post("/social-accounts/connect/{platform}", httpapi.H(sv.connect))
+	acc.Get("/social-accounts", tenant.Handle(sv.listAccounts))
+	acc.Delete("/social-accounts/{id}", tenant.Handle(sv.deleteAccount))
+	acc.Post("/social-accounts/connect/{platform}", tenant.Handle(sv.connect))
 
 	posts := r.With(tenant.Pillar("social"))
-	posts.Get("/social-posts", httpapi.H(sv.listPosts))
-	posts.Post("/social-posts", httpapi.H(sv.createPost))
-	posts.Get("/social-posts/{id}", httpapi.H(sv.getPost))
-	posts.Patch("/social-posts/{id}", httpapi.H(sv.patchPost))
-	posts.Delete("/social-posts/{id}", httpapi.H(sv.deletePost))
-	r.With(tenant.RequireScope("social:publish")).Post("/social-posts/{id}/publish", httpapi.H(sv.publish))
+	posts.Get("/social-posts", tenant.Handle(sv.listPosts))
+	posts.Post("/social-posts", tenant.Handle(sv.createPost))
+	posts.Get("/social-posts/{id}", tenant.Handle(sv.getPost))
+	posts.Patch("/social-posts/{id}", tenant.Handle(sv.patchPost))
+	posts.Delete("/social-posts/{id}", tenant.Handle(sv.deletePost))
+	r.With(tenant.RequireScope("social:publish")).Post("/social-posts/{id}/publish", tenant.Handle(sv.publish))
 }
 
 // MountKeyless adds the routes a browser reaches with no key: the OAuth

@@ -15,16 +15,13 @@ import (
 
 // Routes mounts GET /projects/me/usage behind the authenticator.
 func Routes(r chi.Router) {
-	r.With(tenant.RequireScope("project:read")).Get("/projects/me/usage", httpapi.H(get))
+	r.With(tenant.RequireScope("project:read")).Get("/projects/me/usage", tenant.Handle(get))
 }
 
 // get answers ?period=current (the default) or ?period=previous with the
 // usage of the calling key's pool.
-func get(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	var err error
 	var previous bool
 	switch r.URL.Query().Get("period") {
 	case "", "current":

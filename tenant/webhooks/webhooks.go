@@ -45,14 +45,14 @@ func New(outbox *webhook.Outbox, secrets *webhook.Secrets, dev bool) *Handler {
 // behind the authenticator): webhooks:read for GET, webhooks:write else.
 func (h *Handler) Routes(r chi.Router) {
 	r.Use(tenant.Pillar("webhooks"))
-	r.Get("/", httpapi.H(h.list))
-	r.Post("/", httpapi.H(h.create))
-	r.Get("/{id}", httpapi.H(h.get))
-	r.Patch("/{id}", httpapi.H(h.update))
-	r.Delete("/{id}", httpapi.H(h.delete))
-	r.Post("/{id}/rotate-secret", httpapi.H(h.rotate))
-	r.Get("/{id}/deliveries", httpapi.H(h.deliveries))
-	r.Post("/{id}/deliveries/{delivery_id}/redeliver", httpapi.H(h.redeliver))
+	r.Get("/", tenant.Handle(h.list))
+	r.Post("/", tenant.Handle(h.create))
+	r.Get("/{id}", tenant.Handle(h.get))
+	r.Patch("/{id}", tenant.Handle(h.update))
+	r.Delete("/{id}", tenant.Handle(h.delete))
+	r.Post("/{id}/rotate-secret", tenant.Handle(h.rotate))
+	r.Get("/{id}/deliveries", tenant.Handle(h.deliveries))
+	r.Post("/{id}/deliveries/{delivery_id}/redeliver", tenant.Handle(h.redeliver))
 }
 
 // Endpoint is the webhook endpoint resource.
@@ -181,11 +181,7 @@ func checkEvents(v *httpapi.Validator, events []string) []string {
 	return out
 }
 
-func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (h *Handler) create(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var req createRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -207,11 +203,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
 	return withSecret(w, r, http.StatusCreated, e, secret)
 }
 
-func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (h *Handler) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	page, err := httpapi.ParsePage(r)
 	if err != nil {
 		return err
@@ -232,11 +224,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(rows, page.Limit, func(e Endpoint) string { return e.ID }))
 }
 
-func (h *Handler) get(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	eid, err := endpointID(r, "id")
 	if err != nil {
 		return err
@@ -248,11 +236,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusOK, e)
 }
 
-func (h *Handler) update(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (h *Handler) update(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	eid, err := endpointID(r, "id")
 	if err != nil {
 		return err
@@ -281,11 +265,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, http.StatusOK, e)
 }
 
-func (h *Handler) delete(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	eid, err := endpointID(r, "id")
 	if err != nil {
 		return err
@@ -311,11 +291,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request) error {
 // rotate replaces the signing secret; the replaced one keeps signing for
 // RotationWindow (a second v1 entry), a secret replaced before that is
 // dropped at once.
-func (h *Handler) rotate(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (h *Handler) rotate(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	eid, err := endpointID(r, "id")
 	if err != nil {
 		return err
@@ -332,11 +308,7 @@ func (h *Handler) rotate(w http.ResponseWriter, r *http.Request) error {
 
 var deliveryStatuses = []string{"pending", "succeeded", "failed"}
 
-func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	eid, err := endpointID(r, "id")
 	if err != nil {
 		return err
@@ -375,11 +347,7 @@ func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request) error {
 
 // redeliver sends the original envelope again as a new delivery: 202 with
 // the new delivery record.
-func (h *Handler) redeliver(w http.ResponseWriter, r *http.Request) error {
-	s, err := tenant.From(r)
-	if err != nil {
-		return err
-	}
+func (h *Handler) redeliver(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	eid, err := endpointID(r, "id")
 	if err != nil {
 		return err

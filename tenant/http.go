@@ -1,0 +1,109 @@
+package tenant
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+)
+
+type ctxKey int
+
+const (
+	scopeKey ctxKey = iota
+	authErrKey
+)
+
+// WithScope returns ctx carrying s: the caller's key and project (set by
+// the control plane's identify step), or the project a public request
+// names.
+func WithScope(ctx context.Context, s *Scope) context.Context {
+	return context.WithValue(ctx, scopeKey, s)
+}
+
+// FromContext returns the scope of the request, or nil.
+func FromContext(ctx context.Context) *Scope {
+	s, _ := ctx.Value(scopeKey).(*Scope)
+	return s
+}
+
+// WithAuthError returns ctx recording why the credentials a request
+// presented were refused (malformed, unknown, revoked): the identify step
+// records it, and Authenticated answers with it where a key is required.
+func WithAuthError(ctx context.Context, err error) context.Context {
+	return context.WithValue(ctx, authErrKey, err)
+}
+
+// ErrNoScope is returned when a tenant route runs without a resolved project.
+var ErrNoScope = errors.New("tenant: no project scope on the request")
+
+// ErrNoKey is the answer to a request without credentials on a route that
+// requires a key.
+var ErrNoKey = httpapi.NewError(401, httpapi.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <key>").
+	WithHeader("WWW-Authenticate", `Bearer realm="plinth"`)
+
+// Authenticated is middleware letting through only requests whose key the
+// identify step resolved; the others get the reason it recorded, or 401.
+func Authenticated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s := FromContext(r.Context()); s != nil && s.Key != nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		err, _ := r.Context().Value(authErrKey).(error)
+		if err == nil {
+			err = ErrNoKey
+		}
+		httpapi.WriteError(w, r, err)
+	})
+}
+
+// HandlerFunc is a handler of a route that runs in a project: it gets the
+// request's scope and returns its error to one place.
+type HandlerFunc func(w http.ResponseWriter, r *http.Request, s *Scope) error
+
+// Handle adapts h to net/http: it hands h the request's scope and writes
+// a returned error as problem+json.
+func Handle(h HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s := FromContext(r.Context())
+		if s == nil {
+			httpapi.WriteError(w, r, ErrNoScope)
+			return
+		}
+		if err := h(w, r, s); err != nil {
+			httpapi.WriteError(w, r, err)
+		}
+	}
+}
+
+// Need returns middleware requiring the scope need(r) of the request's
+// key (403 naming it otherwise).
+func Need(need func(*http.Request) string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return Handle(func(w http.ResponseWriter, r *http.Request, s *Scope) error {
+			if err := s.Require(need(r)); err != nil {
+				return err
+			}
+			next.ServeHTTP(w, r)
+			return nil
+		})
+	}
+}
+
+// RequireScope returns middleware requiring one fixed scope.
+func RequireScope(scope string) func(http.Handler) http.Handler {
+	return Need(func(*http.Request) string { return scope })
+}
+
+// Pillar returns middleware requiring pillar:read for GET and HEAD and
+// pillar:write for every other method (docs/decisions.md, section 3).
+func Pillar(pillar string) func(http.Handler) http.Handler {
+	return Need(func(r *http.Request) string {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			return pillar + ":read"
+		}
+		return pillar + ":write"
+	})
+}
