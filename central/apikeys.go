@@ -182,15 +182,9 @@ func Unauthorized(detail string) *httpapi.Error {
 	return e.WithHeader("WWW-Authenticate", `Bearer realm="plinth"`)
 }
 
-type resolveKey struct{ key string }
-
 // Resolve maps a presented key to its scope: from the cache when fresh,
-// else by hash from the database; within one request at most once.
+// else by hash from the database.
 func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error) {
-	return httpapi.Memo(ctx, resolveKey{key}, func() (*tenant.Scope, error) { return c.resolve(ctx, key) })
-}
-
-func (c *Central) resolve(ctx context.Context, key string) (*tenant.Scope, error) {
 	test, ok := ParseKey(key)
 	if !ok {
 		return nil, Unauthorized("the API key is malformed")
@@ -274,20 +268,25 @@ func BearerToken(r *http.Request) (string, bool) {
 	return tok, tok != ""
 }
 
-// Authenticate resolves the bearer key and puts the project scope on the
-// request context; anything else is 401 with the Bearer challenge.
-func (c *Central) Authenticate(next http.Handler) http.Handler {
+// Identify is the first step of every /v1 request: when the request
+// presents a bearer key, it resolves it once, to the scope of its project
+// (put on the context for the rate limiter, tenant.Authenticated and the
+// handlers) or to the reason it is refused (recorded for
+// tenant.Authenticated). The dashboard (/central/, JWT) and the public
+// surface (no key) are not identified.
+func (c *Central) Identify(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := BearerToken(r)
-		if !ok {
-			httpapi.WriteError(w, r, Unauthorized("a valid API key is required: Authorization: Bearer <key>"))
+		if !ok || !strings.HasPrefix(r.URL.Path, "/v1/") || IsPublic(r.URL.Path) {
+			next.ServeHTTP(w, r)
 			return
 		}
-		s, err := c.Resolve(r.Context(), tok)
-		if err != nil {
-			httpapi.WriteError(w, r, err)
-			return
+		ctx := r.Context()
+		if s, err := c.Resolve(ctx, tok); err != nil {
+			ctx = tenant.WithAuthError(ctx, err)
+		} else {
+			ctx = tenant.WithScope(ctx, s)
 		}
-		next.ServeHTTP(w, r.WithContext(tenant.WithScope(r.Context(), s)))
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

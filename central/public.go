@@ -10,6 +10,15 @@ import (
 	"github.com/plinth-dev/plinth/tenant"
 )
 
+// PublicPath is the root of the public read surface: no key, the project
+// named by the request.
+const PublicPath = "/v1/public"
+
+// IsPublic reports whether path is on the public surface.
+func IsPublic(path string) bool {
+	return path == PublicPath || strings.HasPrefix(path, PublicPath+"/")
+}
+
 // MediaPath is the prefix of public media URLs, which name their project
 // in the path: browsers load them (<img src>) without headers.
 const MediaPath = "/v1/public/media/"

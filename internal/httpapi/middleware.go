@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"sync"
 
 	"github.com/plinth-dev/plinth/internal/id"
 )
@@ -19,40 +18,6 @@ type requestInfo struct {
 	id        string
 	errorBase string
 	logger    *slog.Logger
-
-	mu   sync.Mutex
-	memo map[any]memoEntry
-}
-
-type memoEntry struct {
-	v   any
-	err error
-}
-
-// Memo returns fn's result for key, computed at most once per request: a
-// lookup that several middlewares need (the API key, resolved by the rate
-// limiter and by authentication) costs one query. Outside a request (no
-// Base on the context) it calls fn every time.
-func Memo[T any](ctx context.Context, key any, fn func() (T, error)) (T, error) {
-	info, ok := ctx.Value(infoKey).(*requestInfo)
-	if !ok {
-		return fn()
-	}
-	info.mu.Lock()
-	e, ok := info.memo[key]
-	info.mu.Unlock()
-	if ok {
-		v, _ := e.v.(T)
-		return v, e.err
-	}
-	v, err := fn()
-	info.mu.Lock()
-	if info.memo == nil {
-		info.memo = map[any]memoEntry{}
-	}
-	info.memo[key] = memoEntry{v, err}
-	info.mu.Unlock()
-	return v, err
 }
 
 var fallbackInfo = &requestInfo{id: "", errorBase: "https://plinth.dev/errors", logger: slog.Default()}

@@ -24,17 +24,15 @@ func ForProject(p *tenant.Project) Limit {
 // before the rest of the chain runs, so every response carries them: those
 // of handlers, of other middleware (401, 403) and of unknown routes.
 //
-// A request with a valid API key is charged to its project; one without
+// A request whose key the identify step resolved (tenant.FromContext) is
+// charged to its project; one without
 // (a 401, an anonymous unknown route, an OAuth callback) to its client IP
 // at the Anonymous limit; one under PublicPrefix to its client IP at the
 // Public limit, before the public project is resolved, so probes of
 // unknown projects are limited too. Paths in Peek (GET /v1/health) show
 // the caller's bucket without charging it.
 type Guard struct {
-	Store Store
-	// Identify returns the project of the request's API key, or nil when
-	// the request has no valid key.
-	Identify     func(*http.Request) *tenant.Project
+	Store        Store
 	Anonymous    Limit
 	Public       Limit
 	PublicPrefix string
@@ -67,8 +65,8 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 					n = 0
 				}
 			}
-			if p := g.Identify(r); p != nil {
-				key, l = "prj:"+p.ID, ForProject(p)
+			if s := tenant.FromContext(r.Context()); s != nil && s.Key != nil {
+				key, l = "prj:"+s.Project.ID, ForProject(s.Project)
 			} else {
 				key, l = "ip:"+ClientIP(r, g.Trusted), g.Anonymous
 			}

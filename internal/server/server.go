@@ -179,6 +179,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	r.Use(forms.CORS) // before the limiter: a 429 of a public form is readable in a browser
 	// Rate limits run before routing, so that every response (401s, 404s
 	// of unknown routes, the public surface) carries the headers.
+	r.Use(c.Identify)
 	r.Use(limits.Handler)
 	idem := idempotency.New(logger)
 	r.Route("/v1", func(v1 chi.Router) {
@@ -204,7 +205,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 		// OAuth callbacks: no key; the signed, single-use state names the project.
 		socialSvc.MountKeyless(v1)
 		v1.Group(func(api chi.Router) {
-			api.Use(c.Authenticate)
+			api.Use(tenant.Authenticated)
 			api.Use(idem.Handler)
 			c.ProjectRoutes(api)
 			usage.Routes(api)
@@ -246,23 +247,11 @@ func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
 			store, s.redis = rs, client
 		}
 	}
-	c := s.Central
 	return &ratelimit.Guard{
-		Store: store,
-		Identify: func(r *http.Request) *tenant.Project {
-			tok, ok := central.BearerToken(r)
-			if !ok {
-				return nil
-			}
-			sc, err := c.Resolve(r.Context(), tok)
-			if err != nil {
-				return nil
-			}
-			return sc.Project
-		},
+		Store:        store,
 		Anonymous:    ratelimit.ForProject(&tenant.Project{Plan: "free"}),
 		Public:       ratelimit.Limit{RPM: s.Config.PublicRPM, Burst: s.Config.PublicBurst},
-		PublicPrefix: "/v1/public",
+		PublicPrefix: central.PublicPath,
 		// The processor's webhook is signed and comes in bursts: it shows
 		// the sender's bucket but is never refused.
 		Peek:    []string{"/v1/health", "/v1/payments/webhook"},

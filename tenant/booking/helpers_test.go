@@ -12,6 +12,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/apitest"
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/booking"
 )
 
@@ -102,6 +103,7 @@ func withClock(t *testing.T, env *apitest.Env, now time.Time) *apitest.Env {
 	h := booking.New(emitter(env), func() time.Time { return now })
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(env.Config.ErrorBase, slog.Default(), 11<<20))
+	r.Use(env.Server.Central.Identify)
 	r.Use(env.Server.Limits.Handler)
 	r.Route("/v1", func(v1 chi.Router) {
 		v1.Route("/public", func(pub chi.Router) {
@@ -109,7 +111,7 @@ func withClock(t *testing.T, env *apitest.Env, now time.Time) *apitest.Env {
 			h.PublicRoutes(pub)
 		})
 		v1.Group(func(api chi.Router) {
-			api.Use(env.Server.Central.Authenticate)
+			api.Use(tenant.Authenticated)
 			h.Routes(api)
 		})
 	})

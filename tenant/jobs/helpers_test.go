@@ -16,6 +16,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/pgtest"
+	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/jobs"
 )
 
@@ -148,7 +149,7 @@ func chiWithAuth(env *apitest.Env, api *jobs.API) http.Handler {
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(env.Config.ErrorBase, slog.New(slog.DiscardHandler), 1<<20))
 	r.Route("/v1", func(v1 chi.Router) {
-		v1.Use(env.Server.Central.Authenticate)
+		v1.Use(env.Server.Central.Identify, tenant.Authenticated)
 		api.Mount(v1)
 	})
 	return r
