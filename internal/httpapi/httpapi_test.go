@@ -205,6 +205,43 @@ func TestAsError(t *testing.T) {
 	}
 }
 
+// TestFailures: domain failures carry no HTTP type; the one table maps each
+// kind to its status and code, and a failure's detail, fields and extra
+// members reach the answer even when wrapped with context.
+func TestFailures(t *testing.T) {
+	cases := []struct {
+		err    error
+		status int
+		code   string
+		detail string
+	}{
+		{httpapi.ErrNotFound, 404, "not_found", "the resource does not exist"},
+		{fmt.Errorf("getPost(7): %w", httpapi.NotFound("no such post")), 404, "not_found", "no such post"},
+		{httpapi.ErrConflict, 409, "conflict", "the request conflicts with the resource's state"},
+		{httpapi.Conflict("slot_unavailable", "taken"), 409, "slot_unavailable", "taken"},
+		{httpapi.Forbidden("blog:write"), 403, "forbidden", "this key lacks the scope blog:write"},
+		{httpapi.Fail(httpapi.ErrNoCredits, "costs 5"), 402, "insufficient_credits", "costs 5"},
+		{fmt.Errorf("charge: %w", httpapi.Fail(httpapi.ErrUpstream, "the processor is down")), 502, "upstream_unavailable", "the processor is down"},
+		{httpapi.Fail(httpapi.ErrUnavailable, "not configured"), 503, "service_unavailable", "not configured"},
+		{httpapi.Invalid("name", "is required"), 422, "validation_failed", "the request has invalid fields"},
+	}
+	for _, c := range cases {
+		res, _ := serve(t, httpapi.H(func(http.ResponseWriter, *http.Request) error { return c.err }), httptest.NewRequest("GET", "/x", nil), 0)
+		body := problem(t, res, c.status, c.code)
+		if body["detail"] != c.detail {
+			t.Errorf("%v: detail %q, want %q", c.err, body["detail"], c.detail)
+		}
+	}
+	f := &httpapi.Failure{Kind: httpapi.ErrNoCredits, Detail: "x", Fields: map[string][]string{"a": {"b"}}, Extra: map[string]any{"cost": 3}}
+	ae := httpapi.AsError(fmt.Errorf("ctx: %w", f))
+	if ae.Status != 402 || ae.Errors["a"][0] != "b" || ae.Extra["cost"] != 3 {
+		t.Fatalf("fields and extra lost: %+v", ae)
+	}
+	if !errors.Is(f, httpapi.ErrNoCredits) || f.Error() != "x" {
+		t.Fatalf("a failure is its kind and reads as its detail: %v", f)
+	}
+}
+
 // FuzzDecodeBytes: any body either decodes or is refused with a 400 or a
 // 422, never a panic or a 500.
 func FuzzDecodeBytes(f *testing.F) {
@@ -221,44 +258,10 @@ func FuzzDecodeBytes(f *testing.F) {
 		if err == nil {
 			return
 		}
-		var ae *httpapi.Error
-		if !errors.As(err, &ae) || (ae.Status != 400 && ae.Status != 422) {
+		if ae := httpapi.AsError(err); ae.Status != 400 && ae.Status != 422 {
 			t.Fatalf("%q: %v", b, err)
 		}
 	})
-}
-
-func TestMemo(t *testing.T) {
-	calls := map[string]int{}
-	lookup := func(ctx context.Context, k string) (string, error) {
-		return httpapi.Memo(ctx, k, func() (string, error) {
-			calls[k]++
-			if k == "bad" {
-				return "", errors.New("no")
-			}
-			return "v-" + k, nil
-		})
-	}
-	h := func(w http.ResponseWriter, r *http.Request) {
-		for i := 0; i < 3; i++ {
-			if v, err := lookup(r.Context(), "a"); v != "v-a" || err != nil {
-				t.Errorf("a: %q %v", v, err)
-			}
-			if _, err := lookup(r.Context(), "bad"); err == nil {
-				t.Error("bad: no error")
-			}
-		}
-	}
-	serve(t, h, httptest.NewRequest("GET", "/x", nil), 0)
-	serve(t, h, httptest.NewRequest("GET", "/x", nil), 0)
-	if calls["a"] != 2 || calls["bad"] != 2 {
-		t.Fatalf("calls %v: want one per request and key", calls)
-	}
-	lookup(context.Background(), "a")
-	lookup(context.Background(), "a")
-	if calls["a"] != 4 {
-		t.Fatalf("outside a request every call runs: %v", calls)
-	}
 }
 
 func TestCursorID(t *testing.T) {

@@ -2,13 +2,9 @@ package idempotency
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/tenant"
@@ -25,16 +21,10 @@ func (CleanupArgs) Kind() string { return "idempotency.cleanup" }
 // are ignored (and reused) before then, so it only bounds table size.
 const CleanupInterval = time.Hour
 
-// Projects is what the cleanup needs of the control plane.
-type Projects interface {
-	Pool() *pgxpool.Pool
-	ScopeFor(ctx context.Context, projectID string) (*tenant.Scope, error)
-}
-
 // CleanupWorker works CleanupArgs.
 type CleanupWorker struct {
 	river.WorkerDefaults[CleanupArgs]
-	Projects Projects
+	Projects tenant.ControlPlane
 }
 
 // PeriodicCleanup is the periodic job to register with the River client.
@@ -53,33 +43,12 @@ func (w *CleanupWorker) Work(ctx context.Context, _ *river.Job[CleanupArgs]) err
 
 // CleanupAll deletes expired entries in every project schema and returns
 // how many were deleted.
-func CleanupAll(ctx context.Context, p Projects) (int64, error) {
-	rows, err := p.Pool().Query(ctx, `SELECT project_id FROM central.placements ORDER BY project_id`)
-	if err != nil {
-		return 0, err
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return 0, err
-	}
-	var total int64
-	var errs []error
-	for _, id := range ids {
-		s, err := p.ScopeFor(ctx, id)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("project %s: %w", id, err))
-			continue
-		}
+func CleanupAll(ctx context.Context, p tenant.ControlPlane) (int64, error) {
+	var total atomic.Int64
+	err := p.ForEachProject(ctx, 1, func(ctx context.Context, s *tenant.Scope) error {
 		n, err := Cleanup(ctx, s)
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
-			continue // schema not migrated yet
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("project %s: %w", id, err))
-			continue
-		}
-		total += n
-	}
-	return total, errors.Join(errs...)
+		total.Add(n)
+		return err
+	})
+	return total.Load(), err
 }

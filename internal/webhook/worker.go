@@ -40,11 +40,6 @@ const (
 	HeaderDelivery = "X-Service-Delivery"
 )
 
-// ScopeSource resolves a project for a job (central.Central satisfies it).
-type ScopeSource interface {
-	ScopeFor(ctx context.Context, projectID string) (*tenant.Scope, error)
-}
-
 // WorkerConfig configures deliveries.
 type WorkerConfig struct {
 	// Dev allows http:// and loopback receivers (PLINTH_DEV=1).
@@ -65,7 +60,7 @@ type WorkerConfig struct {
 type Worker struct {
 	river.WorkerDefaults[DeliverArgs]
 	cfg     WorkerConfig
-	scopes  ScopeSource
+	scopes  tenant.ControlPlane
 	secrets *Secrets
 	client  *http.Client
 	limits  *limits
@@ -86,7 +81,7 @@ type leaseReq struct {
 }
 
 // NewWorker builds the delivery worker.
-func NewWorker(cfg WorkerConfig, scopes ScopeSource, secrets *Secrets) *Worker {
+func NewWorker(cfg WorkerConfig, scopes tenant.ControlPlane, secrets *Secrets) *Worker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/queue"
@@ -50,18 +49,12 @@ type Emitter interface {
 	Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error
 }
 
-// Projects is what the scheduler needs of the control plane.
-type Projects interface {
-	Pool() *pgxpool.Pool
-	ScopeFor(ctx context.Context, projectID string) (*tenant.Scope, error)
-}
-
 // Service holds what the blog routes, jobs and scheduler use.
 type Service struct {
 	River    *queue.Client
 	AI       ai.Provider
 	Media    storage.Store
-	Projects Projects
+	Projects tenant.ControlPlane
 	// MediaURL is the public URL of a stored image of a project
 	// (content.Service.MediaURL): generated featured images are
 	// registered in the project's images like any generated image.

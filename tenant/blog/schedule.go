@@ -2,17 +2,13 @@ package blog
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
@@ -63,48 +59,17 @@ func (w *ScheduleWorker) Work(ctx context.Context, _ *river.Job[ScheduleArgs]) e
 // PublishAllDue publishes the due scheduled posts of every project and
 // returns how many it published.
 func (sv *Service) PublishAllDue(ctx context.Context) (int, error) {
-	rows, err := sv.Projects.Pool().Query(ctx, `SELECT project_id FROM central.placements ORDER BY project_id`)
-	if err != nil {
-		return 0, err
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return 0, err
-	}
-	var g errgroup.Group
-	g.SetLimit(scheduleConcurrency)
-	counts := make([]int, len(ids))
-	errs := make([]error, len(ids))
-	for i, id := range ids {
-		g.Go(func() error {
-			s, err := sv.Projects.ScopeFor(ctx, id)
-			if errors.Is(err, httpapi.ErrNotFound) {
-				return nil // deleted since the list was read
+	var total atomic.Int64
+	err := sv.Projects.ForEachProject(ctx, scheduleConcurrency, func(ctx context.Context, s *tenant.Scope) error {
+		for {
+			posts, err := sv.PublishDue(ctx, s, claimBatch)
+			total.Add(int64(len(posts)))
+			if err != nil || len(posts) < claimBatch {
+				return err
 			}
-			for err == nil {
-				var posts []Post
-				posts, err = sv.PublishDue(ctx, s, claimBatch)
-				counts[i] += len(posts)
-				if len(posts) < claimBatch {
-					break
-				}
-			}
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
-				err = nil // schema not provisioned or migrated yet
-			}
-			if err != nil {
-				errs[i] = fmt.Errorf("project %s: %w", id, err)
-			}
-			return nil
-		})
-	}
-	_ = g.Wait()
-	total := 0
-	for _, n := range counts {
-		total += n
-	}
-	return total, errors.Join(errs...)
+		}
+	})
+	return int(total.Load()), err
 }
 
 // PublishDue publishes up to limit posts of the project whose scheduled

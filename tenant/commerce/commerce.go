@@ -27,7 +27,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
-	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/payments"
 	"github.com/plinth-dev/plinth/internal/queue"
@@ -60,7 +59,7 @@ const releaseGrace = 15 * time.Minute
 
 // Config wires the pillar.
 type Config struct {
-	Central  *central.Central
+	Central  tenant.ControlPlane
 	Payments *payments.Client
 	// Events receives the order and connect events; nil emits nothing.
 	Events Emitter
@@ -69,7 +68,7 @@ type Config struct {
 
 // Service serves the pillar's routes and runs its release job.
 type Service struct {
-	central *central.Central
+	central tenant.ControlPlane
 	pay     *payments.Client
 	events  Emitter
 	logger  *slog.Logger

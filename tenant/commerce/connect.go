@@ -114,8 +114,7 @@ func (s *Service) onboard(w http.ResponseWriter, r *http.Request, sc *tenant.Sco
 		if err != nil {
 			return err
 		}
-		if _, err := s.central.Pool().Exec(ctx, `INSERT INTO central.payment_accounts (account_id, project_id) VALUES ($1, $2)
-			ON CONFLICT (account_id) DO NOTHING`, a.ID, sc.Project.ID); err != nil {
+		if err := s.central.LinkPaymentAccount(ctx, sc.Project.ID, a.ID); err != nil {
 			return err
 		}
 		account = a.ID

@@ -100,8 +100,9 @@ func (s *Service) eventProject(ctx context.Context, ev stripe.Event) (*tenant.Sc
 	meta := obj.Metadata["project_id"]
 	pid := ""
 	if ev.Account != "" {
-		err := s.central.Pool().QueryRow(ctx, `SELECT project_id FROM central.payment_accounts WHERE account_id = $1`, ev.Account).Scan(&pid)
-		if errors.Is(err, pgx.ErrNoRows) {
+		var err error
+		pid, err = s.central.ProjectForAccount(ctx, ev.Account)
+		if errors.Is(err, httpapi.ErrNotFound) {
 			return nil, "unknown connected account", nil
 		}
 		if err != nil {

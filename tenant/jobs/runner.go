@@ -45,11 +45,6 @@ func Fail(code, message string) error { return &Error{Code: code, Message: messa
 // of the job was requested; the handler should return it.
 var ErrCancelled = errors.New("jobs: the job was cancelled")
 
-// ScopeSource binds a project id to its scope (central.Central does).
-type ScopeSource interface {
-	ScopeFor(ctx context.Context, projectID string) (*tenant.Scope, error)
-}
-
 // DefaultTimeout bounds one attempt of a job whose handler sets none.
 const DefaultTimeout = 10 * time.Minute
 
@@ -63,7 +58,7 @@ type registration struct {
 type Runner struct {
 	river.WorkerDefaults[Args]
 
-	scopes ScopeSource
+	scopes tenant.ControlPlane
 	logger *slog.Logger
 
 	mu       sync.RWMutex
@@ -71,7 +66,7 @@ type Runner struct {
 }
 
 // NewRunner returns a runner with no handlers.
-func NewRunner(scopes ScopeSource, logger *slog.Logger) *Runner {
+func NewRunner(scopes tenant.ControlPlane, logger *slog.Logger) *Runner {
 	return &Runner{scopes: scopes, logger: logger, handlers: map[string]registration{}}
 }
 

@@ -2,14 +2,11 @@ package social
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
@@ -49,27 +46,19 @@ const scheduleConcurrency = 4
 
 // Work checks every project for due posts.
 func (w *ScheduleWorker) Work(ctx context.Context, _ *river.Job[ScheduleArgs]) error {
-	scopes, err := w.sv.Central.ProjectScopes(ctx)
-	if err != nil {
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(scheduleConcurrency)
-	for _, s := range scopes {
-		g.Go(func() error {
-			for {
-				n, err := w.sv.ClaimDue(gctx, s, claimBatch)
-				if err != nil && !errors.Is(err, httpapi.ErrNotFound) {
-					w.sv.Logger.ErrorContext(gctx, "social: scheduler claim failed", "project", s.Project.ID, "err", err)
-					return nil // one project's trouble does not stop the others
-				}
-				if n < claimBatch {
-					return nil
-				}
+	err := w.sv.Central.ForEachProject(ctx, scheduleConcurrency, func(ctx context.Context, s *tenant.Scope) error {
+		for {
+			n, err := w.sv.ClaimDue(ctx, s, claimBatch)
+			if err != nil || n < claimBatch {
+				return err
 			}
-		})
+		}
+	})
+	if err != nil {
+		// one project's trouble does not stop the others, nor fail the tick
+		w.sv.Logger.ErrorContext(ctx, "social: scheduler claim failed", "err", err)
 	}
-	return g.Wait()
+	return nil
 }
 
 // ClaimDue starts publishing up to limit due scheduled posts of the

@@ -39,15 +39,6 @@ import (
 	"github.com/plinth-dev/plinth/tenant/jobs"
 )
 
-// Central is what the pillar needs of the control plane: the server
-// secret, a project's scope by id (the OAuth callback and the jobs have
-// no key), and every project, for the scheduler.
-type Central interface {
-	Secret() []byte
-	ScopeFor(ctx context.Context, projectID string) (*tenant.Scope, error)
-	ProjectScopes(ctx context.Context) ([]*tenant.Scope, error)
-}
-
 // Emitter records a webhook event in the caller's transaction.
 type Emitter interface {
 	Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error
@@ -68,7 +59,7 @@ const (
 
 // Service holds what the social routes, jobs and workers use.
 type Service struct {
-	Central Central
+	Central tenant.ControlPlane
 	// Apps are the platforms with an OAuth app configured, by name.
 	Apps   map[string]*App
 	River  *queue.Client
@@ -92,7 +83,7 @@ type Service struct {
 
 // New builds the service from the configuration: the platforms' OAuth
 // apps (PLINTH_SOCIAL_*), keys derived from the server secret.
-func New(cfg config.Config, c Central, logger *slog.Logger) *Service {
+func New(cfg config.Config, c tenant.ControlPlane, logger *slog.Logger) *Service {
 	client := &http.Client{Timeout: 2 * time.Minute}
 	return &Service{
 		Central:        c,
