@@ -240,11 +240,21 @@ func TestLoginFailureLimitConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			statuses <- login(env, map[string]any{"email": "race@example.com", "password": "wrong-password"}).Status
+			// TrySend: a fatal helper must not run off the test goroutine.
+			r, err := env.TrySend(apitest.Request{Method: "POST", Path: "/central/api/login",
+				Body: map[string]any{"email": "race@example.com", "password": "wrong-password"}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			statuses <- r.Status
 		}()
 	}
 	wg.Wait()
 	close(statuses)
+	if t.Failed() {
+		t.FailNow()
+	}
 	count := map[int]int{}
 	for s := range statuses {
 		count[s]++

@@ -23,12 +23,18 @@ func setup(t *testing.T, plan string) (*apitest.Env, *apitest.Project) {
 }
 
 func widget(env *apitest.Env, key, op string, cost int64, idem string) *apitest.Resp {
+	return env.Send(widgetRequest(key, op, cost, idem))
+}
+
+// widgetRequest is the request of widget, for env.TrySend off the test
+// goroutine.
+func widgetRequest(key, op string, cost int64, idem string) apitest.Request {
 	h := map[string]string{}
 	if idem != "" {
 		h["Idempotency-Key"] = idem
 	}
-	return env.Send(apitest.Request{Method: "POST", Path: "/v1/test/widgets", Key: key, Header: h,
-		Body: map[string]any{"name": op, "op": op, "cost": cost}})
+	return apitest.Request{Method: "POST", Path: "/v1/test/widgets", Key: key, Header: h,
+		Body: map[string]any{"name": op, "op": op, "cost": cost}}
 }
 
 func charge(t *testing.T, s *tenant.Scope, op string, cost int64, ref string) {
@@ -70,10 +76,18 @@ func TestConcurrentWritesAtBalanceFive(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resps[i] = widget(env, p.Key, "content_update", credits.Unit, "")
+			r, err := env.TrySend(widgetRequest(p.Key, "content_update", credits.Unit, ""))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resps[i] = r
 		}()
 	}
 	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
 	ok, short := 0, 0
 	for _, r := range resps {
 		switch r.Status {
@@ -131,10 +145,18 @@ func TestAICeiling(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resps[i] = widget(env, p.Key, "blog_post", 60*credits.Unit, "")
+			r, err := env.TrySend(widgetRequest(p.Key, "blog_post", 60*credits.Unit, ""))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resps[i] = r
 		}()
 	}
 	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
 	ok, limited := 0, 0
 	for _, r := range resps {
 		switch r.Status {

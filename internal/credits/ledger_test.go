@@ -206,3 +206,177 @@ func TestChargeEach(t *testing.T) {
 		t.Fatal("ChargeEach accepted an AI operation, which must go through the ceiling")
 	}
 }
+
+// TestRefundToExpiredPeriod: a charge made in one period and refunded in
+// the next gives its top-up part back, but not its plan part: the old
+// period's allowance is gone, and the new period's must not grow. The
+// refund row keeps the period of the charge it reverses, and a second
+// refund of the same ref does nothing.
+func TestRefundToExpiredPeriod(t *testing.T) {
+	t.Parallel()
+	_, p := setup(t, "free") // 100 credits
+	live := p.Scope
+	ctx := context.Background()
+	if err := tx(t, live, func(tx pgx.Tx) error { return credits.TopUp(ctx, tx, live, 20) }); err != nil {
+		t.Fatal(err)
+	}
+	charge(t, live, "content_update", 90*credits.Unit, "")
+	charge(t, live, "website", 20*credits.Unit, "job_old") // 10 from the allowance, 10 from top-ups
+
+	// All of that happened a period ago.
+	created := live.Project.CreatedAt
+	cur := credits.PeriodStart(created, time.Now())
+	prev := credits.PeriodStart(created, cur.Add(-time.Nanosecond))
+	if err := tx(t, live, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE credit_pools SET period_start = $1`, prev); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE credit_ledger SET period_start = $1`, prev)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The new period: a fresh allowance, of which 30 are spent.
+	charge(t, live, "page_update", 30*credits.Unit, "")
+
+	type pool struct {
+		Start           time.Time
+		PlanUsed, Topup int64
+	}
+	readPool := func() pool {
+		t.Helper()
+		var v pool
+		if err := tx(t, live, func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, `SELECT period_start, plan_used, topup_balance FROM credit_pools WHERE pool = 'live'`).Scan(&v.Start, &v.PlanUsed, &v.Topup)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	type entry struct {
+		Op                  string
+		Amount, Plan, Topup int64
+		Period              time.Time
+	}
+	readLedger := func() []entry {
+		t.Helper()
+		var l []entry
+		if err := tx(t, live, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `SELECT op, amount, from_plan, from_topup, period_start FROM credit_ledger WHERE ref = 'job_old' ORDER BY id`)
+			if err != nil {
+				return err
+			}
+			l, err = pgx.CollectRows(rows, pgx.RowToStructByPos[entry])
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	refund := func() {
+		t.Helper()
+		if err := tx(t, live, func(tx pgx.Tx) error { return credits.Refund(ctx, tx, live, "job_old") }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := readPool(); !got.Start.Equal(cur) || got.PlanUsed != 30*credits.Unit || got.Topup != 10*credits.Unit {
+		t.Fatalf("before the refund: %+v, want period %v, 30 credits used, 10 of top-ups", got, cur)
+	}
+
+	refund()
+	want := pool{Start: cur, PlanUsed: 30 * credits.Unit, Topup: 20 * credits.Unit}
+	if got := readPool(); !got.Start.Equal(want.Start) || got.PlanUsed != want.PlanUsed || got.Topup != want.Topup {
+		t.Fatalf("after the refund: %+v, want %+v (the top-up part back, the expired plan part not into the new period)", got, want)
+	}
+	if b := balance(t, live); b != 90*credits.Unit {
+		t.Fatalf("balance %d, want 90 credits (70 of this period's allowance + 20 top-ups)", b)
+	}
+	wantLedger := []entry{
+		{"website", 20 * credits.Unit, 10 * credits.Unit, 10 * credits.Unit, prev},
+		{"website", -20 * credits.Unit, -10 * credits.Unit, -10 * credits.Unit, prev}, // the refund stays in the charge's period
+	}
+	got := readLedger()
+	if len(got) != len(wantLedger) {
+		t.Fatalf("ledger of job_old: %+v, want %+v", got, wantLedger)
+	}
+	for i := range wantLedger {
+		g, w := got[i], wantLedger[i]
+		if g.Op != w.Op || g.Amount != w.Amount || g.Plan != w.Plan || g.Topup != w.Topup || !g.Period.Equal(w.Period) {
+			t.Fatalf("ledger row %d of job_old: %+v, want %+v", i, g, w)
+		}
+	}
+
+	// Refunding again changes nothing.
+	refund()
+	if got := readPool(); got.PlanUsed != want.PlanUsed || got.Topup != want.Topup {
+		t.Fatalf("a second refund changed the pool: %+v", got)
+	}
+	if n := len(readLedger()); n != 2 {
+		t.Fatalf("a second refund wrote to the ledger: %d rows", n)
+	}
+
+	// The usage report of this period agrees with the pool.
+	var u credits.Usage
+	if err := tx(t, live, func(tx pgx.Tx) error {
+		var err error
+		u, err = credits.Report(ctx, tx, live, false, time.Now())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if u.CreditsUsed != 30 || u.TopupCredits != 20 || u.CreditsRemaining != 90 || u.PlanCredits != 100 {
+		t.Fatalf("usage of this period: %+v, want 30 used, 20 top-ups, 90 remaining", u)
+	}
+}
+
+// TestPlanCreditsOverride: an enterprise project's own allowance
+// (tenant.Project.PlanCredits, set by Central.SetRateOverride) replaces
+// the plan table's, in charges, balances and the usage report.
+func TestPlanCreditsOverride(t *testing.T) {
+	t.Parallel()
+	env, p := setup(t, "enterprise") // 50,000 credits by the plan table
+	ctx := context.Background()
+	own := int64(75_000)
+	if own == credits.PlanAllowance["enterprise"] {
+		t.Fatal("the override must differ from the plan table's allowance")
+	}
+	if err := env.Server.Central.SetRateOverride(ctx, p.ID, nil, nil, &own); err != nil {
+		t.Fatal(err)
+	}
+	s, err := env.Server.Central.ScopeFor(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Project.PlanCredits == nil || *s.Project.PlanCredits != own {
+		t.Fatalf("project PlanCredits %v, want %d", s.Project.PlanCredits, own)
+	}
+	if a := credits.Allowance(s.Project); a != own*credits.Unit {
+		t.Fatalf("Allowance %d, want %d", a, own*credits.Unit)
+	}
+	if b := balance(t, s); b != own*credits.Unit {
+		t.Fatalf("balance %d, want the override's %d credits", b, own)
+	}
+
+	// Through the API: 60,000 credits fit the override (not the plan's
+	// 50,000); the next 20,000 do not, and the 402 names the balance left.
+	widget(env, p.Key, "content_update", 60_000*credits.Unit, "").Expect(t, 201)
+	m := widget(env, p.Key, "content_update", 20_000*credits.Unit, "").Problem(t, 402, "insufficient_credits")
+	if m["cost"] != float64(20_000) || m["balance"] != float64(15_000) {
+		t.Fatalf("402: cost %v, balance %v, want 20000 and 15000", m["cost"], m["balance"])
+	}
+	charge(t, s, "content_update", 15_000*credits.Unit, "") // exactly what is left
+	if b := balance(t, s); b != 0 {
+		t.Fatalf("balance %d, want 0", b)
+	}
+
+	var u struct {
+		Plan             string `json:"plan"`
+		PlanCredits      int64  `json:"plan_credits"`
+		CreditsUsed      int64  `json:"credits_used"`
+		CreditsRemaining int64  `json:"credits_remaining"`
+	}
+	env.Do("GET", "/v1/projects/me/usage", p.Key, nil).Expect(t, 200).Decode(t, &u)
+	if u.Plan != "enterprise" || u.PlanCredits != own || u.CreditsUsed != 75_000 || u.CreditsRemaining != 0 {
+		t.Fatalf("usage %+v, want plan_credits %d, all of it used", u, own)
+	}
+}

@@ -23,11 +23,17 @@ import (
 )
 
 func post(env *apitest.Env, key, idemKey string, body any) *apitest.Resp {
+	return env.Send(postRequest(key, idemKey, body))
+}
+
+// postRequest is the request of post, for env.TrySend off the test
+// goroutine.
+func postRequest(key, idemKey string, body any) apitest.Request {
 	h := map[string]string{}
 	if idemKey != "" {
 		h["Idempotency-Key"] = idemKey
 	}
-	return env.Send(apitest.Request{Method: "POST", Path: "/v1/test/widgets", Key: key, Body: body, Header: h})
+	return apitest.Request{Method: "POST", Path: "/v1/test/widgets", Key: key, Body: body, Header: h}
 }
 
 func setup(t *testing.T, hook apitest.WidgetHook, opts ...apitest.Option) (*apitest.Env, *apitest.Project) {
@@ -131,11 +137,19 @@ func TestConcurrentDuplicates(t *testing.T) {
 			// spread over twice the handler's time: most overlap the
 			// first request, the last ones come after it
 			time.Sleep(time.Duration(i) * 2 * time.Duration(sleep) * time.Millisecond / n)
-			resps[i] = post(env, p.Key, "same-key", body)
+			r, err := env.TrySend(postRequest(p.Key, "same-key", body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resps[i] = r
 		}()
 	}
 	close(start)
 	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
 	var created, replayed, inflight int
 	var original []byte
 	for _, r := range resps {
@@ -199,7 +213,13 @@ func TestBackendKilled(t *testing.T) {
 	env, p := setup(t, hook)
 	body := map[string]any{"name": "w", "tag": "hold"}
 	done := make(chan *apitest.Resp, 1)
-	go func() { done <- post(env, p.Key, "fault-1", body) }()
+	go func() {
+		r, err := env.TrySend(postRequest(p.Key, "fault-1", body))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
 	pid := <-pids
 	// while it runs, a duplicate is told to come back
 	dup := post(env, p.Key, "fault-1", body)
@@ -209,6 +229,9 @@ func TestBackendKilled(t *testing.T) {
 		t.Fatalf("pg_terminate_backend: %v %v", ok, err)
 	}
 	r := <-done
+	if r == nil {
+		t.FailNow()
+	}
 	if r.Status < 500 {
 		t.Fatalf("the killed request answered %d: %s", r.Status, r.Body)
 	}

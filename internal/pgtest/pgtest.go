@@ -1,6 +1,7 @@
 // Package pgtest gives tests a real PostgreSQL: TEST_DATABASE_URL when set,
 // else a container through dockertest when a Docker engine answers, else a
-// throwaway cluster from the machine's initdb/pg_ctl. Each test gets its
+// throwaway cluster from the machine's initdb/pg_ctl (always the latter
+// for packages that call MainPrivate). Each test gets its
 // own database cloned from a template that holds the migrated central and
 // river schemas. Under CI=true a test that cannot get PostgreSQL fails.
 package pgtest
@@ -43,6 +44,10 @@ var (
 	counter atomic.Int64
 )
 
+// private is set by MainPrivate: start ignores TEST_DATABASE_URL and
+// Docker.
+var private bool
+
 // Main runs the package's tests and then stops a cluster it started.
 // Every package that uses pgtest calls it from TestMain.
 func Main(m *testing.M) {
@@ -51,6 +56,15 @@ func Main(m *testing.M) {
 		srv.cleanup()
 	}
 	os.Exit(code)
+}
+
+// MainPrivate is Main for packages whose tests need a cluster of their
+// own (fault tests that restart PostgreSQL): whatever TEST_DATABASE_URL
+// and Docker offer, the tests run on a throwaway cluster from the
+// machine's initdb/pg_ctl, so Cluster is never nil once New succeeded.
+func MainPrivate(m *testing.M) {
+	private = true
+	Main(m)
 }
 
 func fail(t testing.TB, err error) {
@@ -62,11 +76,13 @@ func fail(t testing.TB, err error) {
 }
 
 func start() (*server, error) {
-	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
-		return &server{adminURL: u}, nil
-	}
-	if s, err := startDocker(); err == nil {
-		return s, nil
+	if !private {
+		if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+			return &server{adminURL: u}, nil
+		}
+		if s, err := startDocker(); err == nil {
+			return s, nil
+		}
 	}
 	dir, err := os.MkdirTemp("", "plinth-pgtest-")
 	if err != nil {
@@ -243,7 +259,8 @@ func New(t testing.TB) *DB {
 }
 
 // Cluster is the private cluster the tests run on, or nil when the server
-// is external; fault tests use it to restart PostgreSQL.
+// is external; fault tests use it to restart PostgreSQL (their TestMain
+// calls MainPrivate, so it is theirs).
 func Cluster() *pgcluster.Cluster {
 	if srv == nil {
 		return nil

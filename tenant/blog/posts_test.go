@@ -1,6 +1,7 @@
 package blog_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -160,12 +161,21 @@ func TestSlugCollisions(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"title": "Race"})
-			if r.Status == 201 {
-				got[i] = r.JSON(t)["slug"].(string)
-			} else {
-				got[i] = fmt.Sprintf("status %d", r.Status)
+			// No fatal helper off the test goroutine: a failure lands in
+			// got and fails the checks below.
+			r, err := env.TrySend(apitest.Request{Method: "POST", Path: "/v1/blog-posts", Key: p.Key, Body: map[string]any{"title": "Race"}})
+			if err != nil {
+				got[i] = err.Error()
+				return
 			}
+			var m struct {
+				Slug string `json:"slug"`
+			}
+			if err := json.Unmarshal(r.Body, &m); r.Status != 201 || err != nil {
+				got[i] = fmt.Sprintf("status %d: %s", r.Status, r.Body)
+				return
+			}
+			got[i] = m.Slug
 		}()
 	}
 	wg.Wait()

@@ -87,7 +87,13 @@ func TestTagDeleteRace(t *testing.T) {
 		tag := term(t, env, p.Key, "tags", "t")
 		done := make(chan int, 1)
 		go func() {
-			done <- env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"title": "p", "tag_ids": []any{tag["id"]}}).Status
+			r, err := env.TrySend(apitest.Request{Method: "POST", Path: "/v1/blog-posts", Key: p.Key, Body: map[string]any{"title": "p", "tag_ids": []any{tag["id"]}}})
+			if err != nil {
+				t.Error(err)
+				done <- 0
+				return
+			}
+			done <- r.Status
 		}()
 		if i%2 == 0 {
 			env.Do("DELETE", "/v1/tags/"+idOf(tag), p.Key, nil).Expect(t, 204)

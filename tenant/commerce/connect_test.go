@@ -2,6 +2,7 @@ package commerce_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -30,10 +31,15 @@ func TestConnectOnboarding(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res := f.do(t, "POST", "/payments/connect/onboard", body)
-			if assert.Equal(t, 200, res.Status, "%s", res.Body) {
-				urls[i] = res.JSON(t)["url"].(string)
+			res, err := f.tryDo("POST", "/payments/connect/onboard", body)
+			if !assert.NoError(t, err) || !assert.Equal(t, 200, res.Status, "%s", res.Body) {
+				return
 			}
+			var m struct {
+				URL string `json:"url"`
+			}
+			assert.NoError(t, json.Unmarshal(res.Body, &m), "%s", res.Body)
+			urls[i] = m.URL
 		}()
 	}
 	wg.Wait()

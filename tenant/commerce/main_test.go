@@ -48,6 +48,12 @@ func (f *fixture) do(t *testing.T, method, path string, body any) *apitest.Resp 
 	return f.env.Do(method, "/v1"+path, f.p.Key, body)
 }
 
+// tryDo is do returning transport errors instead of failing the test, for
+// goroutines other than the test's.
+func (f *fixture) tryDo(method, path string, body any) (*apitest.Resp, error) {
+	return f.env.TrySend(apitest.Request{Method: method, Path: "/v1" + path, Key: f.p.Key, Body: body})
+}
+
 // product creates an active product and returns its id.
 func (f *fixture) product(t *testing.T, fields map[string]any) int64 {
 	t.Helper()
@@ -89,8 +95,18 @@ func (f *fixture) accountID(t *testing.T) string {
 // event posts a processor event signed with the test secret.
 func (f *fixture) event(t *testing.T, id, typ, account string, obj map[string]any) *apitest.Resp {
 	t.Helper()
+	r, err := f.tryEvent(id, typ, account, obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// tryEvent is event returning transport errors instead of failing the
+// test, for goroutines other than the test's.
+func (f *fixture) tryEvent(id, typ, account string, obj map[string]any) (*apitest.Resp, error) {
 	payload := stripetest.Event(id, typ, account, obj)
-	return f.env.Send(apitest.Request{Method: "POST", Path: "/v1/payments/webhook", Body: payload,
+	return f.env.TrySend(apitest.Request{Method: "POST", Path: "/v1/payments/webhook", Body: payload,
 		Header: map[string]string{"Stripe-Signature": stripetest.Sign(payload, webhookSecret, time.Time{})}})
 }
 
@@ -140,7 +156,17 @@ func (f *fixture) variantStock(t *testing.T, variantID int64) (stock, reserved i
 // checkout creates a checkout session for items and returns the response.
 func (f *fixture) checkout(t *testing.T, items ...map[string]any) *apitest.Resp {
 	t.Helper()
-	return f.do(t, "POST", "/checkout-sessions", map[string]any{
+	r, err := f.tryCheckout(items...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// tryCheckout is checkout returning transport errors instead of failing
+// the test, for goroutines other than the test's.
+func (f *fixture) tryCheckout(items ...map[string]any) (*apitest.Resp, error) {
+	return f.tryDo("POST", "/checkout-sessions", map[string]any{
 		"items":       items,
 		"customer":    map[string]any{"name": "Ada Buyer", "email": "ada@example.com"},
 		"success_url": "https://shop.test/thanks?session={CHECKOUT_SESSION_ID}",

@@ -1,6 +1,7 @@
 package content_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -119,27 +120,35 @@ func TestConcurrentSlugs(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Add(2)
+		// No fatal helper off the test goroutine: a failure lands in
+		// slugs and fails the check below.
 		go func() {
 			defer wg.Done()
-			r := env.Do("POST", "/v1/galleries", p.Key, map[string]any{"name": "Same Name"})
-			if r.Status == 201 {
-				var g struct{ Data struct{ Slug string } }
-				r.Decode(t, &g)
-				slugs <- g.Data.Slug
-			} else {
-				slugs <- fmt.Sprintf("status %d", r.Status)
+			r, err := env.TrySend(apitest.Request{Method: "POST", Path: "/v1/galleries", Key: p.Key, Body: map[string]any{"name": "Same Name"}})
+			if err != nil {
+				slugs <- err.Error()
+				return
 			}
+			var g struct{ Data struct{ Slug string } }
+			if err := json.Unmarshal(r.Body, &g); r.Status != 201 || err != nil {
+				slugs <- fmt.Sprintf("status %d: %s", r.Status, r.Body)
+				return
+			}
+			slugs <- g.Data.Slug
 		}()
 		go func() {
 			defer wg.Done()
-			r := env.Do("POST", "/v1/pages", p.Key, map[string]any{"title": "Same Name"})
-			var pg struct{ Slug string }
-			if r.Status == 201 {
-				r.Decode(t, &pg)
-				slugs <- "page:" + pg.Slug
-			} else {
-				slugs <- fmt.Sprintf("page status %d", r.Status)
+			r, err := env.TrySend(apitest.Request{Method: "POST", Path: "/v1/pages", Key: p.Key, Body: map[string]any{"title": "Same Name"}})
+			if err != nil {
+				slugs <- "page: " + err.Error()
+				return
 			}
+			var pg struct{ Slug string }
+			if err := json.Unmarshal(r.Body, &pg); r.Status != 201 || err != nil {
+				slugs <- fmt.Sprintf("page status %d: %s", r.Status, r.Body)
+				return
+			}
+			slugs <- "page:" + pg.Slug
 		}()
 	}
 	wg.Wait()

@@ -316,3 +316,50 @@ func TestRetriesExhaustedThenRedeliver(t *testing.T) {
 	env.Do("POST", "/v1/webhook-endpoints/"+ep+"/deliveries/"+first+"/redeliver", p.Key, nil).Problem(t, 409, "conflict")
 	env.Do("POST", "/v1/webhook-endpoints/"+ep+"/deliveries/"+first+"/redeliver", p.NewKey(false, "webhooks:read"), nil).Problem(t, 403, "forbidden")
 }
+
+// TestDisableEndpointFailsPendingDelivery: an endpoint disabled while one
+// of its deliveries waits for a retry gets no further attempt; on its next
+// run the delivery ends failed, saying why, rather than stay pending.
+func TestDisableEndpointFailsPendingDelivery(t *testing.T) {
+	t.Parallel()
+	rc := webhooktest.NewTLS(t, func(*http.Request, int) int { return 503 })
+	// Retries far enough apart to disable the endpoint between two attempts.
+	env, p := setup(t, rc, apitest.WithEnv("PLINTH_WEBHOOK_RETRY_DELAYS", "2s,2s,2s,2s,2s"))
+	ep, _ := webhooktest.Endpoint(t, env, p.Key, rc.URL, "order.paid")
+	webhooktest.Emit(t, env, p, "order.paid", map[string]any{"id": 1})
+
+	// The first attempt failed and the delivery waits for its retry.
+	d := waitDeliveries(t, env, p.Key, ep, func(d []map[string]any) bool {
+		return len(d) == 1 && d[0]["status"] == "pending" && d[0]["attempts"] != float64(0) && d[0]["next_attempt_at"] != nil
+	})
+	env.Do("PATCH", "/v1/webhook-endpoints/"+ep, p.Key, map[string]any{"is_active": false}).Expect(t, 200)
+	// An attempt in flight at the PATCH may still be recorded; none starts
+	// after it.
+	sent := len(rc.Requests())
+
+	deadline := time.Now().Add(15 * time.Second)
+	for d[0]["status"] == "pending" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivery of a disabled endpoint is still pending after 15 s: %v", d)
+		}
+		time.Sleep(50 * time.Millisecond)
+		d = deliveries(t, env, p.Key, ep)
+	}
+	if d[0]["status"] != "failed" || d[0]["last_error"] != "the endpoint is disabled" || d[0]["next_attempt_at"] != nil {
+		t.Fatalf("delivery of a disabled endpoint: %v, want failed with last_error \"the endpoint is disabled\"", d)
+	}
+	attempts := int(d[0]["attempts"].(float64))
+	if attempts < 1 || attempts > sent+1 {
+		t.Fatalf("attempts %d, with %d requests sent before the endpoint was disabled", attempts, sent)
+	}
+	time.Sleep(2500 * time.Millisecond) // longer than a retry delay
+	if n := len(rc.Requests()); n != attempts {
+		t.Fatalf("the receiver got %d requests for %d recorded attempts: an attempt was sent after the endpoint was disabled", n, attempts)
+	}
+	if n, _ := ledger(t, p, "live"); n != int64(attempts) {
+		t.Fatalf("%d charges for %d attempts", n, attempts)
+	}
+	if e := env.Do("GET", "/v1/webhook-endpoints/"+ep, p.Key, nil).Expect(t, 200).JSON(t); e["last_delivery_status"] != "failed" || e["is_active"] != false {
+		t.Fatalf("endpoint: %v", e)
+	}
+}
