@@ -337,7 +337,7 @@ func TestPlanCreditsOverride(t *testing.T) {
 	env, p := setup(t, "enterprise") // 50,000 credits by the plan table
 	ctx := context.Background()
 	own := int64(75_000)
-	if own == credits.PlanAllowance["enterprise"] {
+	if own == tenant.Plans["enterprise"].Credits {
 		t.Fatal("the override must differ from the plan table's allowance")
 	}
 	if err := env.Server.Central.SetRateOverride(ctx, p.ID, nil, nil, &own); err != nil {
