@@ -28,8 +28,8 @@ func Operations(doc M) []string {
 //   - a request body that is not a $ref of a named schema;
 //   - an object schema with neither properties nor additionalProperties
 //     (openapi-typescript makes it Record<string, never>, which no value fits);
-//   - a oneOf or anyOf member that is not a $ref (or null): unions of
-//     named members only;
+//   - an object member of a oneOf or anyOf that is not a $ref: a union's
+//     objects are named;
 //   - a $ref to a component the document lacks, or a component schema no
 //     $ref names.
 func Lint(doc M) []string {
@@ -100,9 +100,8 @@ func (l *linter) walk(at string, v any) {
 		for _, k := range []string{"oneOf", "anyOf"} {
 			members, _ := x[k].([]any)
 			for i, m := range members {
-				s, _ := m.(M)
-				if _, ok := s["$ref"]; !ok && !(len(s) == 1 && s["type"] == "null") {
-					l.problem(fmt.Sprintf("%s/%s/%d", at, k, i), "a union member that is not a $ref")
+				if s, _ := m.(M); isObjectType(s["type"]) || s["properties"] != nil {
+					l.problem(fmt.Sprintf("%s/%s/%d", at, k, i), "an object member of a union that is not a $ref")
 				}
 			}
 		}

@@ -136,7 +136,7 @@ func TestDocumentLint(t *testing.T) {
 		"#/components/schemas/Loose/properties/props: an object with neither properties nor additionalProperties",
 		"#/components/schemas/Nope: a $ref to nothing",
 		"#/components/schemas/Orphan: no $ref names it",
-		"#/paths/~1v1~1inline/post/responses/200/content/application~1json/schema/oneOf/1: a union member that is not a $ref",
+		"#/paths/~1v1~1inline/post/responses/200/content/application~1json/schema/oneOf/1: an object member of a union that is not a $ref",
 		"POST /v1/inline: request body application/json is not a $ref of a named schema",
 	}, openapi.Lint(openapi.Build(bad)))
 }

@@ -10,9 +10,11 @@ import (
 // contact forms (no key) and the submissions behind a key.
 func OpenAPI(d *openapi.Doc) {
 	kind := d.Schema("FormType", openapi.M{"type": "string", "enum": []any{TypeNewsletter, TypeContact}})
-	scalar := []any{"string", "number", "boolean", "null"}
-	value := d.Schema("FormFieldValue", openapi.M{"type": append(scalar, "array"), "maxLength": MaxFieldValue, "maxItems": MaxFieldValues,
-		"items":       openapi.M{"type": scalar, "maxLength": MaxFieldValue},
+	// Unions of single types rather than a type list: generators (oapi-codegen)
+	// cannot map a list of types to one Go type.
+	scalar := d.Schema("FormFieldScalar", openapi.M{"oneOf": []any{openapi.M{"type": "string", "maxLength": MaxFieldValue},
+		openapi.M{"type": "number", "format": "double"}, openapi.M{"type": "boolean"}, openapi.M{"type": "null"}}})
+	value := d.Schema("FormFieldValue", openapi.M{"oneOf": []any{scalar, openapi.M{"type": "array", "maxItems": MaxFieldValues, "items": scalar}},
 		"description": "A string, number, boolean or null, or an array of those."})
 	submission := openapi.JSON(d.Schema("FormSubmission", openapi.Obj(openapi.M{
 		"id": openapi.M{"type": "integer"}, "type": kind, "email": openapi.Str(),
