@@ -15,7 +15,7 @@ import (
 	"github.com/pb33f/libopenapi-validator/paths"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
-	"github.com/plinth-dev/plinth/internal/openapi"
+	"github.com/plinth-dev/plinth/central"
 )
 
 // Contract checks requests and responses against an OpenAPI document with
@@ -45,7 +45,7 @@ func NewContract(doc []byte) (*Contract, error) {
 	return &Contract{model: &m.Model, v: validator.NewValidatorFromV3Model(&m.Model)}, nil
 }
 
-var defaultContract = sync.OnceValues(func() (*Contract, error) { return NewContract(openapi.JSON) })
+var defaultContract = sync.OnceValues(func() (*Contract, error) { return NewContract(central.OpenAPIJSON) })
 
 // DefaultContract is the contract of the document the server serves,
 // built once per test process.

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/plinth-dev/plinth/internal/openapi"
+	"github.com/plinth-dev/plinth/central"
 )
 
 // BenchmarkContractCheck is the cost Send adds per exchange: a read (the
@@ -40,7 +40,7 @@ func BenchmarkContractCheck(b *testing.B) {
 // BenchmarkNewContract is the one-time cost per test process.
 func BenchmarkNewContract(b *testing.B) {
 	for b.Loop() {
-		if _, err := NewContract(openapi.JSON); err != nil {
+		if _, err := NewContract(central.OpenAPIJSON); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,198 +2,168 @@ package openapi_test
 
 import (
 	"encoding/json"
-	"fmt"
-	"net/http"
-	"os"
-	"regexp"
-	"slices"
-	"strings"
-	"sync"
 	"testing"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/stretchr/testify/require"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
 	"github.com/plinth-dev/plinth/internal/openapi"
 )
 
-// TestServedDocument: GET /v1/openapi.json needs no key, carries the
-// headers of every response, and parses as a valid OpenAPI 3.1 document of
-// version 1.0.1.
-func TestServedDocument(t *testing.T) {
-	t.Parallel()
-	env := apitest.New(t)
-	r := env.Do("GET", "/v1/openapi.json", "", nil).Expect(t, 200)
-	require.Equal(t, "application/json", r.Header.Get("Content-Type"))
-	for _, h := range []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
-		require.NotEmpty(t, r.Header.Get(h), h)
-	}
-	require.Equal(t, openapi.JSON, r.Body)
+type M = openapi.M
 
-	doc, err := libopenapi.NewDocument(r.Body)
-	require.NoError(t, err)
-	info := doc.GetSpecInfo()
-	require.Equal(t, "3.1.0", info.Version)
-	require.Equal(t, "3.1.0", doc.GetVersion())
-	m, err := doc.BuildV3Model()
-	require.NoError(t, err)
-	require.Equal(t, "1.0.1", m.Model.Info.Version)
-	require.NotNil(t, m.Model.Components.SecuritySchemes.GetOrZero("apiKey"))
-	require.NotNil(t, m.Model.Components.SecuritySchemes.GetOrZero("dashboardJWT"))
-
-	v, errs := validator.NewValidator(doc)
-	require.Empty(t, errs)
-	ok, verrs := v.ValidateDocument()
-	for _, e := range verrs {
-		t.Errorf("document: %s: %s", e.Message, e.Reason)
-		for _, s := range e.SchemaValidationErrors {
-			t.Errorf("\t%s: %s", s.Location, s.Reason)
-		}
-	}
-	require.True(t, ok)
+// widgets and gadgets are two parts as a pillar writes them.
+func widgets(d *openapi.Doc) {
+	widget := d.Schema("Widget", openapi.Obj(M{"id": openapi.Prefixed("wid_"), "name": openapi.Str(),
+		"labels": openapi.MapOf(openapi.Str()), "created_at": openapi.Timestamp()}, "id", "name", "labels", "created_at"))
+	d.Add("GET", "/v1/widgets", openapi.Op{ID: "listWidgets", Summary: "Widgets", Tag: "widgets", Scope: "widgets:read",
+		Query: openapi.PageParams(), Errs: []int{422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The widgets.", Content: openapi.JSON(d.List("Widget"))}}})
+	d.Add("POST", "/v1/widgets/{id}/rename", openapi.Op{ID: "renameWidget", Summary: "Rename", Tag: "widgets", Idempotent: true,
+		Body: openapi.JSON(d.Schema("RenameWidgetRequest", openapi.Obj(M{"name": openapi.Str()}, "name"))),
+		OK:   []openapi.Resp{{Status: 200, Desc: "The widget.", Content: openapi.JSON(widget)}}})
 }
 
-// preflights are operations answered by middleware before routing (the
-// CORS preflights of the public forms): in the document, not in the router.
-var preflights = []string{"OPTIONS /v1/public/forms/contact", "OPTIONS /v1/public/forms/newsletter"}
-
-var chiParam = regexp.MustCompile(`\{([^}:]+)(:[^}]*)?\}`)
-
-// TestRoutesMatchDocument: every route of the router is in the document
-// and every operation of the document is a route.
-func TestRoutesMatchDocument(t *testing.T) {
-	t.Parallel()
-	env := apitest.New(t)
-	var routes []string
-	err := chi.Walk(env.Server.Router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		route = chiParam.ReplaceAllString(route, "{$1}") // {id:[0-9]+} is {id} in OpenAPI
-		if len(route) > 1 {
-			route = strings.TrimSuffix(route, "/") // r.Route("/jobs") + Get("/") serves /v1/jobs
-		}
-		routes = append(routes, method+" "+route)
-		return nil
-	})
-	require.NoError(t, err)
-	routes = append(routes, preflights...)
-	slices.Sort(routes)
-	routes = slices.Compact(routes)
-
-	var doc openapi.M
-	require.NoError(t, json.Unmarshal(openapi.JSON, &doc))
-	documented := openapi.Operations(doc)
-
-	var missing, extra []string
-	for _, r := range routes {
-		if !slices.Contains(documented, r) {
-			missing = append(missing, r)
-		}
-	}
-	for _, d := range documented {
-		if !slices.Contains(routes, d) {
-			extra = append(extra, d)
-		}
-	}
-	if len(missing)+len(extra) > 0 {
-		t.Fatalf("router and OpenAPI document differ\nrouted but not documented:\n\t%s\ndocumented but not routed:\n\t%s",
-			strings.Join(missing, "\n\t"), strings.Join(extra, "\n\t"))
-	}
-	require.Greater(t, len(routes), 20)
+func gadgets(d *openapi.Doc) {
+	d.Add("GET", "/v1/public/widgets", openapi.Op{ID: "listPublicWidgets", Summary: "Widgets (public)", Tag: "public", Auth: openapi.Public,
+		OK: []openapi.Resp{{Status: 200, Desc: "The widgets.", Content: openapi.JSON(d.List("Widget"))}}})
+	d.Add("GET", "/central/api/gadgets", openapi.Op{ID: "listGadgets", Summary: "Gadgets", Tag: "widgets", Auth: openapi.JWT,
+		OK: []openapi.Resp{{Status: 204, Desc: "None."}}})
 }
 
-// TestContractCatchesWrongShape proves the check itself: a response shape
-// from a fixture that the document does not allow fails, the real one
-// passes; so does an undocumented route; and a request is checked when the
-// server accepted it.
-func TestContractCatchesWrongShape(t *testing.T) {
-	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("")
-	real := env.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200)
-	c, err := apitest.DefaultContract()
-	require.NoError(t, err)
-	ex := apitest.Exchange{Method: "GET", Path: "/v1/projects/me", ReqHeader: http.Header{"Authorization": {"Bearer " + p.Key}},
-		Status: 200, RespHeader: real.Header, RespBody: real.Body, Routed: true}
-	require.Empty(t, c.Check(ex), "the real response is what the document says")
-
-	wrong, err := os.ReadFile("testdata/project_wrong_shape.json")
-	require.NoError(t, err)
-	ex.RespBody = wrong
-	msgs := strings.Join(c.Check(ex), "\n")
-	for _, want := range []string{"missing property 'slug'", "created_at", "target_languages", "plan", "owner"} {
-		require.Contains(t, msgs, want)
-	}
-
-	// A response without the headers every response carries.
-	ex.RespBody = real.Body
-	ex.RespHeader = real.Header.Clone()
-	ex.RespHeader.Del("X-RateLimit-Remaining")
-	require.Contains(t, strings.Join(c.Check(ex), "\n"), "X-RateLimit-Remaining")
-
-	// A status the document does not list for the route.
-	ex.RespHeader, ex.Status = real.Header, 418
-	require.NotEmpty(t, c.Check(ex))
-
-	// A routed path the document lacks.
-	und := apitest.Exchange{Method: "GET", Path: "/v1/not-documented", Status: 200, RespHeader: real.Header, RespBody: []byte(`{}`), Routed: true}
-	require.Contains(t, strings.Join(c.Check(und), "\n"), "does not describe it")
-
-	// A request with an unknown field is checked when the server took it
-	// (2xx), not when it refused it on purpose (4xx: a negative test).
-	body := []byte(`{"name":"x","scopes":["content:read"],"colour":"red"}`)
-	post := apitest.Exchange{Method: "POST", Path: "/v1/projects/me/api-keys",
-		ReqHeader: http.Header{"Authorization": {"Bearer " + p.Key}, "Content-Type": {"application/json"}}, ReqBody: body,
-		Status: 400, RespHeader: real.Header.Clone(), Routed: true}
-	post.RespHeader.Set("Content-Type", "application/problem+json")
-	post.RespBody = []byte(`{"type":"https://plinth.dev/errors/bad_request","title":"Bad request","status":400,"code":"bad_request","instance":"` + real.Header.Get("X-Request-Id") + `"}`)
-	require.Empty(t, c.Check(post))
-	post.Status, post.RespHeader = 201, real.Header
-	post.RespBody = []byte(`{"id":"key_000000000000000000000000","name":"x","prefix":"pln_live_","masked":"pln_live_…abcd","secret":"pln_live_00000000000000000000000000000000","scopes":["content:read"],"last_used_at":null,"created_at":"2026-01-01T00:00:00Z"}`)
-	require.Contains(t, strings.Join(c.Check(post), "\n"), "request")
-}
-
-// recorder is a testing.TB that records Errorf instead of failing.
-type recorder struct {
-	testing.TB
-	mu   sync.Mutex
-	errs []string
-}
-
-func (r *recorder) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs = append(r.errs, fmt.Sprintf(format, args...))
-}
-
-func (r *recorder) Helper() {}
-
-// TestSendFailsOnMismatch proves the hook: Env.Send fails the test that
-// made a request whose response the document does not allow. The
-// document here says a project's slug is an integer; the server sends a
-// string.
-func TestSendFailsOnMismatch(t *testing.T) {
-	t.Parallel()
-	env := apitest.New(t)
-	p := env.NewProject("")
-
-	doc := openapi.Build()
-	project := doc["components"].(openapi.M)["schemas"].(openapi.M)["Project"].(openapi.M)
-	project["properties"].(openapi.M)["slug"] = openapi.M{"type": "integer"}
+// roundTrip is doc as a client reads it.
+func roundTrip(t *testing.T, doc M) M {
+	t.Helper()
 	b, err := json.Marshal(doc)
 	require.NoError(t, err)
-	strict, err := apitest.NewContract(b)
+	var out M
+	require.NoError(t, json.Unmarshal(b, &out))
+	return out
+}
+
+func at(t *testing.T, v any, path ...string) any {
+	t.Helper()
+	for _, k := range path {
+		m, ok := v.(M)
+		require.True(t, ok, "%v: not an object at %s", path, k)
+		v = m[k]
+	}
+	return v
+}
+
+// TestDocumentAssemblesParts: Build joins the parts' operations and schemas
+// and adds to each operation what its kind implies.
+func TestDocumentAssemblesParts(t *testing.T) {
+	t.Parallel()
+	doc := roundTrip(t, openapi.Build(widgets, gadgets))
+
+	require.Equal(t, "3.1.0", doc["openapi"])
+	require.Equal(t, openapi.Version, at(t, doc, "info", "version"))
+	require.Equal(t, []any{M{"name": "widgets"}, M{"name": "public"}}, doc["tags"], "in the order of first use")
+	require.Equal(t, []string{"GET /central/api/gadgets", "GET /v1/public/widgets", "GET /v1/widgets", "POST /v1/widgets/{id}/rename"},
+		openapi.Operations(doc))
+
+	list := at(t, doc, "paths", "/v1/widgets", "get").(M)
+	require.Equal(t, "Scope: `widgets:read`.", list["description"])
+	require.Nil(t, list["security"], "a key: the document's default security")
+	require.Equal(t, M{"$ref": "#/components/schemas/WidgetList"}, at(t, list, "responses", "200", "content", "application/json", "schema"))
+	require.ElementsMatch(t, []string{"200", "401", "403", "422", "429", "500", "503"}, keys(at(t, list, "responses").(M)))
+	require.Contains(t, at(t, list, "responses", "200", "headers"), "X-RateLimit-Remaining")
+
+	rename := at(t, doc, "paths", "/v1/widgets/{id}/rename", "post").(M)
+	params := rename["parameters"].([]any)
+	require.Equal(t, M{"name": "id", "in": "path", "required": true, "schema": M{"type": "string"}}, params[0])
+	require.Equal(t, "Idempotency-Key", at(t, params[1], "name"))
+	require.Equal(t, M{"required": true, "content": M{"application/json": M{"schema": M{"$ref": "#/components/schemas/RenameWidgetRequest"}}}},
+		rename["requestBody"])
+	require.ElementsMatch(t, []string{"200", "400", "401", "403", "409", "413", "429", "500", "503"}, keys(rename["responses"].(M)))
+
+	public := at(t, doc, "paths", "/v1/public/widgets", "get").(M)
+	require.Equal(t, []any{}, public["security"])
+	require.Len(t, public["parameters"], 2, "X-Service-Project-Key and project_id")
+	require.ElementsMatch(t, []string{"200", "400", "404", "429", "500", "503"}, keys(public["responses"].(M)))
+
+	dash := at(t, doc, "paths", "/central/api/gadgets", "get").(M)
+	require.Equal(t, []any{M{"dashboardJWT": []any{}}}, dash["security"])
+	require.ElementsMatch(t, []string{"204", "401", "500", "503"}, keys(dash["responses"].(M)), "the limiter skips /central: no 429")
+	require.NotContains(t, at(t, doc, "components", "responses", "CentralProblem401", "headers"), "X-RateLimit-Limit")
+	require.Contains(t, at(t, doc, "components", "responses", "Problem401", "headers"), "WWW-Authenticate")
+
+	require.ElementsMatch(t, []string{"Problem", "Widget", "WidgetList", "RenameWidgetRequest"}, keys(at(t, doc, "components", "schemas").(M)))
+	require.Empty(t, openapi.Lint(doc))
+
+	b, err := json.Marshal(doc)
 	require.NoError(t, err)
+	parsed, err := libopenapi.NewDocument(b)
+	require.NoError(t, err)
+	v, errs := validator.NewValidator(parsed)
+	require.Empty(t, errs)
+	ok, verrs := v.ValidateDocument()
+	require.True(t, ok, "%v", verrs)
+}
 
-	rec := &recorder{TB: t}
-	e := *env
-	e.T, e.Contract = rec, strict
-	e.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200)
-	require.Len(t, rec.errs, 1, "Send must report the mismatch")
+// TestDocumentNamesAreAddedOnce: two parts that claim one schema name or one route
+// fail at build time.
+func TestDocumentNamesAreAddedOnce(t *testing.T) {
+	t.Parallel()
+	require.PanicsWithValue(t, "openapi: schema Widget defined twice", func() {
+		openapi.Build(widgets, func(d *openapi.Doc) { d.Schema("Widget", openapi.Obj(M{})) })
+	})
+	require.PanicsWithValue(t, "openapi: GET /v1/widgets added twice", func() {
+		openapi.Build(widgets, func(d *openapi.Doc) {
+			d.Add("GET", "/v1/widgets", openapi.Op{ID: "again", OK: []openapi.Resp{{Status: 204, Desc: "x"}}})
+		})
+	})
+	require.PanicsWithValue(t, "openapi: schema Problem defined twice", func() {
+		openapi.Build(func(d *openapi.Doc) { d.Schema("Problem", openapi.Obj(M{})) })
+	})
+}
 
-	rec.errs = nil
-	e.Contract, _ = apitest.DefaultContract()
-	e.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200)
-	require.Empty(t, rec.errs)
+// TestDocumentLint: each rule reports where it is broken.
+func TestDocumentLint(t *testing.T) {
+	t.Parallel()
+	bad := func(d *openapi.Doc) {
+		d.Schema("Orphan", openapi.Obj(M{"x": openapi.Str()}))
+		d.Schema("Loose", openapi.Obj(M{"props": M{"type": "object"}, "maybe": M{"type": []any{"object", "null"}}}))
+		d.Add("POST", "/v1/inline", openapi.Op{ID: "inline", Body: openapi.JSON(openapi.Obj(M{"a": openapi.Str()})),
+			OK: []openapi.Resp{{Status: 200, Desc: "ok", Content: openapi.JSON(M{"oneOf": []any{openapi.Ref("Loose"), openapi.Obj(M{})}})}}})
+		d.Add("POST", "/v1/typo", openapi.Op{ID: "typo", Body: openapi.JSON(openapi.Ref("Nope")),
+			OK: []openapi.Resp{{Status: 200, Desc: "ok", Content: openapi.JSON(M{"oneOf": []any{openapi.Ref("Loose"), M{"type": "null"}}})}}})
+	}
+	require.Equal(t, []string{
+		"#/components/schemas/Loose/properties/maybe: an object with neither properties nor additionalProperties",
+		"#/components/schemas/Loose/properties/props: an object with neither properties nor additionalProperties",
+		"#/components/schemas/Nope: a $ref to nothing",
+		"#/components/schemas/Orphan: no $ref names it",
+		"#/paths/~1v1~1inline/post/responses/200/content/application~1json/schema/oneOf/1: an object member of a union that is not a $ref",
+		"POST /v1/inline: request body application/json is not a $ref of a named schema",
+	}, openapi.Lint(openapi.Build(bad)))
+}
+
+// TestDocumentSchemaHelpers: the schema helpers spell what the document needs.
+func TestDocumentSchemaHelpers(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, M{"type": "object", "properties": M{"a": M{"type": "string"}}, "additionalProperties": false, "required": []any{"a"}},
+		openapi.Obj(M{"a": openapi.Str()}, "a"))
+	require.Equal(t, M{"type": "object", "properties": M{}, "additionalProperties": false}, openapi.Obj(M{}))
+	ts := openapi.Timestamp()
+	n := openapi.Nullable(ts)
+	require.Equal(t, []any{"string", "null"}, n["type"])
+	require.Equal(t, "string", ts["type"], "Nullable copies")
+	require.Equal(t, "date-time", n["format"])
+	w := openapi.With(ts, M{"description": "when"})
+	require.Equal(t, "when", w["description"])
+	require.Equal(t, "RFC 3339, UTC", ts["description"], "With copies")
+	require.Equal(t, M{"type": "object", "additionalProperties": M{"type": "string"}}, openapi.MapOf(openapi.Str()))
+	require.Equal(t, true, openapi.AnyObject("x")["additionalProperties"])
+	require.Equal(t, "^key_[0-9A-Za-z]{24}$", openapi.Prefixed("key_")["pattern"])
+}
+
+func keys(m M) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/idempotency"
-	"github.com/plinth-dev/plinth/internal/openapi"
 	"github.com/plinth-dev/plinth/internal/payments"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
@@ -184,7 +183,7 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	idem := idempotency.New(logger)
 	r.Route("/v1", func(v1 chi.Router) {
 		v1.Get("/health", s.health)
-		v1.Get("/openapi.json", openapi.Handler) // no key
+		v1.Get("/openapi.json", central.ServeOpenAPI) // no key
 		// The payment processor's webhook: its signature authenticates it.
 		shop.WebhookRoute(v1)
 		// The public read surface: no key; the project is named by

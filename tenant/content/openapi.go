@@ -1,0 +1,370 @@
+package content
+
+import (
+	"github.com/plinth-dev/plinth/internal/openapi"
+	"github.com/plinth-dev/plinth/internal/slug"
+)
+
+// The schemas of the pillar's inputs take their patterns and bounds from
+// the code that enforces them (KeyPattern, slug.Pattern, pathPattern, the
+// limits); central.ValidLanguage's pattern is spelled out.
+const langPattern = `^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$`
+
+func keySchema() openapi.M { return openapi.M{"type": "string", "pattern": KeyPattern.String()} }
+
+func slugSchema() openapi.M { return openapi.M{"type": "string", "pattern": slug.Pattern.String()} }
+
+func langSchema() openapi.M { return openapi.M{"type": "string", "pattern": langPattern} }
+
+// nameSchema is a name or title: not blank, at most 255 characters.
+func nameSchema() openapi.M {
+	return openapi.M{"type": "string", "minLength": 1, "maxLength": 255, "pattern": `\S`}
+}
+
+func textSchema(max int) openapi.M { return openapi.M{"type": "string", "maxLength": max} }
+
+// urlSchema is an absolute http(s) URL or a path on the site ("/media/x.jpg").
+func urlSchema(min int) openapi.M {
+	return openapi.M{"type": "string", "minLength": min, "maxLength": 2048, "description": "An absolute http(s) URL or a path starting with /."}
+}
+
+// langQuery is the lang query parameter; what its absence means differs
+// per route.
+func langQuery(desc string) openapi.M {
+	return openapi.M{"name": "lang", "in": "query", "description": desc, "schema": langSchema()}
+}
+
+// publicAnswers are the answers of a public read: 200 with the caching
+// headers, or 304 when If-None-Match names the current ETag.
+func publicAnswers(desc string, s openapi.M) []openapi.Resp {
+	cache := openapi.M{
+		"Cache-Control": openapi.M{"required": true, "description": "public, max-age=60", "schema": openapi.Str()},
+		"ETag":          openapi.M{"required": true, "description": "A strong tag of the body.", "schema": openapi.Str()},
+	}
+	return []openapi.Resp{{Status: 200, Desc: desc, Content: openapi.JSON(s), Headers: cache},
+		{Status: 304, Desc: "Not modified: If-None-Match names the current ETag.", Headers: cache}}
+}
+
+func ifNoneMatchHeader() openapi.M {
+	return openapi.M{"name": "If-None-Match", "in": "header", "description": "An ETag of an earlier answer; 304 when it is still current.", "schema": openapi.Str()}
+}
+
+// fileSchema is the file part of an image upload.
+func fileSchema() openapi.M {
+	return openapi.M{"type": "string", "contentMediaType": "application/octet-stream",
+		"description": "A PNG, JPEG, GIF or WebP image (sniffed from the bytes; SVG is refused), at most 10 MiB and 16384 pixels a side."}
+}
+
+// OpenAPI describes the routes of the pillar and its schemas.
+func OpenAPI(d *openapi.Doc) {
+	openAPIKeys(d)
+	openAPIComponents(d)
+	openAPIPages(d)
+	openAPIGalleries(d)
+	openAPIImages(d)
+	openAPIBrand(d)
+	openAPIPublic(d)
+}
+
+func openAPIKeys(d *openapi.Doc) {
+	key := d.Schema("ContentKey", openapi.Obj(openapi.M{
+		"key": keySchema(), "value": openapi.Str(),
+		"lang":        openapi.M{"type": "string", "description": "The language served: the one asked for, or the project's default when that has no value."},
+		"all_locales": openapi.With(openapi.MapOf(openapi.Str()), openapi.M{"description": "Every language's value by language code."}),
+		"updated_at":  openapi.Timestamp(),
+	}, "key", "value", "lang", "all_locales", "updated_at"))
+	d.Schema("ContentBulk", openapi.Obj(openapi.M{
+		"data":    openapi.With(openapi.MapOf(openapi.Str()), openapi.M{"description": "Values by key."}),
+		"lang":    openapi.Str(),
+		"missing": openapi.M{"type": "array", "items": openapi.Str(), "description": "Keys asked for that have no value in lang or the default language."},
+	}, "data", "lang", "missing"))
+	keyParam := openapi.M{"key": keySchema()}
+	bulkQuery := []openapi.M{
+		{"name": "keys", "in": "query", "schema": openapi.Str(),
+			"description": "Comma-separated keys (1 to 500; blanks skipped, duplicates once); every key when absent."},
+		langQuery("The language to read; the project's default language when absent."),
+	}
+	d.Add("GET", "/v1/content/bulk", openapi.Op{ID: "getContentBulk", Summary: "Many content values in one language", Tag: "content", Scope: "content:read",
+		Desc:  "Each key's value in `lang`, else in the project's default language. `missing` lists the keys asked for that have neither. No credits.",
+		Query: bulkQuery, Errs: []int{422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The values by key.", Content: openapi.JSON(openapi.Ref("ContentBulk"))}}})
+	d.Add("PUT", "/v1/content", openapi.Op{ID: "putContentBatch", Summary: "Set many content values", Tag: "content", Scope: "content:write",
+		Desc: "All or nothing: 1 credit per item (content_update), checked against the whole batch first (402 states its cost). " +
+			"Emits `content.changed` once per changed value (a first value included; writing the same value again is no change).",
+		Idempotent: true,
+		Body: openapi.JSON(d.Schema("PutContentBatchRequest", openapi.Obj(openapi.M{"updates": openapi.M{"type": "array", "minItems": 1, "maxItems": MaxBatchUpdates,
+			"items": d.Schema("ContentUpdate", openapi.Obj(openapi.M{
+				"key": keySchema(), "value": textSchema(MaxValueLen),
+				"lang": openapi.M{"type": "string", "pattern": langPattern, "description": "The project's default language when absent."},
+			}, "key", "value")), "description": "A key and language may appear once."}}, "updates"))),
+		Errs: []int{402, 422},
+		OK: []openapi.Resp{{Status: 200, Desc: "Each item's key as stored, in the item's language, in request order.",
+			Content: openapi.JSON(d.Schema("ContentBatch", openapi.Obj(openapi.M{"data": openapi.Arr(key)}, "data")))}}})
+	d.Add("GET", "/v1/content/{key}", openapi.Op{ID: "getContentKey", Summary: "A content key", Tag: "content", Scope: "content:read",
+		Desc:   "The value in `lang`, falling back to the project's default language (`lang` of the answer tells which), with every language's value. No credits.",
+		Params: keyParam, Query: []openapi.M{langQuery("The language to read; the project's default language when absent.")},
+		Errs: []int{404, 422},
+		OK:   []openapi.Resp{{Status: 200, Desc: "The key.", Content: openapi.JSON(key)}}})
+	d.Add("PUT", "/v1/content/{key}", openapi.Op{ID: "putContentKey", Summary: "Set a content value", Tag: "content", Scope: "content:write",
+		Desc: "Creates or replaces the key's value in `lang` (the project's default language when absent): 1 credit (content_update). " +
+			"Emits `content.changed` {key, lang, value, previous_value} when the value changes (a first value included).",
+		Params: keyParam, Idempotent: true,
+		Body: openapi.JSON(d.Schema("PutContentKeyRequest", openapi.Obj(openapi.M{"value": textSchema(MaxValueLen), "lang": langSchema()}, "value"))),
+		Errs: []int{402, 422},
+		OK:   []openapi.Resp{{Status: 200, Desc: "The key, served in the language written.", Content: openapi.JSON(key)}}})
+	d.Add("DELETE", "/v1/content/{key}", openapi.Op{ID: "deleteContentKey", Summary: "Delete a content key", Tag: "content", Scope: "content:write",
+		Desc:   "Deletes the key's value in `lang`, or in every language when `lang` is absent. 404 when nothing was deleted.",
+		Params: keyParam, Idempotent: true,
+		Query: []openapi.M{langQuery("Delete only this language's value.")},
+		Errs:  []int{404, 422},
+		OK:    []openapi.Resp{{Status: 204, Desc: "Deleted."}}})
+	d.Add("POST", "/v1/content/translate", openapi.Op{ID: "translateContent", Summary: "Translate content keys (job translation.batch)", Tag: "content",
+		Scope: "content:write", Idempotent: true,
+		Desc: "Translates the default-language value of every key (or of `keys`) into `languages`: 7 credits per language. 202 with the pending Job; " +
+			"its result is {keys_translated, locales}.",
+		Body: openapi.JSON(d.Schema("TranslateContentRequest", openapi.Obj(openapi.M{
+			"languages": openapi.M{"type": "array", "minItems": 1, "maxItems": 50, "uniqueItems": true, "items": langSchema(),
+				"description": "Target languages, not the project's default language."},
+			"keys": openapi.M{"type": "array", "minItems": 1, "maxItems": 5000, "items": keySchema()},
+		}, "languages"))),
+		Errs: []int{402, 422, 429},
+		OK:   []openapi.Resp{{Status: 202, Desc: "The pending job.", Content: openapi.JSON(openapi.Ref("Job"))}}})
+}
+
+func openAPIComponents(d *openapi.Doc) {
+	component := d.Schema("Component", openapi.Obj(openapi.M{
+		"id": openapi.M{"type": "integer"}, "slug": slugSchema(), "name": openapi.Str(),
+		"props":        openapi.AnyObject("The props: any JSON object."),
+		"translations": openapi.With(openapi.MapOf(openapi.AnyObject("Overrides of the props.")), openapi.M{"description": "Prop overrides by language code."}),
+		"created_at":   openapi.Timestamp(), "updated_at": openapi.Timestamp(),
+	}, "id", "slug", "name", "props", "translations", "created_at", "updated_at"))
+	fields := openapi.M{
+		"name": nameSchema(), "slug": slugSchema(),
+		"props": openapi.AnyObject("Any JSON object; replaces the stored props whole."),
+		"translations": openapi.M{"type": "object", "propertyNames": langSchema(), "additionalProperties": openapi.AnyObject("Overrides of the props."),
+			"description": "Per-language prop overrides by language code; replaces the stored map whole."},
+	}
+	slugParam := openapi.M{"slug": slugSchema()}
+	d.Add("GET", "/v1/components", openapi.Op{ID: "listComponents", Summary: "Components, newest first", Tag: "content", Scope: "content:read",
+		Query: openapi.PageParams(), Errs: []int{422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The components.", Content: openapi.JSON(d.List("Component"))}}})
+	d.Add("POST", "/v1/components", openapi.Op{ID: "createComponent", Summary: "Create a component", Tag: "content", Scope: "content:write",
+		Desc:       "The slug is derived from the name when omitted (-2, -3, … on collision); an explicit slug that is taken is a 409. No credits.",
+		Idempotent: true, Body: openapi.JSON(d.Schema("CreateComponentRequest", openapi.Obj(fields, "name"))), Errs: []int{409, 422},
+		OK: []openapi.Resp{{Status: 201, Desc: "The component.", Content: openapi.JSON(component)}}})
+	d.Add("GET", "/v1/components/{slug}", openapi.Op{ID: "getComponent", Summary: "A component", Tag: "content", Scope: "content:read",
+		Params: slugParam, Errs: []int{404},
+		OK: []openapi.Resp{{Status: 200, Desc: "The component.", Content: openapi.JSON(component)}}})
+	d.Add("PATCH", "/v1/components/{slug}", openapi.Op{ID: "updateComponent", Summary: "Update a component", Tag: "content", Scope: "content:write",
+		Desc:   "Fields sent replace the stored ones; a new slug that is taken is a 409. No credits.",
+		Params: slugParam, Idempotent: true, Body: openapi.JSON(d.Schema("UpdateComponentRequest", openapi.Obj(fields))), Errs: []int{404, 409, 422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The component.", Content: openapi.JSON(component)}}})
+	d.Add("DELETE", "/v1/components/{slug}", openapi.Op{ID: "deleteComponent", Summary: "Delete a component", Tag: "content", Scope: "content:write",
+		Params: slugParam, Idempotent: true, Errs: []int{404},
+		OK: []openapi.Resp{{Status: 204, Desc: "Deleted."}}})
+}
+
+func openAPIPages(d *openapi.Doc) {
+	seo := d.Schema("PageSEO", openapi.Obj(openapi.M{
+		"meta_title": openapi.Str(), "meta_description": openapi.Str(),
+		"og_image": openapi.Nullable(openapi.Str()), "canonical_url": openapi.Nullable(openapi.Str()), "noindex": openapi.M{"type": "boolean"},
+	}, "meta_title", "meta_description", "og_image", "canonical_url", "noindex"))
+	page := d.Schema("Page", openapi.Obj(openapi.M{
+		"id": openapi.M{"type": "integer"}, "slug": slugSchema(), "path": openapi.Str(), "title": openapi.Str(),
+		"status":   openapi.M{"type": "string", "enum": []any{PageDraft, PagePublished}},
+		"sections": openapi.Arr(openapi.AnyObject("A section: any JSON object.")),
+		"seo":      seo,
+		"translations": openapi.Arr(d.Schema("PageTranslation", openapi.Obj(openapi.M{"lang": openapi.Str(), "title": openapi.Str(), "seo": seo},
+			"lang", "title", "seo"))),
+		"created_at": openapi.Timestamp(), "updated_at": openapi.Timestamp(), "published_at": openapi.Nullable(openapi.Timestamp()),
+	}, "id", "slug", "path", "title", "status", "sections", "seo", "translations", "created_at", "updated_at", "published_at"))
+	pageRef := openapi.M{"id_or_slug": openapi.M{"type": "string", "pattern": slug.Pattern.String(),
+		"description": "The page's numeric id, or its slug (a number is tried as an id first)."}}
+	seoIn := d.Schema("PageSEOInput", openapi.With(openapi.Obj(openapi.M{
+		"meta_title": textSchema(maxMetaTitle), "meta_description": textSchema(maxMetaDesc),
+		"og_image": urlSchema(0), "canonical_url": urlSchema(0), "noindex": openapi.M{"type": "boolean"},
+	}), openapi.M{"description": "Fields sent replace the stored ones, the others are kept; an empty og_image or canonical_url clears it."}))
+	fields := openapi.M{
+		"title": nameSchema(), "slug": slugSchema(),
+		"path": openapi.M{"type": "string", "maxLength": maxPathLen, "pattern": pathPattern.String(),
+			"description": "The site path, e.g. / or /about/team; /{slug} when omitted on create."},
+		"status": openapi.M{"type": "string", "enum": []any{PageDraft, PagePublished}},
+		"sections": openapi.M{"type": "array", "maxItems": maxSections, "items": openapi.AnyObject("A section: any JSON object."),
+			"description": "Replaces the stored sections whole."},
+		"seo": seoIn,
+		"translations": openapi.M{"type": "array", "maxItems": maxTranslations, "description": "One per language (each at most once); replaces the stored list whole.",
+			"items": d.Schema("PageTranslationInput", openapi.Obj(openapi.M{"lang": langSchema(), "title": textSchema(255), "seo": seoIn}, "lang"))},
+	}
+	d.Add("GET", "/v1/pages", openapi.Op{ID: "listPages", Summary: "Pages, newest first", Tag: "content", Scope: "content:read",
+		Query: append(openapi.PageParams(), openapi.M{"name": "status", "in": "query", "schema": openapi.M{"type": "string", "enum": []any{PageDraft, PagePublished}}}),
+		Errs:  []int{422},
+		OK:    []openapi.Resp{{Status: 200, Desc: "The pages.", Content: openapi.JSON(d.List("Page"))}}})
+	d.Add("POST", "/v1/pages", openapi.Op{ID: "createPage", Summary: "Create a page", Tag: "content", Scope: "content:write",
+		Desc: "1 credit (page_update). A draft unless `status` says published (published_at is then set). The slug is derived from the title when omitted " +
+			"(-2, -3, … on collision); a slug or path another page has is a 409.",
+		Idempotent: true, Body: openapi.JSON(d.Schema("CreatePageRequest", openapi.Obj(fields, "title"))), Errs: []int{402, 409, 422},
+		OK: []openapi.Resp{{Status: 201, Desc: "The page.", Content: openapi.JSON(page)}}})
+	d.Add("GET", "/v1/pages/{id_or_slug}", openapi.Op{ID: "getPage", Summary: "A page", Tag: "content", Scope: "content:read",
+		Desc:   "With `lang`, that translation's title and SEO fields (those it has) fill the flat ones; `translations` always lists every language.",
+		Params: pageRef, Query: []openapi.M{langQuery("The translation to read the title and SEO in.")},
+		Errs: []int{404, 422},
+		OK:   []openapi.Resp{{Status: 200, Desc: "The page.", Content: openapi.JSON(page)}}})
+	d.Add("PATCH", "/v1/pages/{id_or_slug}", openapi.Op{ID: "updatePage", Summary: "Update a page", Tag: "content", Scope: "content:write",
+		Desc: "1 credit (page_update). Fields sent replace the stored ones (seo field by field). Publishing sets published_at once; back to draft clears it. " +
+			"A slug or path another page has is a 409.",
+		Params: pageRef, Idempotent: true, Body: openapi.JSON(d.Schema("UpdatePageRequest", openapi.Obj(fields))), Errs: []int{402, 404, 409, 422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The page.", Content: openapi.JSON(page)}}})
+	d.Add("DELETE", "/v1/pages/{id_or_slug}", openapi.Op{ID: "deletePage", Summary: "Delete a page", Tag: "content", Scope: "content:write",
+		Params: pageRef, Idempotent: true, Errs: []int{404},
+		OK: []openapi.Resp{{Status: 204, Desc: "Deleted."}}})
+}
+
+func openAPIGalleries(d *openapi.Doc) {
+	gallery := d.Schema("Gallery", openapi.Obj(openapi.M{
+		"slug": slugSchema(), "name": openapi.Str(),
+		"items": openapi.M{"type": "array", "maxItems": 200,
+			"items": d.Schema("GalleryItem", openapi.Obj(openapi.M{"url": openapi.Str(), "alt": openapi.Str()}, "url"))},
+		"items_count": openapi.M{"type": "integer", "minimum": 0, "maximum": 200},
+		"created_at":  openapi.Timestamp(), "updated_at": openapi.Timestamp(),
+	}, "slug", "name", "items", "items_count", "created_at", "updated_at"))
+	wrapped := openapi.JSON(d.Schema("GalleryEnvelope", openapi.Obj(openapi.M{"data": gallery}, "data")))
+	fields := openapi.M{
+		"name": nameSchema(), "slug": slugSchema(),
+		"items": openapi.M{"type": "array", "maxItems": 200, "description": "Ordered; replaces the stored items whole.",
+			"items": d.Schema("GalleryItemInput", openapi.Obj(openapi.M{"url": urlSchema(1), "alt": textSchema(1000)}, "url"))},
+	}
+	slugParam := openapi.M{"slug": slugSchema()}
+	d.Add("GET", "/v1/galleries", openapi.Op{ID: "listGalleries", Summary: "Galleries, newest first", Tag: "content", Scope: "galleries:read",
+		Query: openapi.PageParams(), Errs: []int{422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The galleries.", Content: openapi.JSON(d.List("Gallery"))}}})
+	d.Add("POST", "/v1/galleries", openapi.Op{ID: "createGallery", Summary: "Create a gallery", Tag: "content", Scope: "galleries:write",
+		Desc:       "The slug is derived from the name when omitted (-2, -3, … on collision); an explicit slug that is taken is a 409. Items may start empty. No credits.",
+		Idempotent: true, Body: openapi.JSON(d.Schema("CreateGalleryRequest", openapi.Obj(fields, "name"))), Errs: []int{409, 422},
+		OK: []openapi.Resp{{Status: 201, Desc: "The gallery, wrapped.", Content: wrapped}}})
+	d.Add("GET", "/v1/galleries/{slug}", openapi.Op{ID: "getGallery", Summary: "A gallery", Tag: "content", Scope: "galleries:read",
+		Params: slugParam, Errs: []int{404},
+		OK: []openapi.Resp{{Status: 200, Desc: "The gallery, wrapped.", Content: wrapped}}})
+	d.Add("PATCH", "/v1/galleries/{slug}", openapi.Op{ID: "updateGallery", Summary: "Update a gallery", Tag: "content", Scope: "galleries:write",
+		Desc:   "Fields sent replace the stored ones; `items` is the complete new list (full replace). A new slug that is taken is a 409. No credits.",
+		Params: slugParam, Idempotent: true, Body: openapi.JSON(d.Schema("UpdateGalleryRequest", openapi.Obj(fields))), Errs: []int{404, 409, 422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The gallery, wrapped.", Content: wrapped}}})
+	d.Add("DELETE", "/v1/galleries/{slug}", openapi.Op{ID: "deleteGallery", Summary: "Delete a gallery", Tag: "content", Scope: "galleries:write",
+		Params: slugParam, Idempotent: true, Errs: []int{404},
+		OK: []openapi.Resp{{Status: 204, Desc: "Deleted."}}})
+}
+
+func openAPIImages(d *openapi.Doc) {
+	image := d.Schema("Image", openapi.Obj(openapi.M{
+		"key": keySchema(),
+		"url": openapi.M{"type": "string", "description": "Where /v1/public/media serves it."},
+		"alt": openapi.Str(), "width": openapi.M{"type": []any{"integer", "null"}}, "height": openapi.M{"type": []any{"integer", "null"}},
+		"content_type": openapi.Nullable(openapi.Str()), "size_bytes": openapi.M{"type": []any{"integer", "null"}},
+		"source":     openapi.M{"type": "string", "enum": []any{"upload", "url", "ai"}},
+		"created_at": openapi.Timestamp(),
+	}, "key", "url", "alt", "width", "height", "content_type", "size_bytes", "source", "created_at"))
+	keyParam := openapi.M{"key": keySchema()}
+	d.Add("GET", "/v1/images", openapi.Op{ID: "listImages", Summary: "Images, newest first", Tag: "content", Scope: "images:read",
+		Query: append(openapi.PageParams(), openapi.M{"name": "source", "in": "query", "schema": openapi.M{"type": "string", "enum": []any{"upload", "url", "ai"}}}),
+		Errs:  []int{422},
+		OK:    []openapi.Resp{{Status: 200, Desc: "The images.", Content: openapi.JSON(d.List("Image"))}}})
+	d.Add("POST", "/v1/images", openapi.Op{ID: "createImage", Summary: "Upload an image, or generate one (job image.generate)", Tag: "content",
+		Scope: "images:write", Idempotent: true,
+		Desc: "A multipart/form-data body registers an upload: 1 credit (image_register), 201 with the Image; its key is `key`, or one derived " +
+			"from the file name (-2, -3, … on collision); an explicit key that is taken is a 409 (PUT /images/{key} replaces by URL). " +
+			"A JSON body starts image.generate: 10 credits, 202 with the pending Job; its result is {url, key, width, height} and " +
+			"`image.generated` (the Image) is emitted when it completes.",
+		Body: openapi.M{
+			"application/json": d.Schema("GenerateImageRequest", openapi.Obj(openapi.M{
+				"prompt": openapi.M{"type": "string", "minLength": 1, "maxLength": 4000, "pattern": `\S`},
+				"width":  openapi.M{"type": "integer", "minimum": 64, "maximum": 2048, "default": 1024},
+				"height": openapi.M{"type": "integer", "minimum": 64, "maximum": 2048, "default": 1024},
+			}, "prompt")),
+			"multipart/form-data": d.Schema("UploadImageRequest", openapi.Obj(openapi.M{
+				"file": fileSchema(),
+				"key":  keySchema(),
+				"alt":  textSchema(1000),
+			}, "file")),
+		},
+		Errs: []int{402, 409, 422},
+		OK: []openapi.Resp{{Status: 201, Desc: "The uploaded image (multipart).", Content: openapi.JSON(image)},
+			{Status: 202, Desc: "The pending image.generate job (JSON).", Content: openapi.JSON(openapi.Ref("Job"))}}})
+	d.Add("GET", "/v1/images/{key}", openapi.Op{ID: "getImage", Summary: "An image", Tag: "content", Scope: "images:read",
+		Params: keyParam, Errs: []int{404},
+		OK: []openapi.Resp{{Status: 200, Desc: "The image.", Content: openapi.JSON(image)}}})
+	d.Add("PUT", "/v1/images/{key}", openapi.Op{ID: "swapImage", Summary: "Register or replace an image by URL", Tag: "content", Scope: "images:write",
+		Desc: "The image at `url` is fetched (https; no private, loopback or reserved address; no redirects), checked to be a PNG, JPEG, GIF or WebP " +
+			"of at most 10 MiB, and stored; the key (created when new) serves it from then on. 1 credit (image_register). " +
+			"A URL that cannot be fetched or is no image is a 422 on url. `alt` is kept when omitted.",
+		Params: keyParam, Idempotent: true,
+		Body: openapi.JSON(d.Schema("SwapImageRequest", openapi.Obj(openapi.M{"url": openapi.M{"type": "string", "maxLength": 2048}, "alt": textSchema(1000)}, "url"))),
+		Errs: []int{402, 422},
+		OK:   []openapi.Resp{{Status: 200, Desc: "The image.", Content: openapi.JSON(image)}}})
+	d.Add("DELETE", "/v1/images/{key}", openapi.Op{ID: "deleteImage", Summary: "Delete an image", Tag: "content", Scope: "images:write",
+		Desc:   "Its media URL answers 404 from then on.",
+		Params: keyParam, Idempotent: true, Errs: []int{404},
+		OK: []openapi.Resp{{Status: 204, Desc: "Deleted."}}})
+	media := openapi.M{}
+	for _, t := range []string{"image/png", "image/jpeg", "image/gif", "image/webp", "image/avif", "image/svg+xml", "application/octet-stream"} {
+		media[t] = openapi.M{"type": "string", "contentMediaType": t}
+	}
+	cache := openapi.M{"Cache-Control": openapi.M{"required": true, "schema": openapi.Str()}, "ETag": openapi.M{"required": true, "schema": openapi.Str()}}
+	d.Add("GET", "/v1/public/media/{project}/{key}", openapi.Op{ID: "getMedia", Summary: "A stored image", Tag: "public", Auth: openapi.None,
+		Desc:   "Uploaded and generated images, and the brand logo (key _logo), of the project named in the path; conditional and range requests are honoured.",
+		Params: openapi.M{"project": openapi.M{"type": "string", "pattern": "^prj_"}},
+		Errs:   []int{404},
+		OK: []openapi.Resp{{Status: 200, Desc: "The image.", Content: media, Headers: cache},
+			{Status: 206, Desc: "A range of the image.", Content: media, Headers: cache},
+			{Status: 304, Desc: "Not modified.", Headers: cache},
+			{Status: 416, Desc: "The range is not satisfiable.", Content: openapi.M{"text/plain": openapi.Str()}}}})
+}
+
+func openAPIBrand(d *openapi.Doc) {
+	brand := openapi.JSON(d.Schema("Brand", openapi.Obj(openapi.M{
+		"name": openapi.Str(), "tagline": openapi.Str(), "description": openapi.Str(), "voice": openapi.Str(), "audience": openapi.Str(),
+		"colors": openapi.MapOf(openapi.Str()), "fonts": openapi.MapOf(openapi.Str()),
+		"logo_url": openapi.Nullable(openapi.Str()), "updated_at": openapi.Timestamp(),
+	}, "name", "tagline", "description", "voice", "audience", "colors", "fonts", "logo_url", "updated_at")))
+	mapOf := func(what string) openapi.M {
+		return openapi.With(openapi.MapOf(textSchema(255)), openapi.M{"maxProperties": 50, "propertyNames": openapi.M{"minLength": 1, "maxLength": 64},
+			"description": what + " by name; replaces the stored map whole."})
+	}
+	d.Add("GET", "/v1/brand", openapi.Op{ID: "getBrand", Summary: "The brand context", Tag: "content", Scope: "brand:read",
+		OK: []openapi.Resp{{Status: 200, Desc: "The brand context (empty strings and maps until set).", Content: brand}}})
+	d.Add("PATCH", "/v1/brand", openapi.Op{ID: "updateBrand", Summary: "Update the brand context", Tag: "content", Scope: "brand:write",
+		Desc: "Fields sent replace the stored ones. No credits.", Idempotent: true,
+		Body: openapi.JSON(d.Schema("UpdateBrandRequest", openapi.Obj(openapi.M{
+			"name": textSchema(255), "tagline": textSchema(255),
+			"description": textSchema(5000), "voice": textSchema(5000), "audience": textSchema(5000),
+			"colors": mapOf("Colours"), "fonts": mapOf("Fonts"),
+		}))),
+		Errs: []int{422},
+		OK:   []openapi.Resp{{Status: 200, Desc: "The brand context.", Content: brand}}})
+	d.Add("POST", "/v1/brand/logo", openapi.Op{ID: "uploadBrandLogo", Summary: "Upload the brand logo", Tag: "content", Scope: "brand:write",
+		Desc: "A multipart/form-data body with one part `file` becomes the logo, served at `logo_url` (/v1/public/media/{project}/_logo). " +
+			"1 credit (image_register).",
+		Idempotent: true,
+		Body:       openapi.M{"multipart/form-data": d.Schema("UploadBrandLogoRequest", openapi.Obj(openapi.M{"file": fileSchema()}, "file"))},
+		Errs:       []int{402, 422},
+		OK:         []openapi.Resp{{Status: 200, Desc: "The brand context with its new logo_url.", Content: brand}}})
+}
+
+func openAPIPublic(d *openapi.Doc) {
+	lang := langQuery("The language to read; the project's default language when absent.")
+	d.Add("GET", "/v1/public/content/bulk", openapi.Op{ID: "getPublicContentBulk", Summary: "Many content values (public)", Tag: "public", Auth: openapi.Public,
+		Desc:    "As GET /v1/content/bulk, without a key.",
+		Query:   []openapi.M{{"name": "keys", "in": "query", "schema": openapi.Str(), "description": "Comma-separated keys (1 to 500); every key when absent."}, lang},
+		Headers: []openapi.M{ifNoneMatchHeader()}, Errs: []int{422},
+		OK: publicAnswers("The values by key.", openapi.Ref("ContentBulk"))})
+	d.Add("GET", "/v1/public/content/{key}", openapi.Op{ID: "getPublicContentKey", Summary: "A content key (public)", Tag: "public", Auth: openapi.Public,
+		Desc:   "As GET /v1/content/{key}, without a key.",
+		Params: openapi.M{"key": keySchema()}, Query: []openapi.M{lang}, Headers: []openapi.M{ifNoneMatchHeader()}, Errs: []int{422},
+		OK: publicAnswers("The key.", openapi.Ref("ContentKey"))})
+	d.Add("GET", "/v1/public/pages/{slug}", openapi.Op{ID: "getPublicPage", Summary: "A published page (public)", Tag: "public", Auth: openapi.Public,
+		Desc:   "Drafts are 404. With `lang`, that translation's title and SEO fields fill the flat ones.",
+		Params: openapi.M{"slug": slugSchema()}, Query: []openapi.M{langQuery("The translation to read the title and SEO in.")},
+		Headers: []openapi.M{ifNoneMatchHeader()}, Errs: []int{422},
+		OK: publicAnswers("The page.", openapi.Ref("Page"))})
+	d.Add("GET", "/v1/public/galleries/{slug}", openapi.Op{ID: "getPublicGallery", Summary: "A gallery (public)", Tag: "public", Auth: openapi.Public,
+		Params: openapi.M{"slug": slugSchema()}, Headers: []openapi.M{ifNoneMatchHeader()},
+		OK: publicAnswers("The gallery, wrapped.", openapi.Ref("GalleryEnvelope"))})
+}

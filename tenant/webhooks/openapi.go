@@ -1,0 +1,60 @@
+package webhooks
+
+import "github.com/plinth-dev/plinth/internal/openapi"
+
+// OpenAPI describes the routes of the pillar: the endpoints that receive
+// a project's events and their deliveries.
+func OpenAPI(d *openapi.Doc) {
+	endpointFields := openapi.M{
+		"id": openapi.Str(), "url": openapi.Str(), "events": openapi.Arr(openapi.Str()), "is_active": openapi.M{"type": "boolean"},
+		"created_at": openapi.Timestamp(), "last_delivery_status": openapi.Str(),
+	}
+	required := []string{"id", "url", "events", "is_active", "created_at", "last_delivery_status"}
+	endpoint := d.Schema("WebhookEndpoint", openapi.Obj(endpointFields, required...))
+	// A secret is shown once: a replay of the create or the rotation
+	// (Idempotency-Key) answers without it.
+	issued := openapi.JSON(d.Schema("WebhookEndpointIssued", openapi.M{"oneOf": []any{
+		d.Schema("WebhookEndpointWithSecret", openapi.Obj(openapi.With(endpointFields, openapi.M{"signing_secret": openapi.M{"type": "string", "minLength": 1}}),
+			append(required, "signing_secret")...)),
+		endpoint,
+	}}))
+	status := d.Schema("WebhookDeliveryStatus", openapi.M{"type": "string", "enum": []any{"pending", "succeeded", "failed"}})
+	delivery := openapi.JSON(d.Schema("WebhookDelivery", openapi.Obj(openapi.M{
+		"id": openapi.Prefixed("whd_"), "event_id": openapi.Prefixed("evt_"), "event_type": openapi.Str(),
+		"status": status, "attempts": openapi.M{"type": "integer", "minimum": 0},
+		"last_status_code": openapi.M{"type": []any{"integer", "null"}}, "last_error": openapi.Nullable(openapi.Str()),
+		"next_attempt_at": openapi.Nullable(openapi.Timestamp()), "created_at": openapi.Timestamp(),
+	}, "id", "event_id", "event_type", "status", "attempts", "last_status_code", "last_error", "next_attempt_at", "created_at")))
+	bodyFields := openapi.M{
+		"url":       openapi.M{"type": "string", "minLength": 1, "maxLength": 2048, "description": "https:// (http:// and loopback with PLINTH_DEV=1)"},
+		"events":    openapi.M{"type": "array", "minItems": 1, "items": openapi.Str(), "description": "Topics of the contract, e.g. content.changed."},
+		"is_active": openapi.M{"type": "boolean"},
+	}
+	d.Add("GET", "/v1/webhook-endpoints", openapi.Op{ID: "listWebhookEndpoints", Summary: "Webhook endpoints, newest first", Tag: "webhooks", Scope: "webhooks:read",
+		Query: openapi.PageParams(), Errs: []int{422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The endpoints (no secrets).", Content: openapi.JSON(d.List("WebhookEndpoint"))}}})
+	d.Add("POST", "/v1/webhook-endpoints", openapi.Op{ID: "createWebhookEndpoint", Summary: "Create an endpoint", Tag: "webhooks", Scope: "webhooks:write",
+		Idempotent: true, Body: openapi.JSON(d.Schema("CreateWebhookEndpointRequest", openapi.Obj(bodyFields, "url", "events"))), Errs: []int{422},
+		OK: []openapi.Resp{{Status: 201, Desc: "The endpoint with its signing secret, shown once (a replay answers without it).", Content: issued}}})
+	d.Add("GET", "/v1/webhook-endpoints/{id}", openapi.Op{ID: "getWebhookEndpoint", Summary: "An endpoint", Tag: "webhooks", Scope: "webhooks:read",
+		Errs: []int{404},
+		OK:   []openapi.Resp{{Status: 200, Desc: "The endpoint.", Content: openapi.JSON(endpoint)}}})
+	d.Add("PATCH", "/v1/webhook-endpoints/{id}", openapi.Op{ID: "updateWebhookEndpoint", Summary: "Update an endpoint", Tag: "webhooks", Scope: "webhooks:write",
+		Idempotent: true, Body: openapi.JSON(d.Schema("UpdateWebhookEndpointRequest", openapi.Obj(bodyFields))), Errs: []int{404, 422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The endpoint.", Content: openapi.JSON(endpoint)}}})
+	d.Add("DELETE", "/v1/webhook-endpoints/{id}", openapi.Op{ID: "deleteWebhookEndpoint", Summary: "Delete an endpoint", Tag: "webhooks", Scope: "webhooks:write",
+		Idempotent: true, Errs: []int{404},
+		OK: []openapi.Resp{{Status: 204, Desc: "Deleted."}}})
+	d.Add("POST", "/v1/webhook-endpoints/{id}/rotate-secret", openapi.Op{ID: "rotateWebhookSecret", Summary: "Rotate the signing secret", Tag: "webhooks", Scope: "webhooks:write",
+		Desc:       "The new secret is returned once; the old one also signs for 24 h (two v1= entries in X-Service-Signature).",
+		Idempotent: true, Errs: []int{404},
+		OK: []openapi.Resp{{Status: 200, Desc: "The endpoint with its new secret (a replay answers without it).", Content: issued}}})
+	d.Add("GET", "/v1/webhook-endpoints/{id}/deliveries", openapi.Op{ID: "listWebhookDeliveries", Summary: "Deliveries of an endpoint, newest first", Tag: "webhooks", Scope: "webhooks:read",
+		Query: append(openapi.PageParams(), openapi.M{"name": "status", "in": "query", "schema": status}),
+		Errs:  []int{404, 422},
+		OK:    []openapi.Resp{{Status: 200, Desc: "The deliveries.", Content: openapi.JSON(d.List("WebhookDelivery"))}}})
+	d.Add("POST", "/v1/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver", openapi.Op{ID: "redeliverWebhook", Summary: "Deliver an event again", Tag: "webhooks", Scope: "webhooks:write",
+		Desc:       "A new delivery (new whd_ id) of the same frozen envelope: same evt_ id, same data.",
+		Idempotent: true, Errs: []int{402, 404, 409, 422},
+		OK: []openapi.Resp{{Status: 202, Desc: "The new delivery.", Content: delivery}}})
+}
