@@ -3,6 +3,7 @@ package forms
 import (
 	"strings"
 
+	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/openapi"
 )
 
@@ -28,7 +29,7 @@ func OpenAPI(d *openapi.Doc) {
 		Desc:       "No key, no credits. Subscribing twice keeps one row. A non-empty hidden `website` field marks spam (still 201).",
 		Idempotent: true,
 		Body: openapi.JSON(d.Schema("SubscribeNewsletterRequest", openapi.Obj(openapi.M{
-			"email": openapi.M{"type": "string", "minLength": 1, "maxLength": MaxEmail}, "name": openapi.M{"type": "string", "maxLength": MaxName},
+			"email": openapi.M{"type": "string", "minLength": 1, "maxLength": httpapi.MaxEmail}, "name": openapi.M{"type": "string", "maxLength": MaxName},
 			"source": openapi.M{"type": "string", "maxLength": MaxSource}, "website": openapi.Str(),
 		}, "email"))),
 		Errs: []int{422},
@@ -37,7 +38,7 @@ func OpenAPI(d *openapi.Doc) {
 		Desc:       "No key, no credits. A non-empty hidden `website` field marks spam (still 201).",
 		Idempotent: true,
 		Body: openapi.JSON(d.Schema("SubmitContactRequest", openapi.Obj(openapi.M{
-			"name": openapi.M{"type": "string", "minLength": 1, "maxLength": MaxName}, "email": openapi.M{"type": "string", "minLength": 1, "maxLength": MaxEmail},
+			"name": openapi.M{"type": "string", "minLength": 1, "maxLength": MaxName}, "email": openapi.M{"type": "string", "minLength": 1, "maxLength": httpapi.MaxEmail},
 			"message": openapi.M{"type": "string", "minLength": 1, "maxLength": MaxMessage}, "subject": openapi.M{"type": "string", "maxLength": MaxSubject},
 			"source": openapi.M{"type": "string", "maxLength": MaxSource}, "website": openapi.Str(),
 			"fields": openapi.With(openapi.MapOf(value), openapi.M{"maxProperties": MaxFields,
