@@ -159,6 +159,9 @@ type ProjectParams struct {
 	Industry        string
 }
 
+// planMsg is the 422 message of an unknown plan.
+var planMsg = "must be one of " + strings.Join(tenant.PlanNames, ", ")
+
 // CreateProject creates a project, places it on the default shard and
 // provisions and migrates its schema.
 func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.Project, error) {
@@ -176,7 +179,7 @@ func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.P
 	}
 	var v httpapi.Validator
 	v.Check(strings.TrimSpace(p.Name) != "" && len(p.Name) <= 255, "name", "must be 1 to 255 characters")
-	v.Check(tenant.ValidPlan(p.Plan), "plan", "must be one of free, hobby, build, scale, enterprise")
+	v.Check(tenant.ValidPlan(p.Plan), "plan", planMsg)
 	v.Check(httpapi.ValidLanguage(p.DefaultLanguage), "default_language", "must be a language code")
 	v.Check(len(p.TargetLanguages) <= 50, "target_languages", "must have at most 50 entries")
 	for _, l := range p.TargetLanguages {
@@ -325,7 +328,7 @@ func (c *Central) UpdateProject(ctx context.Context, projectID string, u Project
 		v.Check(httpapi.ValidTimezone(*u.Timezone), "timezone", "must be an IANA time zone name")
 	}
 	if u.Plan != nil {
-		v.Check(tenant.ValidPlan(*u.Plan), "plan", "must be one of free, hobby, build, scale, enterprise")
+		v.Check(tenant.ValidPlan(*u.Plan), "plan", planMsg)
 	}
 	if err := v.Err(); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/plinth-dev/plinth/internal/openapi"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 //go:generate go test -run TestOpenAPIDocumentIsCurrent . -update
@@ -30,7 +31,11 @@ func ServeOpenAPI(w http.ResponseWriter, _ *http.Request) {
 // OpenAPI describes the control plane's routes: the system routes, the
 // dashboard (JWT) and the key's own project and keys.
 func OpenAPI(d *openapi.Doc) {
-	plan := d.Schema("Plan", openapi.M{"type": "string", "enum": []any{"free", "hobby", "build", "scale", "enterprise"}})
+	var plans []any
+	for _, p := range tenant.PlanNames {
+		plans = append(plans, p)
+	}
+	plan := d.Schema("Plan", openapi.M{"type": "string", "enum": plans})
 	project := openapi.JSON(d.Schema("Project", openapi.Obj(openapi.M{
 		"id": openapi.Prefixed("prj_"), "name": openapi.Str(), "slug": openapi.Str(), "industry": openapi.Str(), "default_language": openapi.Str(),
 		"target_languages": openapi.Arr(openapi.Str()), "timezone": openapi.Str(), "plan": plan, "created_at": openapi.Timestamp(),
