@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 func TestProjectsMeAndKeys(t *testing.T) {

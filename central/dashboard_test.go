@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/plinth-dev/plinth/central"
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 func TestDashboardProjectsAndKeys(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 // TestErrorPaths walks every error of the core endpoints: status, code,

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/plinth-dev/plinth/central"
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 // TestIsolation runs two projects in two workspaces with the same name

@@ -3,7 +3,7 @@ package central_test
 import (
 	"testing"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 // BenchmarkCentralLoginTiming samples 200 requests each for a known and an

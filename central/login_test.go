@@ -15,8 +15,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/plinth-dev/plinth/central"
-	"github.com/plinth-dev/plinth/internal/apitest"
-	"github.com/plinth-dev/plinth/internal/server"
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 // workspace is a tenant with one user, made directly through central.
@@ -194,7 +193,7 @@ func TestLoginFailureLimit(t *testing.T) {
 	loginToken(t, env, "other@example.com", "other-password")
 
 	// a second instance on the same database sees the same failures
-	second, err := server.New(context.Background(), env.Config, env.DB.Pool, slog.New(slog.DiscardHandler), server.Options{})
+	second, err := central.NewServer(context.Background(), env.Config, env.DB.Pool, slog.New(slog.DiscardHandler), central.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/central"
-	"github.com/plinth-dev/plinth/internal/apitest"
-	"github.com/plinth-dev/plinth/internal/server"
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 // bareHandler is the baseline: net/http and pgx only, running the key
@@ -102,7 +101,7 @@ func BenchmarkProjectsMe(b *testing.B) {
 	}
 	uncachedCfg := env.Config
 	uncachedCfg.KeyCacheTTL = 0
-	uncached, err := server.New(ctx, uncachedCfg, env.DB.Pool, slog.New(slog.DiscardHandler), server.Options{})
+	uncached, err := central.NewServer(ctx, uncachedCfg, env.DB.Pool, slog.New(slog.DiscardHandler), central.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

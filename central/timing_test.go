@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 // timing is the median response time of one endpoint for a known and an

@@ -97,9 +97,9 @@ func RequireScope(scope string) func(http.Handler) http.Handler {
 	return Need(func(*http.Request) string { return scope })
 }
 
-// Pillar returns middleware requiring pillar:read for GET and HEAD and
+// ReadWrite returns middleware requiring pillar:read for GET and HEAD and
 // pillar:write for every other method (docs/decisions.md, section 3).
-func Pillar(pillar string) func(http.Handler) http.Handler {
+func ReadWrite(pillar string) func(http.Handler) http.Handler {
 	return Need(func(r *http.Request) string {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			return pillar + ":read"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/plinth-dev/plinth/central"
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 // buildPlinth compiles this command into a temporary directory.

@@ -24,7 +24,6 @@ import (
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/pgcluster"
 	"github.com/plinth-dev/plinth/internal/queue"
-	"github.com/plinth-dev/plinth/internal/server"
 	"github.com/plinth-dev/plinth/provisioning"
 )
 
@@ -224,7 +223,7 @@ func serve(ctx context.Context, cfg config.Config, args []string, logger *slog.L
 			return err
 		}
 	}
-	srv, err := server.New(ctx, cfg, db.pool, logger, server.Options{Workers: !*noWorkers})
+	srv, err := central.NewServer(ctx, cfg, db.pool, logger, central.Options{Workers: !*noWorkers})
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 // BenchmarkIdempotentPOST measures, in one run, the same paid POST (insert

@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/queue"
@@ -43,37 +44,45 @@ const (
 	handlerTranslate = "blog_post.translate"
 )
 
-// Emitter records a webhook event inside the caller's transaction
-// (webhook.Outbox).
-type Emitter interface {
-	Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error
-}
-
-// Service holds what the blog routes, jobs and scheduler use.
-type Service struct {
-	River    *queue.Client
-	AI       ai.Provider
-	Media    storage.Store
-	Projects tenant.ControlPlane
+// Deps is what the pillar is built with.
+type Deps struct {
+	Queue *queue.Client
+	AI    ai.Provider
+	Media storage.Store
+	Plane tenant.ControlPlane
 	// MediaURL is the public URL of a stored image of a project
 	// (content.Service.MediaURL): generated featured images are
 	// registered in the project's images like any generated image.
 	MediaURL func(projectID, key string) string
 	// Events receives blog_post.published and blog_post.translated.
-	Events Emitter
+	Events tenant.Emitter
+	// Jobs runs the pillar's job types.
+	Jobs *jobs.Runner
 }
 
-// Register adds the pillar's job handlers to the runner.
-func (sv *Service) Register(r *jobs.Runner) {
-	r.Handle(TypeGenerate, 20*time.Minute, sv.generateJob)
-	r.Handle(handlerTranslate, 30*time.Minute, sv.translateJob)
+// Service is the blog pillar.
+type Service struct {
+	river    *queue.Client
+	ai       ai.Provider
+	media    storage.Store
+	plane    tenant.ControlPlane
+	mediaURL func(projectID, key string) string
+	events   tenant.Emitter
 }
 
-// Mount adds the pillar's routes to the authenticated /v1 router: blog:read
-// for GET, blog:write for the rest (publish included).
-func (sv *Service) Mount(r chi.Router) {
+// New builds the pillar and registers its job types with d.Jobs.
+func New(d Deps) *Service {
+	sv := &Service{river: d.Queue, ai: d.AI, media: d.Media, plane: d.Plane, mediaURL: d.MediaURL, events: d.Events}
+	d.Jobs.Handle(TypeGenerate, 20*time.Minute, sv.generateJob)
+	d.Jobs.Handle(handlerTranslate, 30*time.Minute, sv.translateJob)
+	return sv
+}
+
+// Routes mounts the pillar's keyed routes: blog:read for GET, blog:write
+// for the rest (publish included).
+func (sv *Service) Routes(r chi.Router) {
 	r.Group(func(r chi.Router) {
-		r.Use(tenant.Pillar("blog"))
+		r.Use(tenant.ReadWrite("blog"))
 		r.Get("/blog-posts", tenant.Handle(sv.listPosts))
 		r.Post("/blog-posts", tenant.Handle(sv.createPost))
 		r.Get("/blog-posts/{ref}", tenant.Handle(sv.getPost))
@@ -96,16 +105,22 @@ func (sv *Service) Mount(r chi.Router) {
 	})
 }
 
-// MountPublic adds the keyless reads of published posts to /v1/public.
-func (sv *Service) MountPublic(r chi.Router) {
+// PublicRoutes mounts the keyless reads of published posts.
+func (sv *Service) PublicRoutes(r chi.Router) {
 	r.Get("/blog-posts", tenant.Handle(sv.publicList))
 	r.Get("/blog-posts/{slug}", tenant.Handle(sv.publicGet))
 }
 
+// KeylessRoutes mounts nothing: every blog route has a key or is public.
+func (sv *Service) KeylessRoutes(chi.Router) {}
+
+// Workers adds the scheduler's worker.
+func (sv *Service) Workers(w *river.Workers) { river.AddWorker(w, &ScheduleWorker{sv: sv}) }
+
 // emit records an event when an emitter is wired.
 func (sv *Service) emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error {
-	if sv.Events == nil {
+	if sv.events == nil {
 		return nil
 	}
-	return sv.Events.Emit(ctx, tx, s, topic, data)
+	return sv.events.Emit(ctx, tx, s, topic, data)
 }

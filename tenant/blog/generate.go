@@ -115,7 +115,7 @@ func (sv *Service) submitGenerate(w http.ResponseWriter, r *http.Request, s *ten
 	var job jobs.Job
 	err := s.Tx(r.Context(), func(tx pgx.Tx) error {
 		var err error
-		job, err = jobs.Submit(r.Context(), tx, s, sv.River, jobs.Spec{
+		job, err = jobs.Submit(r.Context(), tx, s, sv.river, jobs.Spec{
 			Type: TypeGenerate, Args: a, Charges: charges, Steps: GenerateSteps, WriteScope: "blog:write",
 		})
 		return err
@@ -219,7 +219,7 @@ func (sv *Service) generateJob(ctx context.Context, run *jobs.Run) (jobs.Commit,
 	}
 	prompt += "\nGive the post's angle, an outline of its sections and its search keywords."
 	var res research
-	if err := sv.AI.JSON(ctx, ai.JSONRequest{System: system, Prompt: prompt, Name: "research", Schema: researchSchema}, &res); err != nil {
+	if err := sv.ai.JSON(ctx, ai.JSONRequest{System: system, Prompt: prompt, Name: "research", Schema: researchSchema}, &res); err != nil {
 		return nil, err
 	}
 
@@ -229,7 +229,7 @@ func (sv *Service) generateJob(ctx context.Context, run *jobs.Run) (jobs.Commit,
 	prompt = fmt.Sprintf("Write a blog post about: %s\nAngle: %s\nOutline:\n- %s\nGive a title, a one-paragraph excerpt and the sections (a heading and plain-text paragraphs separated by blank lines).",
 		a.Topic, res.Angle, strings.Join(res.Outline, "\n- "))
 	var d draft
-	if err := sv.AI.JSON(ctx, ai.JSONRequest{System: system, Prompt: prompt, Name: "post", Schema: postSchema}, &d); err != nil {
+	if err := sv.ai.JSON(ctx, ai.JSONRequest{System: system, Prompt: prompt, Name: "post", Schema: postSchema}, &d); err != nil {
 		return nil, err
 	}
 	orig := Translation{Lang: a.Language, Title: cleanText(d.Title), Excerpt: cleanText(d.Excerpt), Content: cleanHTML(d.html())}
@@ -240,14 +240,14 @@ func (sv *Service) generateJob(ctx context.Context, run *jobs.Run) (jobs.Commit,
 	if err := run.Step(ctx, "image", 45, "Illustrating the post"); err != nil {
 		return nil, err
 	}
-	img, err := sv.AI.Image(ctx, ai.ImageRequest{Prompt: "Featured image for a blog post titled: " + orig.Title, Width: 1536, Height: 1024})
+	img, err := sv.ai.Image(ctx, ai.ImageRequest{Prompt: "Featured image for a blog post titled: " + orig.Title, Width: 1536, Height: 1024})
 	if err != nil {
 		return nil, err
 	}
 	imgKey := imageKey(orig.Title, run.JobID)
 	// Stored again under the same key on a re-run: harmless; the image is
 	// registered with the post at completion.
-	size, err := sv.Media.Put(ctx, p.ID+"/"+imgKey, bytes.NewReader(img.Data)) // content's layout of generated media
+	size, err := sv.media.Put(ctx, p.ID+"/"+imgKey, bytes.NewReader(img.Data)) // content's layout of generated media
 	if err != nil {
 		return nil, fmt.Errorf("store image: %w", err)
 	}
@@ -262,7 +262,7 @@ func (sv *Service) generateJob(ctx context.Context, run *jobs.Run) (jobs.Commit,
 		if err := run.Progress(ctx, 60+25*i/len(a.TargetLanguages), "Translating into "+lang); err != nil {
 			return nil, err
 		}
-		out, err := sv.AI.Translate(ctx, ai.TranslateRequest{From: a.Language, To: lang, Texts: []string{orig.Title, orig.Excerpt, orig.Content}, Context: site})
+		out, err := sv.ai.Translate(ctx, ai.TranslateRequest{From: a.Language, To: lang, Texts: []string{orig.Title, orig.Excerpt, orig.Content}, Context: site})
 		if err != nil {
 			return nil, err
 		}
@@ -275,12 +275,12 @@ func (sv *Service) generateJob(ctx context.Context, run *jobs.Run) (jobs.Commit,
 	var meta seo
 	prompt = fmt.Sprintf("Write the search-engine title (at most 60 characters) and description (at most 160) of this blog post.\nTitle: %s\nExcerpt: %s\nKeywords: %s",
 		orig.Title, orig.Excerpt, strings.Join(slices.Concat(a.Keywords, res.Keywords), ", "))
-	if err := sv.AI.JSON(ctx, ai.JSONRequest{System: system, Prompt: prompt, Name: "seo", Schema: seoSchema}, &meta); err != nil {
+	if err := sv.ai.JSON(ctx, ai.JSONRequest{System: system, Prompt: prompt, Name: "seo", Schema: seoSchema}, &meta); err != nil {
 		return nil, err
 	}
 	orig.MetaTitle, orig.MetaDescription = cleanText(meta.MetaTitle), cleanText(meta.MetaDescription)
 	for _, lang := range a.TargetLanguages {
-		out, err := sv.AI.Translate(ctx, ai.TranslateRequest{From: a.Language, To: lang, Texts: []string{orig.MetaTitle, orig.MetaDescription}, Context: site})
+		out, err := sv.ai.Translate(ctx, ai.TranslateRequest{From: a.Language, To: lang, Texts: []string{orig.MetaTitle, orig.MetaDescription}, Context: site})
 		if err != nil {
 			return nil, err
 		}
@@ -290,7 +290,7 @@ func (sv *Service) generateJob(ctx context.Context, run *jobs.Run) (jobs.Commit,
 	}
 
 	return func(ctx context.Context, tx pgx.Tx) (any, error) {
-		url := sv.MediaURL(p.ID, imgKey)
+		url := sv.mediaURL(p.ID, imgKey)
 		ct := img.ContentType
 		if _, err := content.PutImage(ctx, tx, content.Image{Key: imgKey, URL: url, Alt: truncate(orig.Title, 200),
 			Width: &img.Width, Height: &img.Height, ContentType: &ct, SizeBytes: &size, Source: content.SourceAI}); err != nil {

@@ -18,7 +18,7 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/plinth-dev/plinth/internal/ai"
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 type sseEvent struct{ Type, Data string }

@@ -40,9 +40,6 @@ type ScheduleWorker struct {
 	sv *Service
 }
 
-// ScheduleWorker returns the River worker of the scheduler.
-func (sv *Service) ScheduleWorker() *ScheduleWorker { return &ScheduleWorker{sv: sv} }
-
 // scheduleConcurrency is how many projects one tick checks at once.
 const scheduleConcurrency = 4
 
@@ -60,7 +57,7 @@ func (w *ScheduleWorker) Work(ctx context.Context, _ *river.Job[ScheduleArgs]) e
 // returns how many it published.
 func (sv *Service) PublishAllDue(ctx context.Context) (int, error) {
 	var total atomic.Int64
-	err := sv.Projects.ForEachProject(ctx, scheduleConcurrency, func(ctx context.Context, s *tenant.Scope) error {
+	err := sv.plane.ForEachProject(ctx, scheduleConcurrency, func(ctx context.Context, s *tenant.Scope) error {
 		for {
 			posts, err := sv.PublishDue(ctx, s, claimBatch)
 			total.Add(int64(len(posts)))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -11,9 +12,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
+	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/blog"
+	"github.com/plinth-dev/plinth/tenant/jobs"
 )
 
 // makeDue schedules n posts of p and moves their time into the past, as
@@ -44,7 +47,7 @@ func TestPublishDueOnce(t *testing.T) {
 	later := post(t, env, p.Key, map[string]any{"title": "Not yet", "status": "scheduled", "scheduled_at": time.Now().Add(time.Hour).Format(time.RFC3339)})
 	draft := post(t, env, p.Key, map[string]any{"title": "Draft"})
 
-	sv := &blog.Service{Projects: env.Server.Central, Events: env.Server.Outbox}
+	sv := scheduler(env, env.Server.Outbox)
 	var mu sync.Mutex
 	published := map[int64]int{}
 	var wg sync.WaitGroup
@@ -101,7 +104,7 @@ func TestPublishAllDue(t *testing.T) {
 	makeDue(t, env, a, 2)
 	makeDue(t, env, b, 1)
 	post(t, env, c.Key, map[string]any{"title": "Later", "status": "scheduled", "scheduled_at": time.Now().Add(time.Hour).Format(time.RFC3339)})
-	sv := &blog.Service{Projects: env.Server.Central}
+	sv := scheduler(env, nil)
 	n, err := sv.PublishAllDue(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
@@ -162,4 +165,11 @@ func TestSchedulerTwoInstances(t *testing.T) {
 	require.Equal(t, got["updated_at"], again["updated_at"])
 	require.Len(t, events(t, p, "blog_post.published"), 1)
 	require.Len(t, rc.Requests(), 1)
+}
+
+// scheduler is a blog pillar of env's control plane, emitting to events
+// (none when nil), whose scheduler the test drives itself.
+func scheduler(env *apitest.Env, events tenant.Emitter) *blog.Service {
+	return blog.New(blog.Deps{Plane: env.Server.Central, Events: events,
+		Jobs: jobs.NewRunner(env.Server.Central, slog.New(slog.DiscardHandler))})
 }

@@ -57,7 +57,7 @@ func (sv *Service) submitTranslate(w http.ResponseWriter, r *http.Request, s *te
 		if err := v.Err(); err != nil {
 			return err
 		}
-		job, err = jobs.Submit(r.Context(), tx, s, sv.River, jobs.Spec{
+		job, err = jobs.Submit(r.Context(), tx, s, sv.river, jobs.Spec{
 			Type: TypeTranslate, Handler: handlerTranslate, Args: translateArgs{PostID: p.ID, Languages: req.Languages},
 			Charges: languageCharges(len(req.Languages)), Steps: req.Languages, WriteScope: "blog:write",
 		})
@@ -99,7 +99,7 @@ func (sv *Service) translateJob(ctx context.Context, run *jobs.Run) (jobs.Commit
 		if err := run.Step(ctx, lang, i*100/len(a.Languages), "Translating the post into "+lang); err != nil {
 			return nil, err
 		}
-		tr, err := sv.AI.Translate(ctx, ai.TranslateRequest{From: from, To: lang, Context: site,
+		tr, err := sv.ai.Translate(ctx, ai.TranslateRequest{From: from, To: lang, Context: site,
 			Texts: []string{src.Title, src.Excerpt, src.Content, src.MetaTitle, src.MetaDescription}})
 		if err != nil {
 			return nil, err

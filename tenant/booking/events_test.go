@@ -11,13 +11,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
+	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/booking"
 )
 
 // emitter is the event outbox the clocked server uses: the server's own.
-func emitter(env *apitest.Env) booking.Emitter { return env.Server.Outbox }
+func emitter(env *apitest.Env) tenant.Emitter { return env.Server.Outbox }
 
 // eventWatch observes the booking events of a project through its outbox:
 // with an endpoint subscribed to the booking topics, every emitted event is

@@ -13,38 +13,40 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
-// Emitter records a webhook event inside the caller's transaction, so an
-// event exists exactly when its change commits (webhook.Outbox).
-type Emitter interface {
-	Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error
+// Deps is what the pillar is built with.
+type Deps struct {
+	// Events receives the booking events, in the transaction of the change.
+	Events tenant.Emitter
+	// Now is the clock availability and bookings are judged by (time.Now
+	// when nil; fixed in tests).
+	Now func() time.Time
 }
 
-// Handler serves the booking routes.
-type Handler struct {
-	events Emitter
+// Pillar is the booking pillar (Service is the bookable service).
+type Pillar struct {
+	events tenant.Emitter
 	now    func() time.Time
 }
 
-// New returns the booking handler emitting its events through events (the
-// server's webhook outbox). now is the clock availability and bookings are
-// judged by (time.Now in the server; fixed in tests).
-func New(events Emitter, now func() time.Time) *Handler {
-	if now == nil {
-		now = time.Now
+// New builds the pillar.
+func New(d Deps) *Pillar {
+	if d.Now == nil {
+		d.Now = time.Now
 	}
-	return &Handler{events: events, now: now}
+	return &Pillar{events: d.Events, now: d.Now}
 }
 
 // Routes mounts the authenticated booking routes: booking:read for GET,
 // booking:write otherwise, booking:admin for the settings.
-func (h *Handler) Routes(r chi.Router) {
+func (h *Pillar) Routes(r chi.Router) {
 	r.Group(func(r chi.Router) {
-		r.Use(tenant.Pillar("booking"))
+		r.Use(tenant.ReadWrite("booking"))
 		r.Get("/booking/services", tenant.Handle(h.listServices))
 		r.Post("/booking/services", tenant.Handle(h.createService))
 		r.Get("/booking/services/{id}", tenant.Handle(getByID(getService)))
@@ -68,11 +70,17 @@ func (h *Handler) Routes(r chi.Router) {
 // PublicRoutes mounts the keyless routes a site's visitors use; the router
 // has already resolved the project. They show active services, free slots
 // and the visitor's own new booking, never other customers' data.
-func (h *Handler) PublicRoutes(r chi.Router) {
+func (h *Pillar) PublicRoutes(r chi.Router) {
 	r.Get("/booking/services", tenant.Handle(h.publicServices))
 	r.Get("/booking/availability", tenant.Handle(h.publicAvailability))
 	r.Post("/bookings", tenant.Handle(h.createBooking))
 }
+
+// KeylessRoutes mounts nothing: every booking route has a key or is public.
+func (h *Pillar) KeylessRoutes(chi.Router) {}
+
+// Workers adds nothing: booking runs no jobs.
+func (h *Pillar) Workers(*river.Workers) {}
 
 // getByID serves GET of one service or booking by the id of its path, read
 // by get without a lock.
@@ -95,7 +103,7 @@ func getByID[T any](get func(ctx context.Context, tx pgx.Tx, id int64, lock bool
 
 // ---- settings
 
-func (h *Handler) getSettings(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Pillar) getSettings(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var err error
 	var set Settings
 	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
@@ -107,7 +115,7 @@ func (h *Handler) getSettings(w http.ResponseWriter, r *http.Request, s *tenant.
 	return httpapi.JSON(w, 200, set.toJSON(s.Project.Timezone))
 }
 
-func (h *Handler) patchSettings(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Pillar) patchSettings(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var err error
 	var p settingsPatch
 	if err := httpapi.Decode(r, &p); err != nil {
@@ -136,15 +144,15 @@ func (h *Handler) patchSettings(w http.ResponseWriter, r *http.Request, s *tenan
 
 // ---- services
 
-func (h *Handler) listServices(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Pillar) listServices(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	return h.serveServices(w, r, s, false)
 }
 
-func (h *Handler) publicServices(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Pillar) publicServices(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	return h.serveServices(w, r, s, true)
 }
 
-func (h *Handler) serveServices(w http.ResponseWriter, r *http.Request, s *tenant.Scope, public bool) error {
+func (h *Pillar) serveServices(w http.ResponseWriter, r *http.Request, s *tenant.Scope, public bool) error {
 	page, err := httpapi.ParsePage(r)
 	if err != nil {
 		return err
@@ -167,7 +175,7 @@ func (h *Handler) serveServices(w http.ResponseWriter, r *http.Request, s *tenan
 	return httpapi.JSON(w, 200, list)
 }
 
-func (h *Handler) createService(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Pillar) createService(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var in serviceInput
 	if err := httpapi.Decode(r, &in); err != nil {
 		return err
@@ -188,7 +196,7 @@ func (h *Handler) createService(w http.ResponseWriter, r *http.Request, s *tenan
 	return httpapi.JSON(w, 201, svc)
 }
 
-func (h *Handler) updateService(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Pillar) updateService(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	id, err := httpapi.PathID(r, "id", httpapi.ErrNotFound)
 	if err != nil {
 		return err
@@ -214,7 +222,7 @@ func (h *Handler) updateService(w http.ResponseWriter, r *http.Request, s *tenan
 	return httpapi.JSON(w, 200, svc)
 }
 
-func (h *Handler) deleteService(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Pillar) deleteService(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	id, err := httpapi.PathID(r, "id", httpapi.ErrNotFound)
 	if err != nil {
 		return err
@@ -227,11 +235,11 @@ func (h *Handler) deleteService(w http.ResponseWriter, r *http.Request, s *tenan
 
 // ---- availability
 
-func (h *Handler) availability(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Pillar) availability(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	return h.serveAvailability(w, r, s, false)
 }
 
-func (h *Handler) publicAvailability(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Pillar) publicAvailability(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	return h.serveAvailability(w, r, s, true)
 }
 
@@ -242,7 +250,7 @@ func rules(set Settings, loc *time.Location, svc Service) Rules {
 		Buffer: time.Duration(svc.BufferMinutes) * time.Minute}
 }
 
-func (h *Handler) serveAvailability(w http.ResponseWriter, r *http.Request, s *tenant.Scope, public bool) error {
+func (h *Pillar) serveAvailability(w http.ResponseWriter, r *http.Request, s *tenant.Scope, public bool) error {
 	q := r.URL.Query()
 	sid, err := queryID(q, "service_id", true)
 	if err != nil {
@@ -358,7 +366,7 @@ func parseWhen(v *httpapi.Validator, q url.Values, name string, loc *time.Locati
 // ---- bookings
 
 // createBooking serves POST /bookings, with a key or on the public surface.
-func (h *Handler) createBooking(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Pillar) createBooking(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var in bookingInput
 	if err := httpapi.Decode(r, &in); err != nil {
 		return err
@@ -411,13 +419,13 @@ func (h *Handler) createBooking(w http.ResponseWriter, r *http.Request, s *tenan
 	return httpapi.JSON(w, 201, b)
 }
 
-func (h *Handler) emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, b Booking) error {
+func (h *Pillar) emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, b Booking) error {
 	return h.events.Emit(ctx, tx, s, topic, b)
 }
 
 var statuses = []string{StatusPending, StatusConfirmed, StatusCancelled, StatusCompleted}
 
-func (h *Handler) listBookings(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Pillar) listBookings(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	page, err := httpapi.ParsePage(r)
 	if err != nil {
 		return err
@@ -455,7 +463,7 @@ func (h *Handler) listBookings(w http.ResponseWriter, r *http.Request, s *tenant
 // transition serves POST /bookings/{id}/{action}: a status change allowed
 // only from the statuses transitions lists (else 409 conflict naming the
 // current status), firing its event in the same transaction.
-func (h *Handler) transition(action string) tenant.HandlerFunc {
+func (h *Pillar) transition(action string) tenant.HandlerFunc {
 	t := transitions[action]
 	return func(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 		id, err := httpapi.PathID(r, "id", httpapi.ErrNotFound)

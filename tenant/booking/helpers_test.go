@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/booking"
@@ -100,7 +100,7 @@ func sortedKeys(m map[string]any) []string {
 // headers the OpenAPI document requires of every one.
 func withClock(t *testing.T, env *apitest.Env, now time.Time) *apitest.Env {
 	t.Helper()
-	h := booking.New(emitter(env), func() time.Time { return now })
+	h := booking.New(booking.Deps{Events: env.Server.Outbox, Now: func() time.Time { return now }})
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(env.Config.ErrorBase, slog.Default(), 11<<20))
 	r.Use(env.Server.Central.Identify)

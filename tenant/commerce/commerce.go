@@ -33,12 +33,6 @@ import (
 	"github.com/plinth-dev/plinth/tenant"
 )
 
-// Emitter writes an event inside the caller's transaction (the webhook
-// outbox).
-type Emitter interface {
-	Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error
-}
-
 // Event topics of the pillar.
 const (
 	TopicOrderCreated   = "order.created"
@@ -57,47 +51,42 @@ const CheckoutTTL = time.Hour
 // by the release job, should the processor's expiry event not arrive.
 const releaseGrace = 15 * time.Minute
 
-// Config wires the pillar.
-type Config struct {
-	Central  tenant.ControlPlane
+// Deps is what the pillar is built with.
+type Deps struct {
+	Plane    tenant.ControlPlane
 	Payments *payments.Client
-	// Events receives the order and connect events; nil emits nothing.
-	Events Emitter
+	// Queue schedules the release job of each checkout.
+	Queue *queue.Client
+	// Events receives the order and connect events.
+	Events tenant.Emitter
 	Logger *slog.Logger
 }
 
-// Service serves the pillar's routes and runs its release job.
+// Service is the commerce pillar: its routes, and the release job.
 type Service struct {
-	central tenant.ControlPlane
-	pay     *payments.Client
-	events  Emitter
-	logger  *slog.Logger
-	queue   *queue.Client
-	now     func() time.Time
+	plane  tenant.ControlPlane
+	pay    *payments.Client
+	events tenant.Emitter
+	logger *slog.Logger
+	queue  *queue.Client
+	now    func() time.Time
 }
 
-// New builds the pillar. SetQueue must be called before it serves
-// checkouts (the River client is built after the workers are registered).
-func New(cfg Config) *Service {
-	l := cfg.Logger
+// New builds the pillar.
+func New(d Deps) *Service {
+	l := d.Logger
 	if l == nil {
 		l = slog.Default()
 	}
-	return &Service{central: cfg.Central, pay: cfg.Payments, events: cfg.Events, logger: l, now: time.Now}
+	return &Service{plane: d.Plane, pay: d.Payments, queue: d.Queue, events: d.Events, logger: l, now: time.Now}
 }
-
-// SetQueue gives the service the River client it schedules release jobs with.
-func (s *Service) SetQueue(q *queue.Client) { s.queue = q }
-
-// SetEvents replaces the event emitter.
-func (s *Service) SetEvents(e Emitter) { s.events = e }
 
 // Routes mounts the authenticated routes: commerce:read for GET,
 // commerce:write for other methods, commerce:admin for manual orders,
-// refunds and onboarding (decisions.md section 3).
+// refunds and onboarding (docs/decisions.md section 3).
 func (s *Service) Routes(r chi.Router) {
 	r.Group(func(r chi.Router) {
-		r.Use(tenant.Pillar("commerce"))
+		r.Use(tenant.ReadWrite("commerce"))
 		r.Get("/product-categories", tenant.Handle(s.listCategories))
 		r.Post("/product-categories", tenant.Handle(s.createCategory))
 		r.Get("/product-categories/{id}", tenant.Handle(s.getCategory))
@@ -139,15 +128,15 @@ func (s *Service) PublicRoutes(r chi.Router) {
 	r.Get("/product-categories", tenant.Handle(s.publicListCategories))
 }
 
-// WebhookRoute mounts the processor's webhook, which needs no key: its
+// KeylessRoutes mounts the processor's webhook, which needs no key: its
 // signature authenticates it.
-func (s *Service) WebhookRoute(r chi.Router) {
+func (s *Service) KeylessRoutes(r chi.Router) {
 	r.Post("/payments/webhook", httpapi.H(s.processorWebhook))
 }
 
-// Worker is the River worker that settles orders whose checkout expired
-// without a processor event.
-func (s *Service) Worker() river.Worker[ReleaseArgs] { return &releaseWorker{s: s} }
+// Workers adds the release worker, which settles orders whose checkout
+// expired without a processor event.
+func (s *Service) Workers(w *river.Workers) { river.AddWorker(w, &releaseWorker{s: s}) }
 
 func (s *Service) emit(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, topic string, data any) error {
 	if s.events == nil {

@@ -114,7 +114,7 @@ func (s *Service) onboard(w http.ResponseWriter, r *http.Request, sc *tenant.Sco
 		if err != nil {
 			return err
 		}
-		if err := s.central.LinkPaymentAccount(ctx, sc.Project.ID, a.ID); err != nil {
+		if err := s.plane.LinkPaymentAccount(ctx, sc.Project.ID, a.ID); err != nil {
 			return err
 		}
 		account = a.ID

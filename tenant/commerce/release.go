@@ -49,7 +49,7 @@ var errPaymentProcessing = errors.New("commerce: the checkout's payment is still
 
 // Release runs the release of one order (the job's work).
 func (s *Service) Release(ctx context.Context, a ReleaseArgs) error {
-	sc, err := s.central.ScopeFor(ctx, a.ProjectID)
+	sc, err := s.plane.ScopeFor(ctx, a.ProjectID)
 	if errors.Is(err, httpapi.ErrNotFound) {
 		return nil // the project is gone
 	}

@@ -101,7 +101,7 @@ func (s *Service) eventProject(ctx context.Context, ev stripe.Event) (*tenant.Sc
 	pid := ""
 	if ev.Account != "" {
 		var err error
-		pid, err = s.central.ProjectForAccount(ctx, ev.Account)
+		pid, err = s.plane.ProjectForAccount(ctx, ev.Account)
 		if errors.Is(err, httpapi.ErrNotFound) {
 			return nil, "unknown connected account", nil
 		}
@@ -117,7 +117,7 @@ func (s *Service) eventProject(ctx context.Context, ev stripe.Event) (*tenant.Sc
 	if pid == "" {
 		return nil, "the event names no connected account and no project", nil
 	}
-	sc, err := s.central.ScopeFor(ctx, pid)
+	sc, err := s.plane.ScopeFor(ctx, pid)
 	if errors.Is(err, httpapi.ErrNotFound) {
 		return nil, "unknown project", nil
 	}

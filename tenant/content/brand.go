@@ -153,7 +153,7 @@ func (sv *Service) uploadLogo(w http.ResponseWriter, r *http.Request, s *tenant.
 	ctx := r.Context()
 	pid := s.Project.ID
 	object := objectKey(pid, "logo")
-	if _, err := sv.Media.Put(ctx, object, bytes.NewReader(up.img.data)); err != nil {
+	if _, err := sv.media.Put(ctx, object, bytes.NewReader(up.img.data)); err != nil {
 		return fmt.Errorf("store logo: %w", err)
 	}
 	var b Brand

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -21,22 +22,37 @@ import (
 	"github.com/plinth-dev/plinth/tenant/jobs"
 )
 
-// Service holds what the content routes and jobs use.
-type Service struct {
-	AI        ai.Provider
-	Media     storage.Store
-	River     *queue.Client
+// Deps is what the pillar is built with.
+type Deps struct {
+	AI    ai.Provider
+	Media storage.Store
+	Queue *queue.Client
+	// Events receives content.changed and image.generated.
+	Events tenant.Emitter
+	// Jobs runs the pillar's job types.
+	Jobs      *jobs.Runner
 	PublicURL string // base of the URLs handed out, without /v1
 	// Fetch gets a user-supplied URL for a URL swap; it must refuse
-	// private and loopback addresses (the SSRF guard).
+	// private and loopback addresses (the SSRF guard: GuardedFetch).
 	Fetch func(ctx context.Context, rawURL string) (*http.Response, error)
+}
 
-	// OnValueChanged, when set, runs in the transaction that changes a
-	// content value (a first value included): the place for content.changed.
-	OnValueChanged func(ctx context.Context, tx pgx.Tx, s *tenant.Scope, c ValueChange) error
-	// OnImageGenerated, when set, runs in the transaction that completes an
-	// image.generate job: the place for image.generated.
-	OnImageGenerated func(ctx context.Context, tx pgx.Tx, s *tenant.Scope, img Image) error
+// Service is the content pillar.
+type Service struct {
+	ai        ai.Provider
+	media     storage.Store
+	river     *queue.Client
+	events    tenant.Emitter
+	publicURL string
+	fetch     func(ctx context.Context, rawURL string) (*http.Response, error)
+}
+
+// New builds the pillar and registers its job types with d.Jobs.
+func New(d Deps) *Service {
+	sv := &Service{ai: d.AI, media: d.Media, river: d.Queue, events: d.Events, publicURL: d.PublicURL, fetch: d.Fetch}
+	d.Jobs.Handle(TypeTranslate, 30*time.Minute, sv.translateJob)
+	d.Jobs.Handle(TypeImage, 10*time.Minute, sv.imageJob)
+	return sv
 }
 
 // Job types of this pillar.
@@ -45,18 +61,12 @@ const (
 	TypeImage     = "image.generate"
 )
 
-// Register adds the pillar's job handlers to the runner.
-func (sv *Service) Register(r *jobs.Runner) {
-	r.Handle(TypeTranslate, 30*time.Minute, sv.translateJob)
-	r.Handle(TypeImage, 10*time.Minute, sv.imageJob)
-}
-
-// Mount adds the pillar's routes to the authenticated /v1 router, with
-// the scopes decisions.md section 3 maps: content:* for keys, components
-// and pages; galleries:*, images:* and brand:* for the rest.
-func (sv *Service) Mount(r chi.Router) {
+// Routes mounts the pillar's keyed routes, with the scopes of
+// docs/decisions.md section 3: content:* for keys, components and pages;
+// galleries:*, images:* and brand:* for the rest.
+func (sv *Service) Routes(r chi.Router) {
 	r.Group(func(r chi.Router) {
-		r.Use(tenant.Pillar("content"))
+		r.Use(tenant.ReadWrite("content"))
 		r.Get("/content/bulk", tenant.Handle(sv.getBulk))
 		r.Put("/content", tenant.Handle(sv.putBatch))
 		r.Post("/content/translate", tenant.Handle(sv.submitTranslate))
@@ -77,7 +87,7 @@ func (sv *Service) Mount(r chi.Router) {
 		r.Delete("/pages/{id_or_slug}", tenant.Handle(sv.deletePage))
 	})
 	r.Group(func(r chi.Router) {
-		r.Use(tenant.Pillar("galleries"))
+		r.Use(tenant.ReadWrite("galleries"))
 		r.Get("/galleries", tenant.Handle(sv.listGalleries))
 		r.Post("/galleries", tenant.Handle(sv.createGallery))
 		r.Get("/galleries/{slug}", tenant.Handle(sv.getGallery))
@@ -85,7 +95,7 @@ func (sv *Service) Mount(r chi.Router) {
 		r.Delete("/galleries/{slug}", tenant.Handle(sv.deleteGallery))
 	})
 	r.Group(func(r chi.Router) {
-		r.Use(tenant.Pillar("images"))
+		r.Use(tenant.ReadWrite("images"))
 		r.Get("/images", tenant.Handle(sv.listImages))
 		r.Post("/images", tenant.Handle(sv.postImage))
 		r.Get("/images/{key}", tenant.Handle(sv.getImage))
@@ -93,22 +103,28 @@ func (sv *Service) Mount(r chi.Router) {
 		r.Delete("/images/{key}", tenant.Handle(sv.deleteImage))
 	})
 	r.Group(func(r chi.Router) {
-		r.Use(tenant.Pillar("brand"))
+		r.Use(tenant.ReadWrite("brand"))
 		r.Get("/brand", tenant.Handle(sv.getBrand))
 		r.Patch("/brand", tenant.Handle(sv.patchBrand))
 		r.Post("/brand/logo", tenant.Handle(sv.uploadLogo))
 	})
 }
 
-// MountPublic adds the pillar's keyless routes to the /v1/public router.
-// Every answer carries Cache-Control and an ETag (304 on If-None-Match).
-func (sv *Service) MountPublic(r chi.Router) {
+// PublicRoutes mounts the pillar's reads of /v1/public. Every answer
+// carries Cache-Control and an ETag (304 on If-None-Match).
+func (sv *Service) PublicRoutes(r chi.Router) {
 	r.Get("/content/bulk", tenant.Handle(sv.publicBulk))
 	r.Get("/content/{key}", tenant.Handle(sv.publicKey))
 	r.Get("/pages/{slug}", tenant.Handle(sv.publicPage))
 	r.Get("/galleries/{slug}", tenant.Handle(sv.publicGallery))
 	r.Get("/media/{project}/{key}", tenant.Handle(sv.serveMedia))
 }
+
+// KeylessRoutes mounts nothing: every content route has a key or is public.
+func (sv *Service) KeylessRoutes(chi.Router) {}
+
+// Workers adds nothing: the pillar's work runs as jobs of the jobs pillar.
+func (sv *Service) Workers(*river.Workers) {}
 
 // KeyPattern is the pattern of content keys and image keys.
 var KeyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,199}$`)

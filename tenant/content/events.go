@@ -6,10 +6,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/plinth-dev/plinth/internal/ssrf"
-	"github.com/plinth-dev/plinth/tenant"
 )
 
 // Topics this pillar emits.
@@ -17,24 +14,6 @@ const (
 	TopicChanged   = "content.changed"
 	TopicGenerated = "image.generated"
 )
-
-// Emitter records a webhook event inside the caller's transaction
-// (webhook.Outbox).
-type Emitter interface {
-	Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error
-}
-
-// EmitTo sends the pillar's events through e: content.changed with
-// {key, lang, value, previous_value} once per changed value, and
-// image.generated with the Image when a generation completes.
-func (sv *Service) EmitTo(e Emitter) {
-	sv.OnValueChanged = func(ctx context.Context, tx pgx.Tx, s *tenant.Scope, c ValueChange) error {
-		return e.Emit(ctx, tx, s, TopicChanged, c)
-	}
-	sv.OnImageGenerated = func(ctx context.Context, tx pgx.Tx, s *tenant.Scope, img Image) error {
-		return e.Emit(ctx, tx, s, TopicGenerated, img)
-	}
-}
 
 // GuardedFetch returns the Fetch of URL swaps: the URL is checked by the
 // SSRF guard (https only, no private, loopback, link-local or reserved

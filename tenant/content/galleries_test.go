@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 func items(n int) []map[string]any {

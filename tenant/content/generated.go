@@ -19,7 +19,7 @@ import (
 // transaction that commits the job's effects.
 func (sv *Service) StoreGenerated(ctx context.Context, projectID, prompt, ref string, img *ai.Image) (string, func(context.Context, pgx.Tx) error, error) {
 	key := imageKey(prompt, ref)
-	size, err := sv.Media.Put(ctx, mediaKey(projectID, key), bytes.NewReader(img.Data))
+	size, err := sv.media.Put(ctx, mediaKey(projectID, key), bytes.NewReader(img.Data))
 	if err != nil {
 		return "", nil, fmt.Errorf("store image: %w", err)
 	}

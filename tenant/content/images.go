@@ -80,7 +80,7 @@ func (sv *Service) submitImage(w http.ResponseWriter, r *http.Request, s *tenant
 	}
 	var job jobs.Job
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		job, err = jobs.Submit(r.Context(), tx, s, sv.River, jobs.Spec{
+		job, err = jobs.Submit(r.Context(), tx, s, sv.river, jobs.Spec{
 			Type: TypeImage, Args: a, Charges: []jobs.Charge{{Op: "image", Cost: ImageCost}},
 			Steps: []string{"generate", "store"}, WriteScope: "images:write",
 		})
@@ -119,7 +119,7 @@ func mediaKey(projectID, key string) string { return projectID + "/" + key }
 
 // MediaURL is where the public surface serves a stored image.
 func (sv *Service) MediaURL(projectID, key string) string {
-	return strings.TrimRight(sv.PublicURL, "/") + "/v1/public/media/" + projectID + "/" + key
+	return strings.TrimRight(sv.publicURL, "/") + "/v1/public/media/" + projectID + "/" + key
 }
 
 // imageJob generates the image, stores it under a key derived from the
@@ -132,7 +132,7 @@ func (sv *Service) imageJob(ctx context.Context, run *jobs.Run) (jobs.Commit, er
 	if err := run.Step(ctx, "generate", 10, "Generating the image"); err != nil {
 		return nil, err
 	}
-	img, err := sv.AI.Image(ctx, ai.ImageRequest{Prompt: a.Prompt, Width: a.Width, Height: a.Height})
+	img, err := sv.ai.Image(ctx, ai.ImageRequest{Prompt: a.Prompt, Width: a.Width, Height: a.Height})
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func (sv *Service) imageJob(ctx context.Context, run *jobs.Run) (jobs.Commit, er
 	key := imageKey(a.Prompt, run.JobID)
 	// Storing again under the same key on a re-run is harmless; the row
 	// that makes the image visible is written with the completion.
-	size, err := sv.Media.Put(ctx, mediaKey(pid, key), bytes.NewReader(img.Data))
+	size, err := sv.media.Put(ctx, mediaKey(pid, key), bytes.NewReader(img.Data))
 	if err != nil {
 		return nil, fmt.Errorf("store image: %w", err)
 	}
@@ -158,10 +158,8 @@ func (sv *Service) imageJob(ctx context.Context, run *jobs.Run) (jobs.Commit, er
 		if err != nil {
 			return nil, err
 		}
-		if sv.OnImageGenerated != nil {
-			if err := sv.OnImageGenerated(ctx, tx, run.Scope, stored); err != nil {
-				return nil, err
-			}
+		if err := sv.events.Emit(ctx, tx, run.Scope, TopicGenerated, stored); err != nil {
+			return nil, err
 		}
 		return ImageResult{URL: stored.URL, Key: key, Width: img.Width, Height: img.Height}, nil
 	}, nil
@@ -197,7 +195,7 @@ func (sv *Service) serveMedia(w http.ResponseWriter, r *http.Request, s *tenant.
 	if err != nil {
 		return err
 	}
-	obj, err := sv.Media.Open(r.Context(), object)
+	obj, err := sv.media.Open(r.Context(), object)
 	if errors.Is(err, storage.ErrNotFound) {
 		return httpapi.NotFound("no such media")
 	}

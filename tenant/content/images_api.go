@@ -51,7 +51,7 @@ func (sv *Service) dropObject(ctx context.Context, object string) {
 	if object == "" {
 		return
 	}
-	if err := sv.Media.Delete(context.WithoutCancel(ctx), object); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err := sv.media.Delete(context.WithoutCancel(ctx), object); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		httpapi.Logger(ctx).WarnContext(ctx, "media object left behind", "object", object, "err", err)
 	}
 }
@@ -100,7 +100,7 @@ func (sv *Service) uploadImage(w http.ResponseWriter, r *http.Request, s *tenant
 			}
 		}
 		img.Key, img.URL, img.Object = key, sv.MediaURL(pid, key), objectKey(pid, key)
-		size, err := sv.Media.Put(ctx, img.Object, bytes.NewReader(up.img.data))
+		size, err := sv.media.Put(ctx, img.Object, bytes.NewReader(up.img.data))
 		if err != nil {
 			return fmt.Errorf("store upload: %w", err)
 		}
@@ -135,12 +135,12 @@ type SwapRequest struct {
 // fetchImage downloads raw through the SSRF-guarded client and checks that
 // it is an image; the error is meant for the user (a 422 on url).
 func (sv *Service) fetchImage(ctx context.Context, raw string) (checkedImage, error) {
-	if sv.Fetch == nil {
+	if sv.fetch == nil {
 		return checkedImage{}, errors.New("cannot be fetched: this server fetches no URLs")
 	}
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
-	res, err := sv.Fetch(ctx, raw)
+	res, err := sv.fetch(ctx, raw)
 	if err != nil {
 		return checkedImage{}, err
 	}
@@ -188,7 +188,7 @@ func (sv *Service) swapImage(w http.ResponseWriter, r *http.Request, s *tenant.S
 	size := int64(len(got.data))
 	img := Image{Key: key, URL: sv.MediaURL(pid, key), Width: &got.width, Height: &got.height,
 		ContentType: &got.contentType, SizeBytes: &size, Source: SourceURL, Object: objectKey(pid, key)}
-	if _, err := sv.Media.Put(ctx, img.Object, bytes.NewReader(got.data)); err != nil {
+	if _, err := sv.media.Put(ctx, img.Object, bytes.NewReader(got.data)); err != nil {
 		return fmt.Errorf("store fetched image: %w", err)
 	}
 	var previous string

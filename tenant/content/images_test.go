@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 // media fetches a public media URL and returns its status, content type

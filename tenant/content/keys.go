@@ -239,7 +239,7 @@ func checkValue(v *httpapi.Validator, field string, value string, lang *string, 
 }
 
 // write sets each value, charging 1 credit per value and reporting each
-// changed value to OnValueChanged, all in tx.
+// changed value as content.changed, all in tx.
 // A batch is checked against its whole cost first, so its 402 states the
 // cost of the batch; each value then has its own ledger entry, so the
 // usage report counts values.
@@ -262,8 +262,8 @@ func (sv *Service) write(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items 
 		if err != nil {
 			return err
 		}
-		if changed && sv.OnValueChanged != nil {
-			if err := sv.OnValueChanged(ctx, tx, s, c); err != nil {
+		if changed {
+			if err := sv.events.Emit(ctx, tx, s, TopicChanged, c); err != nil {
 				return err
 			}
 		}

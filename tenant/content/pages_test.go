@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 func TestComponentsAPI(t *testing.T) {

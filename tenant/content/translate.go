@@ -100,7 +100,7 @@ func (sv *Service) submitTranslate(w http.ResponseWriter, r *http.Request, s *te
 		for i := range charges {
 			charges[i] = jobs.Charge{Op: "translate_language", Cost: TranslateLanguageCost}
 		}
-		job, err = jobs.Submit(r.Context(), tx, s, sv.River, jobs.Spec{
+		job, err = jobs.Submit(r.Context(), tx, s, sv.river, jobs.Spec{
 			Type: TypeTranslate, Args: args, Charges: charges, Steps: args.Languages, WriteScope: "content:write",
 		})
 		return err
@@ -148,7 +148,7 @@ func (sv *Service) translateJob(ctx context.Context, run *jobs.Run) (jobs.Commit
 		}
 		for start := 0; start < len(texts); start += translateBatch {
 			batch := texts[start:min(start+translateBatch, len(texts))]
-			tr, err := sv.AI.Translate(ctx, ai.TranslateRequest{From: p.DefaultLanguage, To: lang, Texts: batch, Context: site})
+			tr, err := sv.ai.Translate(ctx, ai.TranslateRequest{From: p.DefaultLanguage, To: lang, Texts: batch, Context: site})
 			if err != nil {
 				return nil, err
 			}
@@ -162,8 +162,8 @@ func (sv *Service) translateJob(ctx context.Context, run *jobs.Run) (jobs.Commit
 				if err != nil {
 					return nil, err
 				}
-				if changed && sv.OnValueChanged != nil {
-					if err := sv.OnValueChanged(ctx, tx, run.Scope, c); err != nil {
+				if changed {
+					if err := sv.events.Emit(ctx, tx, run.Scope, TopicChanged, c); err != nil {
 						return nil, err
 					}
 				}

@@ -9,24 +9,37 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
+// Service is the forms pillar. It needs nothing but the project's scope.
+type Service struct{}
+
+// New builds the pillar.
+func New() *Service { return &Service{} }
+
 // PublicRoutes mounts the keyless submit endpoints on the /v1/public router,
-// which has already resolved the project (central.PublicProject). CORS and
-// Preflight let browsers on any site post to them.
-func PublicRoutes(r chi.Router) {
+// which has already resolved the project. CORS and Preflight let browsers
+// on any site post to them.
+func (*Service) PublicRoutes(r chi.Router) {
 	r.Post("/forms/newsletter", tenant.Handle(subscribe))
 	r.Post("/forms/contact", tenant.Handle(contact))
 }
 
-// Routes mounts the admin endpoints on the authenticated /v1 router:
-// forms:read to list and export, forms:write to delete.
-func Routes(r chi.Router) {
-	r.With(tenant.Pillar("forms")).Get("/form-submissions", tenant.Handle(listSubmissions))
-	r.With(tenant.Pillar("forms")).Delete("/form-submissions/{id}", tenant.Handle(deleteSubmission))
+// KeylessRoutes mounts nothing.
+func (*Service) KeylessRoutes(chi.Router) {}
+
+// Workers adds nothing: forms run no jobs.
+func (*Service) Workers(*river.Workers) {}
+
+// Routes mounts the admin endpoints: forms:read to list and export,
+// forms:write to delete.
+func (*Service) Routes(r chi.Router) {
+	r.With(tenant.ReadWrite("forms")).Get("/form-submissions", tenant.Handle(listSubmissions))
+	r.With(tenant.ReadWrite("forms")).Delete("/form-submissions/{id}", tenant.Handle(deleteSubmission))
 }
 
 // formRequest is the body of a public form.

@@ -2,12 +2,15 @@ package jobs
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -15,22 +18,55 @@ import (
 	"github.com/plinth-dev/plinth/tenant"
 )
 
-// API serves /jobs: list, read, cancel and the SSE stream.
-type API struct {
-	Hub   *Hub
-	River *queue.Client
+// Deps is what the pillar is built with.
+type Deps struct {
+	Plane tenant.ControlPlane
+	// Pool is the shard pool whose job notifications the hub listens to.
+	Pool  *pgxpool.Pool
+	Queue *queue.Client
 	// Heartbeat is the interval of SSE comment lines that keep idle
 	// connections (and proxies) open (default 15s).
 	Heartbeat time.Duration
 	// Poll re-reads a streamed job's events even without a notification,
 	// in case one was lost with the LISTEN connection (default 5s).
-	Poll time.Duration
+	Poll   time.Duration
+	Logger *slog.Logger
 }
 
-// Mount adds the /jobs routes to r (behind the authenticator). Every
-// route needs jobs:read; cancel also needs the write scope of the job's
-// pillar (decisions.md section 3).
-func (a *API) Mount(r chi.Router) {
+// Service is the jobs pillar: the runner every pillar's job types run on,
+// the hub that wakes SSE streams, and /jobs (list, read, cancel, stream).
+type Service struct {
+	runner    *Runner
+	hub       *Hub
+	river     *queue.Client
+	heartbeat time.Duration
+	poll      time.Duration
+}
+
+// New builds the pillar.
+func New(d Deps) *Service {
+	return &Service{runner: NewRunner(d.Plane, d.Logger), hub: NewHub(d.Pool, d.Logger), river: d.Queue,
+		heartbeat: or(d.Heartbeat, 15*time.Second), poll: or(d.Poll, 5*time.Second)}
+}
+
+// Runner is where pillars register their job types.
+func (a *Service) Runner() *Runner { return a.runner }
+
+// Hub wakes SSE streams on job events from any instance; Run it.
+func (a *Service) Hub() *Hub { return a.hub }
+
+// PublicRoutes mounts nothing: jobs are read with a key.
+func (a *Service) PublicRoutes(chi.Router) {}
+
+// KeylessRoutes mounts nothing.
+func (a *Service) KeylessRoutes(chi.Router) {}
+
+// Workers adds the runner, which works every job type.
+func (a *Service) Workers(w *river.Workers) { river.AddWorker(w, a.runner) }
+
+// Routes mounts /jobs. Every route needs jobs:read; cancel also needs the
+// write scope of the job's pillar (docs/decisions.md section 3).
+func (a *Service) Routes(r chi.Router) {
 	r.Route("/jobs", func(r chi.Router) {
 		r.Use(tenant.RequireScope("jobs:read"))
 		r.Get("/", tenant.Handle(a.list))
@@ -42,7 +78,7 @@ func (a *API) Mount(r chi.Router) {
 
 var statuses = map[string]bool{StatusPending: true, StatusProcessing: true, StatusCompleted: true, StatusFailed: true, StatusCancelled: true}
 
-func (a *API) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (a *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	page, err := httpapi.ParsePage(r)
 	if err != nil {
 		return err
@@ -62,7 +98,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) erro
 	return httpapi.JSON(w, 200, httpapi.NewList(rows, page.Limit, func(j Job) string { return j.ID }))
 }
 
-func (a *API) get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (a *Service) get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var err error
 	var j *row
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
@@ -79,7 +115,7 @@ func (a *API) get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error
 // to stop: the worker sees the request, stops, and ends the job cancelled
 // (refunded). Either way it answers 200 with the job as it now stands; a
 // finished job gives 409 conflict.
-func (a *API) cancel(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (a *Service) cancel(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var err error
 	ctx := r.Context()
 	var j *row
@@ -97,11 +133,11 @@ func (a *API) cancel(w http.ResponseWriter, r *http.Request, s *tenant.Scope) er
 			if err := cancelRow(ctx, tx, s, j); err != nil {
 				return err
 			}
-			if _, err := a.River.JobCancelTx(ctx, tx, j.RiverID); err != nil {
+			if _, err := a.river.JobCancelTx(ctx, tx, j.RiverID); err != nil {
 				return err
 			}
 			if j.Admitted {
-				return promote(ctx, tx, a.River)
+				return promote(ctx, tx, a.river)
 			}
 			return nil
 		case !j.CancelRequested:
@@ -111,7 +147,7 @@ func (a *API) cancel(w http.ResponseWriter, r *http.Request, s *tenant.Scope) er
 			if err := save(ctx, tx, j, newEvent(EventProgress, progressData{Progress: j.Progress, Message: j.Message})); err != nil {
 				return err
 			}
-			_, err := a.River.JobCancelTx(ctx, tx, j.RiverID)
+			_, err := a.river.JobCancelTx(ctx, tx, j.RiverID)
 			return err
 		}
 		return nil
@@ -126,11 +162,11 @@ func (a *API) cancel(w http.ResponseWriter, r *http.Request, s *tenant.Scope) er
 // of the job in order (progress, step, error, then done, which ends the
 // stream), each with its sequence number as id. Last-Event-ID resumes
 // after that event; a finished job's stream without it sends done at once.
-func (a *API) stream(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (a *Service) stream(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var err error
 	ctx := r.Context()
 	jobID := chi.URLParam(r, "id")
-	wakeups, stop := a.Hub.Subscribe(jobID) // before reading, so no event slips between
+	wakeups, stop := a.hub.Subscribe(jobID) // before reading, so no event slips between
 	defer stop()
 	var j *row
 	err = s.Tx(ctx, func(tx pgx.Tx) error {
@@ -161,9 +197,9 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request, s *tenant.Scope) er
 	if err := sess.Flush(); err != nil { // headers out: the client knows the stream is open
 		return nil
 	}
-	heartbeat := time.NewTicker(or(a.Heartbeat, 15*time.Second))
+	heartbeat := time.NewTicker(a.heartbeat)
 	defer heartbeat.Stop()
-	poll := time.NewTicker(or(a.Poll, 5*time.Second))
+	poll := time.NewTicker(a.poll)
 	defer poll.Stop()
 	for {
 		for {
@@ -195,7 +231,7 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request, s *tenant.Scope) er
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-a.Hub.Done():
+		case <-a.hub.Done():
 			return nil
 		case <-wakeups:
 		case <-poll.C:
@@ -211,7 +247,7 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request, s *tenant.Scope) er
 
 // send writes one event; flush sends it (and any before it) now. After
 // the stream started, errors end it quietly: the client went away.
-func (a *API) send(sess *sse.Session, e event, flush bool) error {
+func (a *Service) send(sess *sse.Session, e event, flush bool) error {
 	m := &sse.Message{Type: sse.Type(e.Kind)}
 	if e.Seq > 0 {
 		m.ID = sse.ID(strconv.Itoa(e.Seq))

@@ -15,9 +15,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/plinth-dev/plinth/central"
+	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/ai"
-	"github.com/plinth-dev/plinth/internal/apitest"
-	"github.com/plinth-dev/plinth/internal/server"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/jobs"
 )
@@ -41,7 +41,7 @@ func submit(t testing.TB, env *apitest.Env, p *apitest.Project, spec jobs.Spec) 
 func secondInstance(t testing.TB, env *apitest.Env) string {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
-	srv, err := server.New(context.Background(), env.Config, env.DB.Pool, logger, server.Options{})
+	srv, err := central.NewServer(context.Background(), env.Config, env.DB.Pool, logger, central.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,11 @@ func TestStreamHeartbeat(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t) // no workers: the job stays pending
 	p := env.NewProject("build")
-	api := &jobs.API{Hub: env.Server.JobEvents, River: env.Server.River, Heartbeat: 50 * time.Millisecond}
+	api := jobs.New(jobs.Deps{Plane: env.Server.Central, Pool: env.DB.Pool, Queue: env.Server.River, Heartbeat: 50 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)})
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	defer stopHub()
+	go api.Hub().Run(hubCtx)
 	r := chiWithAuth(env, api)
 	hs := httptest.NewServer(r)
 	defer hs.Close()

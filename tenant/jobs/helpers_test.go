@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	sse "github.com/tmaxmax/go-sse"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/pgtest"
@@ -145,12 +145,12 @@ func riverState(t testing.TB, env *apitest.Env, p *apitest.Project, jobID string
 }
 
 // chiWithAuth mounts api behind the authenticator, as the server does.
-func chiWithAuth(env *apitest.Env, api *jobs.API) http.Handler {
+func chiWithAuth(env *apitest.Env, api *jobs.Service) http.Handler {
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(env.Config.ErrorBase, slog.New(slog.DiscardHandler), 1<<20))
 	r.Route("/v1", func(v1 chi.Router) {
 		v1.Use(env.Server.Central.Identify, tenant.Authenticated)
-		api.Mount(v1)
+		api.Routes(v1)
 	})
 	return r
 }

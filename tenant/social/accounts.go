@@ -48,12 +48,12 @@ func (sv *Service) connect(w http.ResponseWriter, r *http.Request, s *tenant.Sco
 	if !ValidPlatform(platform) {
 		return httpapi.Invalid("platform", "must be one of "+strings.Join(Platforms, ", "))
 	}
-	app := sv.Apps[platform]
+	app := sv.apps[platform]
 	if app == nil {
 		return httpapi.Invalid("platform", fmt.Sprintf("no OAuth app is configured for %s on this server (PLINTH_SOCIAL_%s_CLIENT_ID and _CLIENT_SECRET)",
 			platform, strings.ToUpper(platform)))
 	}
-	redirect := sv.PublicURL + DefaultRedirectPath
+	redirect := sv.publicURL + DefaultRedirectPath
 	if req.RedirectURI != nil {
 		if err := validRedirect(*req.RedirectURI); err != nil {
 			return httpapi.Invalid("redirect_uri", err.Error())
@@ -65,7 +65,7 @@ func (sv *Service) connect(w http.ResponseWriter, r *http.Request, s *tenant.Sco
 		verifier = oauth2.GenerateVerifier()
 	}
 	st := oauth.State{ID: id.New("ost_"), Project: s.Project.ID, Platform: platform, RedirectURI: redirect,
-		Expires: time.Now().Add(sv.StateTTL).Unix()}
+		Expires: time.Now().Add(sv.stateTTL).Unix()}
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
 		// Flows never finished leave their rows; they go once long expired.
 		if _, err := tx.Exec(r.Context(), `DELETE FROM social_oauth_states WHERE expires_at < now() - interval '1 day'`); err != nil {
@@ -138,7 +138,7 @@ func (sv *Service) callback(w http.ResponseWriter, r *http.Request) error {
 	if errors.Is(err, oauth.ErrStateExpired) {
 		return fail(errStateExpired)
 	}
-	s, err := sv.Central.ScopeFor(ctx, st.Project)
+	s, err := sv.plane.ScopeFor(ctx, st.Project)
 	if errors.Is(err, httpapi.ErrNotFound) {
 		return httpapi.BadRequest("the state names a project that no longer exists")
 	}
@@ -155,7 +155,7 @@ func (sv *Service) callback(w http.ResponseWriter, r *http.Request) error {
 	if e := q.Get("error"); e != "" { // the user declined, or the platform refused
 		return fail(errorCode(e))
 	}
-	app := sv.Apps[platform]
+	app := sv.apps[platform]
 	if app == nil {
 		return fail(errNotConfigured)
 	}
@@ -169,7 +169,7 @@ func (sv *Service) callback(w http.ResponseWriter, r *http.Request) error {
 		log.WarnContext(ctx, "social: code exchange failed", "err", err)
 		return fail(errExchange)
 	}
-	ident, err := app.adapter.Identify(ctx, app.API(tok.AccessToken, sv.Media))
+	ident, err := app.adapter.Identify(ctx, app.API(tok.AccessToken, sv.media))
 	if err != nil {
 		log.WarnContext(ctx, "social: account lookup failed", "err", err)
 		return fail(errIdentity)
@@ -361,7 +361,7 @@ func (sv *Service) freshToken(ctx context.Context, s *tenant.Scope, app *App, ac
 		var re *oauth2.RetrieveError
 		switch {
 		case errors.As(err, &re) || (err != nil && sec.Token.RefreshToken == ""):
-			sv.Logger.WarnContext(ctx, "social: token refresh refused; the account is expired", "project", s.Project.ID, "account", a.ID, "err", err)
+			sv.logger.WarnContext(ctx, "social: token refresh refused; the account is expired", "project", s.Project.ID, "account", a.ID, "err", err)
 			problem, a.Status = "the platform refused to renew the account's authorization; reconnect the account", AccountExpired
 			_, err = tx.Exec(ctx, `UPDATE social_accounts SET status = 'expired', updated_at = now() WHERE id = $1`, a.ID)
 			return err

@@ -103,7 +103,7 @@ func (sv *Service) submitGenerate(w http.ResponseWriter, r *http.Request, s *ten
 	v.Check(a.Images >= 0 && a.Images <= maxImages, "images", fmt.Sprintf("must be from 0 to %d", maxImages))
 	// Neither built-in AI provider makes videos; the surcharges are
 	// priced (GenerateCost) for when one does.
-	msg := fmt.Sprintf("video generation is not available: the configured AI provider (%s) makes no videos", sv.AI.Name())
+	msg := fmt.Sprintf("video generation is not available: the configured AI provider (%s) makes no videos", sv.ai.Name())
 	v.Check(videos == 0, "videos", msg)
 	v.Check(premium == 0, "premium_videos", msg)
 	checkMedia(&v, a.Media)
@@ -119,7 +119,7 @@ func (sv *Service) submitGenerate(w http.ResponseWriter, r *http.Request, s *ten
 		if a.Images > 0 {
 			steps = append(steps, "images")
 		}
-		job, err = jobs.Submit(r.Context(), tx, s, sv.River, jobs.Spec{
+		job, err = jobs.Submit(r.Context(), tx, s, sv.river, jobs.Spec{
 			Type: TypeGenerate, Args: a, Steps: steps, WriteScope: "social:write",
 			Charges: []jobs.Charge{{Op: "social_post", Cost: GenerateCost(a.Images, videos, premium)}},
 		})
@@ -175,7 +175,7 @@ func (sv *Service) generateJob(ctx context.Context, run *jobs.Run) (jobs.Commit,
 		prompt += "\nTone: " + a.Tone + "."
 	}
 	var out written
-	if err := sv.AI.JSON(ctx, ai.JSONRequest{
+	if err := sv.ai.JSON(ctx, ai.JSONRequest{
 		System: "You write engaging, accurate social media posts for a business. Answer with JSON only.",
 		Prompt: prompt, Name: "social_post", Schema: writtenSchema,
 	}, &out); err != nil {
@@ -194,11 +194,11 @@ func (sv *Service) generateJob(ctx context.Context, run *jobs.Run) (jobs.Commit,
 		if err := run.Step(ctx, "images", 40+40*i/a.Images, fmt.Sprintf("Making image %d of %d", i+1, a.Images)); err != nil {
 			return nil, err
 		}
-		img, err := sv.AI.Image(ctx, ai.ImageRequest{Prompt: fmt.Sprintf("%s. Image %d for a social media post: %s", title, i+1, a.Topic), Width: 1080, Height: 1080})
+		img, err := sv.ai.Image(ctx, ai.ImageRequest{Prompt: fmt.Sprintf("%s. Image %d for a social media post: %s", title, i+1, a.Topic), Width: 1080, Height: 1080})
 		if err != nil {
 			return nil, err
 		}
-		u, register, err := sv.Images.StoreGenerated(ctx, p.ID, title, fmt.Sprintf("%s-%d", run.JobID, i), img)
+		u, register, err := sv.images.StoreGenerated(ctx, p.ID, title, fmt.Sprintf("%s-%d", run.JobID, i), img)
 		if err != nil {
 			return nil, err
 		}

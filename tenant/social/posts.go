@@ -394,7 +394,7 @@ func (sv *Service) publish(w http.ResponseWriter, r *http.Request, s *tenant.Sco
 		if s.Key != nil {
 			args.KeyID, args.Test = s.Key.ID, s.Key.Test
 		}
-		_, err = sv.River.InsertTx(r.Context(), tx, args, nil)
+		_, err = sv.river.InsertTx(r.Context(), tx, args, nil)
 		return err
 	})
 	if err != nil {

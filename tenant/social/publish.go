@@ -42,9 +42,6 @@ type PublishWorker struct {
 	sv *Service
 }
 
-// PublishWorker returns the River worker of social.publish.
-func (sv *Service) PublishWorker() *PublishWorker { return &PublishWorker{sv: sv} }
-
 // Timeout implements river.Worker: a publish may upload videos to several accounts.
 func (w *PublishWorker) Timeout(*river.Job[PublishArgs]) time.Duration { return time.Hour }
 
@@ -106,7 +103,7 @@ func targets(ctx context.Context, tx pgx.Tx, p Post) ([]target, error) {
 // post's status and the event.
 func (w *PublishWorker) Work(ctx context.Context, job *river.Job[PublishArgs]) error {
 	a := job.Args
-	s, err := w.sv.Central.ScopeFor(ctx, a.ProjectID)
+	s, err := w.sv.plane.ScopeFor(ctx, a.ProjectID)
 	if errors.Is(err, httpapi.ErrNotFound) {
 		return river.JobCancel(fmt.Errorf("project %s no longer exists", a.ProjectID))
 	}
@@ -122,7 +119,7 @@ func (w *PublishWorker) Work(ctx context.Context, job *river.Job[PublishArgs]) e
 	if err != nil && job.Attempt >= job.MaxAttempts && ctx.Err() == nil {
 		// The last attempt: end the publish with what was achieved rather
 		// than leave the post publishing for ever.
-		w.sv.Logger.ErrorContext(ctx, "social: publishing failed on the server's side; ending it", "project", a.ProjectID, "post", a.PostID, "err", err)
+		w.sv.logger.ErrorContext(ctx, "social: publishing failed on the server's side; ending it", "project", a.ProjectID, "post", a.PostID, "err", err)
 		return w.sv.finish(ctx, s, a.PostID, "publishing could not complete on the server")
 	}
 	return err
@@ -188,7 +185,7 @@ func (sv *Service) publishOne(ctx context.Context, s *tenant.Scope, c Content, t
 	if t.Account == nil {
 		return failed(t, "no connected "+t.Platform+" account"), nil
 	}
-	app := sv.Apps[t.Platform]
+	app := sv.apps[t.Platform]
 	if app == nil {
 		return failed(t, "no OAuth app is configured for "+t.Platform+" on this server"), nil
 	}
@@ -203,9 +200,9 @@ func (sv *Service) publishOne(ctx context.Context, s *tenant.Scope, c Content, t
 	case acct.Status != AccountConnected:
 		return failed(t, "the account is "+acct.Status+"; reconnect it"), nil
 	}
-	pctx, cancel := context.WithTimeout(ctx, sv.PublishTimeout)
+	pctx, cancel := context.WithTimeout(ctx, sv.publishTimeout)
 	defer cancel()
-	out, err := app.adapter.Publish(pctx, app.API(sec.Token.AccessToken, sv.Media), Target{ExternalID: acct.ExternalID, Name: acct.Name, Extra: sec.Extra}, c)
+	out, err := app.adapter.Publish(pctx, app.API(sec.Token.AccessToken, sv.media), Target{ExternalID: acct.ExternalID, Name: acct.Name, Extra: sec.Extra}, c)
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err() // stopping: the next attempt publishes it
 	}
@@ -327,9 +324,9 @@ func (sv *Service) finish(ctx context.Context, s *tenant.Scope, postID int64, mi
 		case tried > 0:
 			topic = TopicFailed
 		}
-		if topic == "" || sv.Events == nil {
+		if topic == "" || sv.events == nil {
 			return nil
 		}
-		return sv.Events.Emit(ctx, tx, s, topic, p)
+		return sv.events.Emit(ctx, tx, s, topic, p)
 	})
 }

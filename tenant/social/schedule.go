@@ -27,12 +27,9 @@ type ScheduleWorker struct {
 	sv *Service
 }
 
-// ScheduleWorker returns the River worker of social.schedule.
-func (sv *Service) ScheduleWorker() *ScheduleWorker { return &ScheduleWorker{sv: sv} }
-
 // Periodic is the scheduler's River periodic job, every interval
 // (PLINTH_SCHEDULER_INTERVAL).
-func (sv *Service) Periodic(interval time.Duration) *river.PeriodicJob {
+func Periodic(interval time.Duration) *river.PeriodicJob {
 	return river.NewPeriodicJob(river.PeriodicInterval(interval),
 		func() (river.JobArgs, *river.InsertOpts) { return ScheduleArgs{}, nil },
 		&river.PeriodicJobOpts{ID: "social.schedule", RunOnStart: true})
@@ -46,7 +43,7 @@ const scheduleConcurrency = 4
 
 // Work checks every project for due posts.
 func (w *ScheduleWorker) Work(ctx context.Context, _ *river.Job[ScheduleArgs]) error {
-	err := w.sv.Central.ForEachProject(ctx, scheduleConcurrency, func(ctx context.Context, s *tenant.Scope) error {
+	err := w.sv.plane.ForEachProject(ctx, scheduleConcurrency, func(ctx context.Context, s *tenant.Scope) error {
 		for {
 			n, err := w.sv.ClaimDue(ctx, s, claimBatch)
 			if err != nil || n < claimBatch {
@@ -56,7 +53,7 @@ func (w *ScheduleWorker) Work(ctx context.Context, _ *river.Job[ScheduleArgs]) e
 	})
 	if err != nil {
 		// one project's trouble does not stop the others, nor fail the tick
-		w.sv.Logger.ErrorContext(ctx, "social: scheduler claim failed", "err", err)
+		w.sv.logger.ErrorContext(ctx, "social: scheduler claim failed", "err", err)
 	}
 	return nil
 }
@@ -85,7 +82,7 @@ func (sv *Service) ClaimDue(ctx context.Context, s *tenant.Scope, limit int) (in
 		for i, id := range ids {
 			jobs[i] = river.InsertManyParams{Args: PublishArgs{ProjectID: s.Project.ID, PostID: id}}
 		}
-		if _, err := sv.River.InsertManyTx(ctx, tx, jobs); err != nil {
+		if _, err := sv.river.InsertManyTx(ctx, tx, jobs); err != nil {
 			return err
 		}
 		n = len(ids)

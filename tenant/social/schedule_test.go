@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central"
+	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/queue"
-	"github.com/plinth-dev/plinth/internal/server"
 	"github.com/plinth-dev/plinth/tenant/social"
 	"github.com/plinth-dev/plinth/tenant/social/socialtest"
 )
@@ -39,8 +39,7 @@ func TestClaimDueOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sv := social.New(env.Config, env.Server.Central, slog.New(slog.DiscardHandler))
-	sv.River = env.Server.River
+	sv := social.New(social.Deps{Config: env.Config, Plane: env.Server.Central, Queue: env.Server.River, Logger: slog.New(slog.DiscardHandler)})
 	var claimed atomic.Int64
 	var wg sync.WaitGroup
 	for range 8 {
@@ -90,7 +89,7 @@ func TestScheduledPublishTwoInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	second, err := server.New(ctx, env.Config, pool, slog.New(slog.DiscardHandler), server.Options{Workers: true, Queue: queue.Options{TestOnly: true}})
+	second, err := central.NewServer(ctx, env.Config, pool, slog.New(slog.DiscardHandler), central.Options{Workers: true, Queue: queue.Options{TestOnly: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/config"
@@ -38,11 +39,6 @@ import (
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/jobs"
 )
-
-// Emitter records a webhook event in the caller's transaction.
-type Emitter interface {
-	Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error
-}
 
 // ImageStore keeps a generated image in the project's media library and
 // returns its public URL; register runs in the transaction that commits
@@ -57,62 +53,82 @@ const (
 	TopicFailed    = "social_post.failed"
 )
 
-// Service holds what the social routes, jobs and workers use.
-type Service struct {
-	Central tenant.ControlPlane
-	// Apps are the platforms with an OAuth app configured, by name.
-	Apps   map[string]*App
-	River  *queue.Client
+// Deps is what the pillar is built with.
+type Deps struct {
+	Config config.Config
+	Plane  tenant.ControlPlane
+	Queue  *queue.Client
 	AI     ai.Provider
+	// Images stores generated images in the project's media library
+	// (content.Service).
 	Images ImageStore
-	// Events, when set, receives social_post.published and social_post.failed.
-	Events Emitter
-	// PublicURL is the externally visible base (PLINTH_PUBLIC_URL).
-	PublicURL string
-	// Media fetches user-supplied media URLs (YouTube uploads).
-	Media *http.Client
-	// StateTTL bounds an OAuth flow from connect to callback.
-	StateTTL time.Duration
-	// PublishTimeout bounds one platform's publish of one post.
-	PublishTimeout time.Duration
-	Logger         *slog.Logger
+	// Events receives social_post.published and social_post.failed.
+	Events tenant.Emitter
+	// Jobs runs social_post.generate.
+	Jobs   *jobs.Runner
+	Logger *slog.Logger
+}
+
+// Service is the social pillar.
+type Service struct {
+	plane tenant.ControlPlane
+	// apps are the platforms with an OAuth app configured, by name.
+	apps   map[string]*App
+	river  *queue.Client
+	ai     ai.Provider
+	images ImageStore
+	events tenant.Emitter
+	// publicURL is the externally visible base (PLINTH_PUBLIC_URL).
+	publicURL string
+	// media fetches user-supplied media URLs (YouTube uploads).
+	media *http.Client
+	// stateTTL bounds an OAuth flow from connect to callback.
+	stateTTL time.Duration
+	// publishTimeout bounds one platform's publish of one post.
+	publishTimeout time.Duration
+	logger         *slog.Logger
 
 	states *oauth.Signer
 	sealer *oauth.Sealer
 }
 
-// New builds the service from the configuration: the platforms' OAuth
-// apps (PLINTH_SOCIAL_*), keys derived from the server secret.
-func New(cfg config.Config, c tenant.ControlPlane, logger *slog.Logger) *Service {
+// New builds the pillar from the configuration (the platforms' OAuth
+// apps, PLINTH_SOCIAL_*), with keys derived from the server secret, and
+// registers social_post.generate with d.Jobs.
+func New(d Deps) *Service {
+	cfg := d.Config
 	client := &http.Client{Timeout: 2 * time.Minute}
-	return &Service{
-		Central:        c,
-		Apps:           LoadApps(cfg.Getenv, cfg.PublicURL, client),
-		PublicURL:      cfg.PublicURL,
-		Media:          ssrf.NewClient(ssrf.Options{Dev: cfg.Dev, Timeout: 30 * time.Minute}),
-		StateTTL:       10 * time.Minute,
-		PublishTimeout: 10 * time.Minute,
-		Logger:         logger,
-		states:         oauth.NewSigner(c.Secret()),
-		sealer:         oauth.NewSealer(c.Secret()),
+	sv := &Service{
+		plane:          d.Plane,
+		apps:           LoadApps(cfg.Getenv, cfg.PublicURL, client),
+		river:          d.Queue,
+		ai:             d.AI,
+		images:         d.Images,
+		events:         d.Events,
+		publicURL:      cfg.PublicURL,
+		media:          ssrf.NewClient(ssrf.Options{Dev: cfg.Dev, Timeout: 30 * time.Minute}),
+		stateTTL:       10 * time.Minute,
+		publishTimeout: 10 * time.Minute,
+		logger:         d.Logger,
+		states:         oauth.NewSigner(d.Plane.Secret()),
+		sealer:         oauth.NewSealer(d.Plane.Secret()),
 	}
+	if d.Jobs != nil {
+		d.Jobs.Handle(TypeGenerate, 15*time.Minute, sv.generateJob)
+	}
+	return sv
 }
 
-// Register adds social_post.generate to the job runner.
-func (sv *Service) Register(r *jobs.Runner) {
-	r.Handle(TypeGenerate, 15*time.Minute, sv.generateJob)
-}
-
-// Mount adds the pillar's routes to the authenticated /v1 router. Posts
-// take social:read and social:write; publishing social:publish; accounts
-// and OAuth social:connect (decisions.md section 3).
-func (sv *Service) Mount(r chi.Router) {
+// Routes mounts the pillar's keyed routes. Posts take social:read and
+// social:write; publishing social:publish; accounts and OAuth
+// social:connect (docs/decisions.md section 3).
+func (sv *Service) Routes(r chi.Router) {
 	acc := r.With(tenant.RequireScope("social:connect"))
 	acc.Get("/social-accounts", tenant.Handle(sv.listAccounts))
 	acc.Delete("/social-accounts/{id}", tenant.Handle(sv.deleteAccount))
 	acc.Post("/social-accounts/connect/{platform}", tenant.Handle(sv.connect))
 
-	posts := r.With(tenant.Pillar("social"))
+	posts := r.With(tenant.ReadWrite("social"))
 	posts.Get("/social-posts", tenant.Handle(sv.listPosts))
 	posts.Post("/social-posts", tenant.Handle(sv.createPost))
 	posts.Get("/social-posts/{id}", tenant.Handle(sv.getPost))
@@ -121,10 +137,19 @@ func (sv *Service) Mount(r chi.Router) {
 	r.With(tenant.RequireScope("social:publish")).Post("/social-posts/{id}/publish", tenant.Handle(sv.publish))
 }
 
-// MountKeyless adds the routes a browser reaches with no key: the OAuth
-// callback (its signed, single-use state authenticates it) and the
+// PublicRoutes mounts nothing: no social route is public.
+func (sv *Service) PublicRoutes(chi.Router) {}
+
+// Workers adds the publisher and the scheduler.
+func (sv *Service) Workers(w *river.Workers) {
+	river.AddWorker(w, &PublishWorker{sv: sv})
+	river.AddWorker(w, &ScheduleWorker{sv: sv})
+}
+
+// KeylessRoutes mounts the routes a browser reaches with no key: the
+// OAuth callback (its signed, single-use state authenticates it) and the
 // default page a connection ends on.
-func (sv *Service) MountKeyless(r chi.Router) {
+func (sv *Service) KeylessRoutes(r chi.Router) {
 	r.Get("/social-accounts/callback/{platform}", httpapi.H(sv.callback))
 	r.Get("/social-accounts/connected", sv.connectedPage)
 }

@@ -11,10 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/id"
 	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
-	"github.com/plinth-dev/plinth/signature"
+	"github.com/plinth-dev/plinth/tenant/webhooks/signature"
 )
 
 // setup starts a server with workers that trusts rc, with retries

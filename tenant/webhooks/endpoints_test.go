@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/id"
 )
 

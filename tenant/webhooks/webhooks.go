@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/id"
@@ -27,33 +28,52 @@ const RotationWindow = 24 * time.Hour
 // maxURL bounds an endpoint URL.
 const maxURL = 2048
 
-// Handler serves the routes.
-type Handler struct {
+// Deps is what the pillar is built with.
+type Deps struct {
+	Outbox  *webhook.Outbox
+	Secrets *webhook.Secrets
+	// Dev allows http:// and loopback URLs (PLINTH_DEV=1).
+	Dev bool
+}
+
+// Service is the webhooks pillar: the endpoints a project subscribes and
+// their deliveries (internal/webhook delivers them).
+type Service struct {
 	outbox  *webhook.Outbox
 	secrets *webhook.Secrets
 	dev     bool
-	// resolver checks URL hosts at creation (nil: the system resolver)
-	resolver ssrf.Resolver
 }
 
-// New returns the handler; dev allows http:// and loopback URLs.
-func New(outbox *webhook.Outbox, secrets *webhook.Secrets, dev bool) *Handler {
-	return &Handler{outbox: outbox, secrets: secrets, dev: dev}
+// New builds the pillar.
+func New(d Deps) *Service {
+	return &Service{outbox: d.Outbox, secrets: d.Secrets, dev: d.Dev}
 }
 
-// Routes mounts the routes on r (the /v1/webhook-endpoints subrouter,
-// behind the authenticator): webhooks:read for GET, webhooks:write else.
-func (h *Handler) Routes(r chi.Router) {
-	r.Use(tenant.Pillar("webhooks"))
-	r.Get("/", tenant.Handle(h.list))
-	r.Post("/", tenant.Handle(h.create))
-	r.Get("/{id}", tenant.Handle(h.get))
-	r.Patch("/{id}", tenant.Handle(h.update))
-	r.Delete("/{id}", tenant.Handle(h.delete))
-	r.Post("/{id}/rotate-secret", tenant.Handle(h.rotate))
-	r.Get("/{id}/deliveries", tenant.Handle(h.deliveries))
-	r.Post("/{id}/deliveries/{delivery_id}/redeliver", tenant.Handle(h.redeliver))
+// Routes mounts /webhook-endpoints: webhooks:read for GET, webhooks:write
+// else.
+func (h *Service) Routes(r chi.Router) {
+	r.Route("/webhook-endpoints", func(r chi.Router) {
+		r.Use(tenant.ReadWrite("webhooks"))
+		r.Get("/", tenant.Handle(h.list))
+		r.Post("/", tenant.Handle(h.create))
+		r.Get("/{id}", tenant.Handle(h.get))
+		r.Patch("/{id}", tenant.Handle(h.update))
+		r.Delete("/{id}", tenant.Handle(h.delete))
+		r.Post("/{id}/rotate-secret", tenant.Handle(h.rotate))
+		r.Get("/{id}/deliveries", tenant.Handle(h.deliveries))
+		r.Post("/{id}/deliveries/{delivery_id}/redeliver", tenant.Handle(h.redeliver))
+	})
 }
+
+// PublicRoutes mounts nothing: endpoints are managed with a key.
+func (h *Service) PublicRoutes(chi.Router) {}
+
+// KeylessRoutes mounts nothing.
+func (h *Service) KeylessRoutes(chi.Router) {}
+
+// Workers adds nothing: internal/webhook's delivery worker is the
+// process's, shared by every pillar that emits events.
+func (h *Service) Workers(*river.Workers) {}
 
 // Endpoint is the webhook endpoint resource.
 type Endpoint struct {
@@ -155,12 +175,12 @@ func withSecret(w http.ResponseWriter, r *http.Request, status int, e Endpoint, 
 // checkURL validates an endpoint URL: https (http and loopback in dev
 // mode) and, through the SSRF rules, no host that is or resolves to a
 // private, loopback, link-local or reserved address.
-func (h *Handler) checkURL(ctx context.Context, v *httpapi.Validator, raw string) {
+func (h *Service) checkURL(ctx context.Context, v *httpapi.Validator, raw string) {
 	if len(raw) > maxURL {
 		v.Check(false, "url", "must be at most 2048 characters")
 		return
 	}
-	if _, err := ssrf.CheckURL(ctx, raw, h.dev, h.resolver); err != nil {
+	if _, err := ssrf.CheckURL(ctx, raw, h.dev, nil); err != nil {
 		v.Check(false, "url", err.Error())
 	}
 }
@@ -181,7 +201,7 @@ func checkEvents(v *httpapi.Validator, events []string) []string {
 	return out
 }
 
-func (h *Handler) create(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Service) create(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var req createRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -203,7 +223,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 	return withSecret(w, r, http.StatusCreated, e, secret)
 }
 
-func (h *Handler) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	page, err := httpapi.ParsePage(r)
 	if err != nil {
 		return err
@@ -224,7 +244,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) 
 	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(rows, page.Limit, func(e Endpoint) string { return e.ID }))
 }
 
-func (h *Handler) get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Service) get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	eid, err := endpointID(r, "id")
 	if err != nil {
 		return err
@@ -236,7 +256,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) e
 	return httpapi.JSON(w, http.StatusOK, e)
 }
 
-func (h *Handler) update(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Service) update(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	eid, err := endpointID(r, "id")
 	if err != nil {
 		return err
@@ -265,7 +285,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 	return httpapi.JSON(w, http.StatusOK, e)
 }
 
-func (h *Handler) delete(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Service) delete(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	eid, err := endpointID(r, "id")
 	if err != nil {
 		return err
@@ -291,7 +311,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 // rotate replaces the signing secret; the replaced one keeps signing for
 // RotationWindow (a second v1 entry), a secret replaced before that is
 // dropped at once.
-func (h *Handler) rotate(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Service) rotate(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	eid, err := endpointID(r, "id")
 	if err != nil {
 		return err
@@ -308,7 +328,7 @@ func (h *Handler) rotate(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 
 var deliveryStatuses = []string{"pending", "succeeded", "failed"}
 
-func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Service) deliveries(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	eid, err := endpointID(r, "id")
 	if err != nil {
 		return err
@@ -347,7 +367,7 @@ func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request, s *tenant.S
 
 // redeliver sends the original envelope again as a new delivery: 202 with
 // the new delivery record.
-func (h *Handler) redeliver(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (h *Service) redeliver(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	eid, err := endpointID(r, "id")
 	if err != nil {
 		return err

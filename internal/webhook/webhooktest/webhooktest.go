@@ -15,8 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
-	"github.com/plinth-dev/plinth/signature"
+	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/tenant/webhooks/signature"
 )
 
 // Request is one request the receiver got.

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/plinth-dev/plinth/internal/apitest"
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 // Request is one API request the platform received.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plinth-dev/plinth/signature"
+	"github.com/plinth-dev/plinth/tenant/webhooks/signature"
 )
 
 func TestSignMatchesTheContract(t *testing.T) {

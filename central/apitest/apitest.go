@@ -27,7 +27,6 @@ import (
 	"github.com/plinth-dev/plinth/internal/pgtest"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
-	"github.com/plinth-dev/plinth/internal/server"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
@@ -35,7 +34,7 @@ import (
 type Env struct {
 	T      testing.TB
 	DB     *pgtest.DB
-	Server *server.Server
+	Server *central.Server
 	HTTP   *httptest.Server
 	URL    string
 	Config config.Config
@@ -53,11 +52,11 @@ type Env struct {
 var seq atomic.Int64
 
 // Option adjusts the configuration before the server is built.
-type Option func(*config.Config, *server.Options)
+type Option func(*config.Config, *central.Options)
 
 // WithEnv sets environment variables as the server would read them.
 func WithEnv(kv ...string) Option {
-	return func(c *config.Config, _ *server.Options) {
+	return func(c *config.Config, _ *central.Options) {
 		env := map[string]string{}
 		for i := 0; i+1 < len(kv); i += 2 {
 			env[kv[i]] = kv[i+1]
@@ -77,23 +76,23 @@ func WithEnv(kv ...string) Option {
 }
 
 // WithWorkers runs River workers in the test server.
-func WithWorkers() Option { return func(_ *config.Config, o *server.Options) { o.Workers = true } }
+func WithWorkers() Option { return func(_ *config.Config, o *central.Options) { o.Workers = true } }
 
 // WithRootCAs makes the server trust these roots for outgoing HTTPS, such
 // as an httptest TLS receiver's (srv.Client().Transport's RootCAs).
 func WithRootCAs(pool *x509.CertPool) Option {
-	return func(_ *config.Config, o *server.Options) { o.RootCAs = pool }
+	return func(_ *config.Config, o *central.Options) { o.RootCAs = pool }
 }
 
 // WithTestRoutes mounts test-only routes inside the authenticated /v1
 // group (behind rate limits and idempotency).
 func WithTestRoutes(fn func(chi.Router)) Option {
-	return func(_ *config.Config, o *server.Options) { o.TestRoutes = fn }
+	return func(_ *config.Config, o *central.Options) { o.TestRoutes = fn }
 }
 
 // WithRateLimits runs rate limits on store with clock (a simulated one).
 func WithRateLimits(store ratelimit.Store, clock func() time.Time) Option {
-	return func(_ *config.Config, o *server.Options) { o.RateStore, o.RateClock = store, clock }
+	return func(_ *config.Config, o *central.Options) { o.RateStore, o.RateClock = store, clock }
 }
 
 // New starts a server on a fresh database. PLINTH_DEV=1 is set so loopback
@@ -126,7 +125,7 @@ func (e *Env) Instance(opts ...Option) *Env {
 func (e *Env) start(cfg config.Config, opts []Option) {
 	t := e.T
 	t.Helper()
-	so := server.Options{Queue: queue.Options{TestOnly: true}}
+	so := central.Options{Queue: queue.Options{TestOnly: true}}
 	for _, o := range opts {
 		o(&cfg, &so)
 	}
@@ -155,7 +154,7 @@ func (e *Env) start(cfg config.Config, opts []Option) {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx := context.Background()
-	srv, err := server.New(ctx, cfg, e.DB.Pool, logger, so)
+	srv, err := central.NewServer(ctx, cfg, e.DB.Pool, logger, so)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package server_test
+package central_test
 
 import (
 	"context"
@@ -9,8 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/config"
-	"github.com/plinth-dev/plinth/internal/server"
+	"github.com/plinth-dev/plinth/internal/openapi"
 )
 
 // TestHealthUnavailable: with the database unreachable, /v1/health says
@@ -28,7 +29,7 @@ func TestHealthUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	srv, err := server.New(context.Background(), cfg, pool, slog.New(slog.DiscardHandler), server.Options{})
+	srv, err := central.NewServer(context.Background(), cfg, pool, slog.New(slog.DiscardHandler), central.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestHealthUnavailable(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Code != 503 || rec.Header().Get("Retry-After") == "" || body["status"] != "unavailable" || body["version"] != server.Version || body["uptime_s"] == nil {
+	if rec.Code != 503 || rec.Header().Get("Retry-After") == "" || body["status"] != "unavailable" || body["version"] != openapi.Version || body["uptime_s"] == nil {
 		t.Fatalf("%d %v %s", rec.Code, rec.Header(), rec.Body)
 	}
 	if rec.Header().Get("X-Request-Id") == "" {

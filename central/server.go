@@ -1,7 +1,4 @@
-// Package server assembles the process: the HTTP handler of /v1 and
-// /central/api, the River client with every pillar's workers, and the
-// background loops. Each pillar is wired here explicitly.
-package server
+package central
 
 import (
 	"context"
@@ -18,11 +15,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/riverqueue/river"
 
-	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/idempotency"
+	"github.com/plinth-dev/plinth/internal/openapi"
 	"github.com/plinth-dev/plinth/internal/payments"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
@@ -40,8 +37,10 @@ import (
 	"github.com/plinth-dev/plinth/tenant/webhooks"
 )
 
-// Version is the API version reported by /v1/health.
-const Version = "1.0.1"
+// This file is the composition root: the one place that knows every
+// pillar. It builds the process (the River client with every pillar's
+// workers, the background loops) and the HTTP handler of /v1 and
+// /central/api, whose request path reads top to bottom in NewServer.
 
 // Options choose what a process runs.
 type Options struct {
@@ -69,7 +68,7 @@ type Server struct {
 	Handler http.Handler
 	// Router is Handler as the router, for the route-coverage test.
 	Router  *chi.Mux
-	Central *central.Central
+	Central *Central
 	River   *queue.Client
 	Config  config.Config
 	Pool    *pgxpool.Pool
@@ -95,127 +94,106 @@ type Server struct {
 	redis   redis.UniversalClient
 }
 
-// New builds the server over the central pool (also the default shard).
-// Migrations must have run.
-func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger, opts Options) (*Server, error) {
-	c, err := central.Open(ctx, pool, cfg.Secret, cfg.KeyCacheTTL, logger)
+// NewServer builds the server over the central pool (also the default
+// shard). Migrations must have run.
+func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger, opts Options) (*Server, error) {
+	c, err := Open(ctx, pool, cfg.Secret, cfg.KeyCacheTTL, logger)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{Central: c, Config: cfg, Pool: pool, logger: logger, started: time.Now(), opts: opts}
-
-	workers := river.NewWorkers()
-	var periodic []*river.PeriodicJob
-	registered := 0 // pillars add their workers and periodic jobs here, counting them
-	river.AddWorker(workers, &idempotency.CleanupWorker{Projects: c})
-	periodic = append(periodic, idempotency.PeriodicCleanup())
-	registered++
-	s.Jobs = jobs.NewRunner(c, logger)
-	river.AddWorker(workers, s.Jobs)
-	registered++
-	socialSvc := social.New(cfg, c, logger)
-	socialSvc.Register(s.Jobs)
-	river.AddWorker(workers, socialSvc.PublishWorker())
-	river.AddWorker(workers, socialSvc.ScheduleWorker())
-	periodic = append(periodic, socialSvc.Periodic(cfg.SchedulerInterval))
-	registered += 2
-	blogSvc := &blog.Service{Projects: c}
-	river.AddWorker(workers, blogSvc.ScheduleWorker())
-	periodic = append(periodic, blog.Periodic(cfg.SchedulerInterval))
-	registered++
-	// Webhooks: deliveries run on their own queue.
-	hookSecrets := webhook.NewSecrets(c.Secret())
-	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
-		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger}, c, hookSecrets))
-	registered++
-
-	// Commerce: the release job settles checkouts the processor left pending.
-	shop := commerce.New(commerce.Config{Central: c, Logger: logger, Payments: payments.New(payments.Config{
-		SecretKey: cfg.StripeSecretKey, WebhookSecret: cfg.StripeWebhookKey, APIBase: cfg.StripeAPIBase})})
-	river.AddWorker(workers, shop.Worker())
-	registered++
-	s.opts.Workers = opts.Workers && registered > 0
-
-	qo := opts.Queue
-	qo.Work, qo.Logger, qo.PeriodicJobs = s.opts.Workers, logger, periodic
-	qo.Queues = maps.Clone(qo.Queues)
-	if qo.Queues == nil {
-		qo.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}}
-	}
-	qo.Queues[webhook.Queue] = webhook.QueueConfig
-	s.River, err = queue.New(pool, workers, qo)
-	if err != nil {
-		return nil, fmt.Errorf("river client: %w", err)
-	}
-	s.Outbox = webhook.NewOutbox(s.River)
-	shop.SetQueue(s.River)
-	shop.SetEvents(s.Outbox)
-	s.JobEvents = jobs.NewHub(pool, logger)
-	jobsAPI := &jobs.API{Hub: s.JobEvents, River: s.River}
 	if s.AI, err = ai.New(cfg, logger); err != nil {
 		return nil, err
 	}
 	if s.Media, err = storage.Open(cfg.Storage, cfg.Getenv); err != nil {
 		return nil, err
 	}
-	contentSvc := &content.Service{AI: s.AI, Media: s.Media, River: s.River, PublicURL: cfg.PublicURL,
-		Fetch: content.GuardedFetch(cfg.Dev, opts.RootCAs)}
-	contentSvc.EmitTo(s.Outbox)
-	contentSvc.Register(s.Jobs)
-	socialSvc.River, socialSvc.AI, socialSvc.Images, socialSvc.Events = s.River, s.AI, contentSvc, s.Outbox
-	blogSvc.River, blogSvc.AI, blogSvc.Media, blogSvc.MediaURL, blogSvc.Events = s.River, s.AI, s.Media, contentSvc.MediaURL, s.Outbox
-	blogSvc.Register(s.Jobs)
 
-	limits, err := s.rateLimits(opts)
-	s.Limits = limits
-	if err != nil {
+	// River: one client and one set of workers for the process. The
+	// pillars are built with the client and add their workers to the set
+	// before it starts (River reads the set when it works a job).
+	workers := river.NewWorkers()
+	qo := opts.Queue
+	qo.Work, qo.Logger = opts.Workers, logger
+	qo.PeriodicJobs = []*river.PeriodicJob{idempotency.PeriodicCleanup(),
+		social.Periodic(cfg.SchedulerInterval), blog.Periodic(cfg.SchedulerInterval)}
+	qo.Queues = maps.Clone(qo.Queues)
+	if qo.Queues == nil {
+		qo.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}}
+	}
+	qo.Queues[webhook.Queue] = webhook.QueueConfig // deliveries run on their own queue
+	if s.River, err = queue.New(pool, workers, qo); err != nil {
+		return nil, fmt.Errorf("river client: %w", err)
+	}
+	s.Outbox = webhook.NewOutbox(s.River)
+	hookSecrets := webhook.NewSecrets(c.Secret())
+	river.AddWorker(workers, &idempotency.CleanupWorker{Projects: c})
+	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
+		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger}, c, hookSecrets))
+
+	// The pillars.
+	jobsSvc := jobs.New(jobs.Deps{Plane: c, Pool: pool, Queue: s.River, Logger: logger})
+	s.Jobs, s.JobEvents = jobsSvc.Runner(), jobsSvc.Hub()
+	contentSvc := content.New(content.Deps{AI: s.AI, Media: s.Media, Queue: s.River, Events: s.Outbox, Jobs: s.Jobs,
+		PublicURL: cfg.PublicURL, Fetch: content.GuardedFetch(cfg.Dev, opts.RootCAs)})
+	pillars := []tenant.Pillar{
+		usage.New(),
+		jobsSvc,
+		contentSvc,
+		blog.New(blog.Deps{Queue: s.River, AI: s.AI, Media: s.Media, Plane: c, MediaURL: contentSvc.MediaURL,
+			Events: s.Outbox, Jobs: s.Jobs}),
+		social.New(social.Deps{Config: cfg, Plane: c, Queue: s.River, AI: s.AI, Images: contentSvc,
+			Events: s.Outbox, Jobs: s.Jobs, Logger: logger}),
+		commerce.New(commerce.Deps{Plane: c, Queue: s.River, Events: s.Outbox, Logger: logger,
+			Payments: payments.New(payments.Config{SecretKey: cfg.StripeSecretKey, WebhookSecret: cfg.StripeWebhookKey, APIBase: cfg.StripeAPIBase})}),
+		booking.New(booking.Deps{Events: s.Outbox}),
+		forms.New(),
+		webhooks.New(webhooks.Deps{Outbox: s.Outbox, Secrets: hookSecrets, Dev: cfg.Dev}),
+	}
+	for _, p := range pillars {
+		p.Workers(workers)
+	}
+
+	if s.Limits, err = s.rateLimits(opts); err != nil {
 		return nil, err
 	}
-	bookings := booking.New(s.Outbox, time.Now)
-
-	r := httpapi.NewRouter()
-	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20))
-	r.Use(forms.CORS) // before the limiter: a 429 of a public form is readable in a browser
-	// Rate limits run before routing, so that every response (401s, 404s
-	// of unknown routes, the public surface) carries the headers.
-	r.Use(c.Identify)
-	r.Use(limits.Handler)
 	idem := idempotency.New(logger)
+
+	// The request path.
+	r := httpapi.NewRouter()
+	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20)) // request id, panics, body size
+	r.Use(forms.CORS)                                  // before the limiter: a 429 of a public form is readable in a browser
+	r.Use(c.Identify)                                  // the key, resolved once
+	r.Use(s.Limits.Handler)                            // before routing: every response carries the headers
 	r.Route("/v1", func(v1 chi.Router) {
 		v1.Get("/health", s.health)
-		v1.Get("/openapi.json", central.ServeOpenAPI) // no key
-		// The payment processor's webhook: its signature authenticates it.
-		shop.WebhookRoute(v1)
+		v1.Get("/openapi.json", ServeOpenAPI)
+		// Routes that authenticate themselves: OAuth callbacks, the
+		// payment processor's webhook.
+		for _, p := range pillars {
+			p.KeylessRoutes(v1)
+		}
 		// The public read surface: no key; the project is named by
 		// X-Service-Project-Key or ?project_id=.
 		v1.Route("/public", func(pub chi.Router) {
 			pub.Use(forms.Preflight) // preflights name no project
 			pub.Use(c.PublicProject)
 			pub.Use(idem.Handler) // public submits (bookings, forms) accept Idempotency-Key too
-			forms.PublicRoutes(pub)
-			shop.PublicRoutes(pub)
-			contentSvc.MountPublic(pub)
-			bookings.PublicRoutes(pub)
-			blogSvc.MountPublic(pub)
+			for _, p := range pillars {
+				p.PublicRoutes(pub)
+			}
 			if opts.TestPublicRoutes != nil {
 				opts.TestPublicRoutes(pub)
 			}
 		})
-		// OAuth callbacks: no key; the signed, single-use state names the project.
-		socialSvc.MountKeyless(v1)
+		// Everything else needs a project API key.
 		v1.Group(func(api chi.Router) {
 			api.Use(tenant.Authenticated)
 			api.Use(idem.Handler)
 			c.ProjectRoutes(api)
-			usage.Routes(api)
-			forms.Routes(api)
-			shop.Routes(api)
-			jobsAPI.Mount(api)
-			contentSvc.Mount(api)
-			socialSvc.Mount(api)
-			blogSvc.Mount(api)
-			api.Route("/webhook-endpoints", webhooks.New(s.Outbox, hookSecrets, cfg.Dev).Routes)
-			bookings.Routes(api)
+			for _, p := range pillars {
+				p.Routes(api)
+			}
 			if opts.TestRoutes != nil {
 				opts.TestRoutes(api)
 			}
@@ -225,6 +203,14 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slo
 	r.Route("/central/api", c.DashboardRoutes)
 	s.Handler, s.Router = r, r
 	return s, nil
+}
+
+// OpenAPIDocument is the whole OpenAPI document: the control plane's
+// operations and every pillar's, in a fixed order. openapi.json is its
+// output (go generate ./central).
+func OpenAPIDocument() openapi.M {
+	return openapi.Build(OpenAPI, usage.OpenAPI, jobs.OpenAPI, content.OpenAPI, blog.OpenAPI, commerce.OpenAPI,
+		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, webhooks.OpenAPI)
 }
 
 // rateLimits builds the limiter of every request: Redis when REDIS_URL
@@ -250,7 +236,7 @@ func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
 		Store:        store,
 		Anonymous:    ratelimit.ForProject(&tenant.Project{Plan: "free"}),
 		Public:       ratelimit.Limit{RPM: s.Config.PublicRPM, Burst: s.Config.PublicBurst},
-		PublicPrefix: central.PublicPath,
+		PublicPrefix: PublicPath,
 		// The processor's webhook is signed and comes in bursts: it shows
 		// the sender's bucket but is never refused.
 		Peek:    []string{"/v1/health", "/v1/payments/webhook"},
@@ -269,7 +255,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		status, code = "unavailable", 503
 		w.Header().Set("Retry-After", "5")
 	}
-	_ = httpapi.JSON(w, code, map[string]any{"status": status, "version": Version, "uptime_s": int64(time.Since(s.started).Seconds())})
+	_ = httpapi.JSON(w, code, map[string]any{"status": status, "version": openapi.Version, "uptime_s": int64(time.Since(s.started).Seconds())})
 }
 
 // Start runs the background parts: cache invalidation and, when enabled,

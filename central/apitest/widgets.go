@@ -8,10 +8,10 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
-	"github.com/plinth-dev/plinth/internal/server"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
@@ -38,7 +38,7 @@ type WidgetHook func(ctx context.Context, tx pgx.Tx, req WidgetRequest) error
 // Project.EnableWidgets) and charges credits through credits.Charge, so
 // tests exercise the real rate-limit, idempotency and credit paths.
 func WithWidgets(hook WidgetHook) Option {
-	return func(_ *config.Config, o *server.Options) {
+	return func(_ *config.Config, o *central.Options) {
 		mount := func(r chi.Router) {
 			r.Post("/test/widgets", tenant.Handle(func(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 				return createWidget(w, r, s, hook)

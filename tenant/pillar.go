@@ -1,0 +1,35 @@
+package tenant
+
+import (
+	"context"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+)
+
+// Pillar is one capability of a project: content, blog, commerce... Each
+// is built by its package's New(Deps), with everything it needs passed
+// in, and the control plane mounts every pillar the same way. A pillar's
+// OpenAPI operations are its package's OpenAPI function (they describe
+// routes, so they need no built pillar).
+type Pillar interface {
+	// Routes mounts the routes a project API key reaches; the router
+	// already requires a key (scopes are the pillar's to check).
+	Routes(r chi.Router)
+	// PublicRoutes mounts the routes of /v1/public: no key, the project
+	// named by the request (X-Service-Project-Key or ?project_id=).
+	PublicRoutes(r chi.Router)
+	// KeylessRoutes mounts routes of /v1 that authenticate themselves (an
+	// OAuth callback's signed state, a processor's signature).
+	KeylessRoutes(r chi.Router)
+	// Workers adds the pillar's River workers to the process's one set.
+	Workers(w *river.Workers)
+}
+
+// Emitter records a webhook event inside the caller's transaction, so a
+// committed change always produces its event and a rolled-back one never
+// does (internal/webhook's Outbox).
+type Emitter interface {
+	Emit(ctx context.Context, tx pgx.Tx, s *Scope, topic string, data any) error
+}
