@@ -21,8 +21,8 @@ import (
 	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/ssrf"
-	"github.com/plinth-dev/plinth/tenant/webhooks/signature"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/webhooks/signature"
 )
 
 const (

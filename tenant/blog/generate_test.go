@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	sse "github.com/tmaxmax/go-sse"
 
-	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/internal/ai"
 )
 
 type sseEvent struct{ Type, Data string }
