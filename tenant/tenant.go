@@ -83,6 +83,18 @@ func (s *Scope) Tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: begin}, fn)
 }
 
+// TxV runs fn as Tx does and returns its value: the read or write of one
+// store function in its own transaction.
+func TxV[T any](ctx context.Context, s *Scope, fn func(pgx.Tx) (T, error)) (T, error) {
+	var v T
+	err := s.Tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		v, err = fn(tx)
+		return err
+	})
+	return v, err
+}
+
 // Read runs one query in the project's schema in a single network round
 // trip, for hot read paths (the public surface). The search_path setting
 // and the query are sent as one pipeline ending in one Sync, which

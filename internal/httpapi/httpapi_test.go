@@ -277,3 +277,38 @@ func TestCursorID(t *testing.T) {
 		}
 	}
 }
+
+// TestListOf: the page is read and its cursor decoded before the query
+// runs; limit+1 rows tell whether more exist; bad input is 422.
+func TestListOf(t *testing.T) {
+	rows := []int64{9, 8, 7, 6, 5}
+	query := func(before int64, limit int) ([]int64, error) {
+		var out []int64
+		for _, r := range rows {
+			if (before == 0 || r < before) && len(out) < limit {
+				out = append(out, r)
+			}
+		}
+		return out, nil
+	}
+	list := func(q string) (httpapi.List[int64], error) {
+		return httpapi.ListOf(httptest.NewRequest("GET", "/x?"+q, nil), httpapi.CursorID, query, httpapi.IDText)
+	}
+	l, err := list("limit=2")
+	if err != nil || len(l.Data) != 2 || !l.HasMore || l.NextCursor == nil {
+		t.Fatalf("first page: %+v, %v", l, err)
+	}
+	l, err = list("limit=2&cursor=" + *l.NextCursor)
+	if err != nil || len(l.Data) != 2 || l.Data[0] != 7 {
+		t.Fatalf("second page: %+v, %v", l, err)
+	}
+	l, err = list("limit=5")
+	if err != nil || len(l.Data) != 5 || l.HasMore || l.NextCursor != nil {
+		t.Fatalf("whole list: %+v, %v", l, err)
+	}
+	for _, q := range []string{"limit=0", "limit=101", "cursor=***", "cursor=" + "eA"} {
+		if _, err := list(q); httpapi.AsError(err).Status != 422 {
+			t.Errorf("%s: %v, want 422", q, err)
+		}
+	}
+}

@@ -84,3 +84,29 @@ func PathID(r *http.Request, name string, notFound error) (int64, error) {
 	}
 	return n, nil
 }
+
+// ListOf answers a list request in one place: it reads the page (limit
+// and cursor, 422 on bad values), decodes a cursor with decode (CursorID
+// for lists ordered by id), runs query for up to limit+1 rows after it
+// (the zero C on the first page), and builds the page, whose next cursor
+// is the text cursorOf gives the last row kept.
+func ListOf[C, T any](r *http.Request, decode func(string) (C, error), query func(after C, limit int) ([]T, error), cursorOf func(T) string) (List[T], error) {
+	page, err := ParsePage(r)
+	if err != nil {
+		return List[T]{}, err
+	}
+	var after C
+	if page.Cursor != "" {
+		if after, err = decode(page.Cursor); err != nil {
+			return List[T]{}, err
+		}
+	}
+	rows, err := query(after, page.Limit+1)
+	if err != nil {
+		return List[T]{}, err
+	}
+	return NewList(rows, page.Limit, cursorOf), nil
+}
+
+// IDText is the cursor text of a row of a list ordered by id.
+func IDText(id int64) string { return strconv.FormatInt(id, 10) }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -123,20 +122,16 @@ func (sv *Service) createComponent(w http.ResponseWriter, r *http.Request, s *te
 }
 
 func (sv *Service) listComponents(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	page, before, err := idPage(r)
+	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]Component, error) {
+		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Component, error) {
+			return queryAll(r.Context(), tx, scanComponent, `SELECT `+componentCols+` FROM components WHERE $1 = 0 OR id < $1 ORDER BY id DESC LIMIT $2`,
+				before, limit)
+		})
+	}, func(c Component) string { return httpapi.IDText(c.ID) })
 	if err != nil {
 		return err
 	}
-	var out []Component
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		out, err = queryAll(r.Context(), tx, scanComponent, `SELECT `+componentCols+` FROM components WHERE $1 = 0 OR id < $1 ORDER BY id DESC LIMIT $2`,
-			before, page.Limit+1)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(out, page.Limit, func(c Component) string { return strconv.FormatInt(c.ID, 10) }))
+	return httpapi.JSON(w, http.StatusOK, list)
 }
 
 // idPage reads the page asked of a list ordered by id, newest first, and
