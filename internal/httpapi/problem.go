@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -292,3 +293,14 @@ func NoContent(w http.ResponseWriter) error {
 
 // Logger returns the request's logger.
 func Logger(ctx context.Context) *slog.Logger { return infoFrom(ctx).logger }
+
+// Wrap adds context to *errp when it is not nil, keeping what it wraps
+// (errors.Is and the failure the client is shown are unchanged):
+//
+//	func getPost(ctx context.Context, tx pgx.Tx, id int64) (_ Post, err error) {
+//		defer httpapi.Wrap(&err, "getPost(%d)", id)
+func Wrap(errp *error, format string, args ...any) {
+	if *errp != nil {
+		*errp = fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), *errp)
+	}
+}
