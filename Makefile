@@ -16,12 +16,13 @@ run: build ## start the server with embedded defaults (private Postgres, offline
 test: ## run every test against a real PostgreSQL, with the race detector
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-lint: ## gofmt, go vet and staticcheck (fetched through the Go module proxy on first use)
+lint: ## gofmt, go vet, staticcheck and go mod tidy -diff (staticcheck fetched through the Go module proxy on first use)
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) mod tidy -diff
 
-bench: ## run the benchmarks the issues name (see README, Performance)
+bench: ## run the benchmarks (methods and figures: docs/performance.md)
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 3s -timeout 30m ./...
 
 fmt: ## format the code

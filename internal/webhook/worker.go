@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/credits"
@@ -65,8 +66,9 @@ type Worker struct {
 	client  *http.Client
 	limits  *limits
 	pacer   *pacer
-	txOnce  sync.Once
-	txSem   chan struct{}
+	// txSems bounds the delivery transactions of each shard pool
+	// (*pgxpool.Pool → chan struct{}) to half its connections.
+	txSems sync.Map
 	// the begin and record steps of concurrent deliveries of a project
 	// share transactions
 	starts  *group[DeliverArgs, attempt]
@@ -288,18 +290,27 @@ func lease(ctx context.Context, tx pgx.Tx, ls []leaseReq) ([]time.Duration, erro
 	return out, nil
 }
 
-// tx runs fn in a transaction of sc, at most half the pool's connections
-// at a time per process: a burst of deliveries must not take every
-// connection from the API.
+// tx runs fn in a transaction of sc, at most half its shard pool's
+// connections at a time per process: a burst of deliveries must not take
+// every connection from the API.
 func (w *Worker) tx(ctx context.Context, sc *tenant.Scope, fn func(pgx.Tx) error) error {
-	w.txOnce.Do(func() { w.txSem = make(chan struct{}, max(2, sc.Pool().Config().MaxConns/2)) })
+	sem := w.txSem(sc.Pool())
 	select {
-	case w.txSem <- struct{}{}:
+	case sem <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	defer func() { <-w.txSem }()
+	defer func() { <-sem }()
 	return sc.Tx(ctx, fn)
+}
+
+// txSem is the semaphore of pool's delivery transactions.
+func (w *Worker) txSem(pool *pgxpool.Pool) chan struct{} {
+	if s, ok := w.txSems.Load(pool); ok {
+		return s.(chan struct{})
+	}
+	s, _ := w.txSems.LoadOrStore(pool, make(chan struct{}, max(2, pool.Config().MaxConns/2)))
+	return s.(chan struct{})
 }
 
 // begin runs the first step of the deliveries as of one project, in one
