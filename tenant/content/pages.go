@@ -279,18 +279,30 @@ func (sv *Service) patchPage(w http.ResponseWriter, r *http.Request, s *tenant.S
 }
 
 func (sv *Service) getPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	lang, err := optionalLang(r)
-	if err != nil {
-		return err
-	}
-	p, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Page, error) {
-		return findPage(r.Context(), tx, chi.URLParam(r, "id_or_slug"), false)
+	p, err := localPage(r, s, "id_or_slug", func(ctx context.Context, tx pgx.Tx, ref string) (Page, error) {
+		return findPage(ctx, tx, ref, false)
 	})
 	if err != nil {
 		return err
 	}
-	p.localize(lang)
 	return httpapi.JSON(w, http.StatusOK, p)
+}
+
+// localPage reads the page the path parameter param names with read, in
+// the language the lang query parameter asks for.
+func localPage(r *http.Request, s *tenant.Scope, param string, read func(context.Context, pgx.Tx, string) (Page, error)) (Page, error) {
+	lang, err := optionalLang(r)
+	if err != nil {
+		return Page{}, err
+	}
+	p, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Page, error) {
+		return read(r.Context(), tx, chi.URLParam(r, param))
+	})
+	if err != nil {
+		return p, err
+	}
+	p.localize(lang)
+	return p, nil
 }
 
 // optionalLang returns the lang query parameter ("" when absent; 422 when
@@ -304,17 +316,10 @@ func optionalLang(r *http.Request) (string, error) {
 }
 
 func (sv *Service) publicPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	lang, err := optionalLang(r)
+	p, err := localPage(r, s, "slug", publishedPage)
 	if err != nil {
 		return err
 	}
-	p, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Page, error) {
-		return publishedPage(r.Context(), tx, chi.URLParam(r, "slug"))
-	})
-	if err != nil {
-		return err
-	}
-	p.localize(lang)
 	return httpapi.PublicJSON(w, r, p)
 }
 
