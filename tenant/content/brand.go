@@ -2,7 +2,6 @@ package content
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -75,35 +74,9 @@ func checkMap(v *httpapi.Validator, field string, m *map[string]string) []byte {
 	return b
 }
 
-const brandCols = `name, tagline, description, voice, audience, colors, fonts, logo_url, updated_at, COALESCE(logo_object, '')`
-
-func scanBrand(row pgx.Row) (Brand, string, error) {
-	var b Brand
-	var colors, fonts []byte
-	var object string
-	if err := row.Scan(&b.Name, &b.Tagline, &b.Description, &b.Voice, &b.Audience, &colors, &fonts, &b.LogoURL, &b.UpdatedAt, &object); err != nil {
-		return b, "", err
-	}
-	if err := json.Unmarshal(colors, &b.Colors); err != nil {
-		return b, "", err
-	}
-	if err := json.Unmarshal(fonts, &b.Fonts); err != nil {
-		return b, "", err
-	}
-	b.UpdatedAt = b.UpdatedAt.UTC()
-	return b, object, nil
-}
-
-func getBrand(ctx context.Context, tx pgx.Tx) (Brand, string, error) {
-	return scanBrand(tx.QueryRow(ctx, `SELECT `+brandCols+` FROM brand`))
-}
-
 func (sv *Service) getBrand(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
-	var b Brand
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		b, _, err = getBrand(r.Context(), tx)
-		return err
+	b, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Brand, error) {
+		return getBrand(r.Context(), tx)
 	})
 	if err != nil {
 		return err
@@ -112,7 +85,6 @@ func (sv *Service) getBrand(w http.ResponseWriter, r *http.Request, s *tenant.Sc
 }
 
 func (sv *Service) patchBrand(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	var req BrandRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -128,13 +100,8 @@ func (sv *Service) patchBrand(w http.ResponseWriter, r *http.Request, s *tenant.
 	if err := v.Err(); err != nil {
 		return err
 	}
-	var b Brand
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		b, _, err = scanBrand(tx.QueryRow(r.Context(), `UPDATE brand SET name = COALESCE($1, name), tagline = COALESCE($2, tagline),
-				description = COALESCE($3, description), voice = COALESCE($4, voice), audience = COALESCE($5, audience),
-				colors = COALESCE($6, colors), fonts = COALESCE($7, fonts), updated_at = now()
-			RETURNING `+brandCols, req.Name, req.Tagline, req.Description, req.Voice, req.Audience, colors, fonts))
-		return err
+	b, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Brand, error) {
+		return updateBrand(r.Context(), tx, req, colors, fonts)
 	})
 	if err != nil {
 		return err
@@ -156,18 +123,14 @@ func (sv *Service) uploadLogo(w http.ResponseWriter, r *http.Request, s *tenant.
 	if _, err := sv.media.Put(ctx, object, bytes.NewReader(up.img.data)); err != nil {
 		return fmt.Errorf("store logo: %w", err)
 	}
-	var b Brand
 	var previous string
-	err = s.Tx(ctx, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(logo_object, '') FROM brand FOR UPDATE`).Scan(&previous); err != nil {
-			return err
+	b, err := tenant.TxV(ctx, s, func(tx pgx.Tx) (Brand, error) {
+		b, old, err := setLogo(ctx, tx, object, sv.MediaURL(pid, LogoKey))
+		if err != nil {
+			return b, err
 		}
-		if err := credits.Charge(ctx, tx, s, "image_register", RegisterCost, "brand:logo"); err != nil {
-			return err
-		}
-		b, _, err = scanBrand(tx.QueryRow(ctx, `UPDATE brand SET logo_object = $1, logo_url = $2, updated_at = now() RETURNING `+brandCols,
-			object, sv.MediaURL(pid, LogoKey)))
-		return err
+		previous = old
+		return b, credits.Charge(ctx, tx, s, "image_register", RegisterCost, "brand:logo")
 	})
 	if err != nil {
 		sv.dropObject(ctx, object)

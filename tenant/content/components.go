@@ -2,9 +2,7 @@ package content
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -13,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
-	"github.com/plinth-dev/plinth/internal/slug"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
@@ -74,26 +71,7 @@ func (req *ComponentRequest) encode(def []byte) (props, tr []byte) {
 	return props, tr
 }
 
-const componentCols = `id, slug, name, props, translations, created_at, updated_at`
-
-func scanComponent(row pgx.Row) (Component, error) {
-	var c Component
-	var tr []byte
-	if err := row.Scan(&c.ID, &c.Slug, &c.Name, &c.Props, &tr, &c.CreatedAt, &c.UpdatedAt); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return c, httpapi.NotFound("no such component")
-		}
-		return c, err
-	}
-	if err := json.Unmarshal(tr, &c.Translations); err != nil {
-		return c, err
-	}
-	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
-	return c, nil
-}
-
 func (sv *Service) createComponent(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	var req ComponentRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -105,18 +83,11 @@ func (sv *Service) createComponent(w http.ResponseWriter, r *http.Request, s *te
 		return err
 	}
 	props, tr := req.encode([]byte("{}"))
-	var c Component
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		sl, err := pickSlug(r.Context(), tx, "components", req.Slug, *req.Name)
-		if err != nil {
-			return err
-		}
-		c, err = scanComponent(tx.QueryRow(r.Context(), `INSERT INTO components (slug, name, props, translations) VALUES ($1, $2, $3, $4)
-			RETURNING `+componentCols, sl, *req.Name, props, tr))
-		return err
+	c, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Component, error) {
+		return insertComponent(r.Context(), tx, req.Slug, *req.Name, props, tr)
 	})
 	if err != nil {
-		return slugConflict(err)
+		return err
 	}
 	return httpapi.JSON(w, http.StatusCreated, c)
 }
@@ -124,8 +95,7 @@ func (sv *Service) createComponent(w http.ResponseWriter, r *http.Request, s *te
 func (sv *Service) listComponents(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]Component, error) {
 		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Component, error) {
-			return queryAll(r.Context(), tx, scanComponent, `SELECT `+componentCols+` FROM components WHERE $1 = 0 OR id < $1 ORDER BY id DESC LIMIT $2`,
-				before, limit)
+			return listComponents(r.Context(), tx, before, limit)
 		})
 	}, func(c Component) string { return httpapi.IDText(c.ID) })
 	if err != nil {
@@ -134,30 +104,9 @@ func (sv *Service) listComponents(w http.ResponseWriter, r *http.Request, s *ten
 	return httpapi.JSON(w, http.StatusOK, list)
 }
 
-// idPage reads the page asked of a list ordered by id, newest first, and
-// the id its cursor names (0: the first page).
-func idPage(r *http.Request) (httpapi.Page, int64, error) {
-	page, err := httpapi.ParsePage(r)
-	if err != nil || page.Cursor == "" {
-		return page, 0, err
-	}
-	n, err := httpapi.CursorID(page.Cursor)
-	return page, n, err
-}
-
-func getComponent(ctx context.Context, tx pgx.Tx, s string) (Component, error) {
-	if !slug.Valid(s) {
-		return Component{}, httpapi.NotFound("no such component")
-	}
-	return scanComponent(tx.QueryRow(ctx, `SELECT `+componentCols+` FROM components WHERE slug = $1`, s))
-}
-
 func (sv *Service) getComponent(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
-	var c Component
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		c, err = getComponent(r.Context(), tx, chi.URLParam(r, "slug"))
-		return err
+	c, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Component, error) {
+		return getComponent(r.Context(), tx, chi.URLParam(r, "slug"))
 	})
 	if err != nil {
 		return err
@@ -166,8 +115,6 @@ func (sv *Service) getComponent(w http.ResponseWriter, r *http.Request, s *tenan
 }
 
 func (sv *Service) patchComponent(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
-	cur := chi.URLParam(r, "slug")
 	var req ComponentRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -176,27 +123,18 @@ func (sv *Service) patchComponent(w http.ResponseWriter, r *http.Request, s *ten
 		return err
 	}
 	props, tr := req.encode(nil) // nil: keep the stored value
-	var c Component
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		if !slug.Valid(cur) {
-			return httpapi.NotFound("no such component")
-		}
-		c, err = scanComponent(tx.QueryRow(r.Context(), `UPDATE components SET
-				name = COALESCE($2, name), slug = COALESCE($3, slug), props = COALESCE($4, props),
-				translations = COALESCE($5, translations), updated_at = now()
-			WHERE slug = $1 RETURNING `+componentCols, cur, req.Name, req.Slug, props, tr))
-		return err
+	c, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Component, error) {
+		return updateComponent(r.Context(), tx, chi.URLParam(r, "slug"), req.Name, req.Slug, props, tr)
 	})
 	if err != nil {
-		return slugConflict(err)
+		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, c)
 }
 
 func (sv *Service) deleteComponent(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		return execFound(r.Context(), tx, httpapi.NotFound("no such component"), `DELETE FROM components WHERE slug = $1`, chi.URLParam(r, "slug"))
+	err := s.Tx(r.Context(), func(tx pgx.Tx) error {
+		return deleteComponent(r.Context(), tx, chi.URLParam(r, "slug"))
 	})
 	if err != nil {
 		return err

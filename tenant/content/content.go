@@ -5,17 +5,14 @@ package content
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"regexp"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/ai"
-	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/storage"
 	"github.com/plinth-dev/plinth/tenant"
@@ -155,59 +152,6 @@ type ValueChange struct {
 	PreviousValue *string `json:"previous_value"`
 }
 
-// SetValue writes key's value in lang. It reports the change, or false
-// when the value was already the same (no write, no change).
-func SetValue(ctx context.Context, tx pgx.Tx, key, lang, value string) (ValueChange, bool, error) {
-	c := ValueChange{Key: key, Lang: lang, Value: value}
-	err := tx.QueryRow(ctx, `SELECT value FROM content_values WHERE key = $1 AND lang = $2 FOR UPDATE`, key, lang).Scan(&c.PreviousValue)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return c, false, err
-	}
-	if c.PreviousValue != nil && *c.PreviousValue == value {
-		return c, false, nil
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO content_values (key, lang, value) VALUES ($1, $2, $3)
-		ON CONFLICT (key, lang) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`, key, lang, value)
-	return c, err == nil, err
-}
-
-// Values returns the values in lang of keys (all of lang's keys when keys
-// is nil), by key.
-func Values(ctx context.Context, tx pgx.Tx, lang string, keys []string) (map[string]string, error) {
-	rows, err := tx.Query(ctx, `SELECT key, value FROM content_values WHERE lang = $1 AND ($2::text[] IS NULL OR key = ANY($2))`, lang, keys)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			return nil, err
-		}
-		out[k] = v
-	}
-	return out, rows.Err()
-}
-
-// queryAll runs a query in tx and scans each row of its result with scan.
-func queryAll[T any](ctx context.Context, tx pgx.Tx, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
-	rows, err := tx.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) { return scan(row) })
-}
-
-// execFound runs a write in tx; notFound is its error when no row matched.
-func execFound(ctx context.Context, tx pgx.Tx, notFound error, sql string, args ...any) error {
-	tag, err := tx.Exec(ctx, sql, args...)
-	if err == nil && tag.RowsAffected() == 0 {
-		return notFound
-	}
-	return err
-}
-
 // Image is the Image resource.
 type Image struct {
 	Key         string    `json:"key"`
@@ -219,10 +163,6 @@ type Image struct {
 	SizeBytes   *int64    `json:"size_bytes"`
 	Source      string    `json:"source"`
 	CreatedAt   time.Time `json:"created_at"`
-
-	// Object is where the bytes are stored: empty for {project}/{key}
-	// (generated images), else the object an upload or URL swap wrote.
-	Object string `json:"-"`
 }
 
 // Image sources.
@@ -231,34 +171,3 @@ const (
 	SourceURL    = "url"
 	SourceAI     = "ai"
 )
-
-// PutImage inserts img, or replaces the image of the same key, and
-// returns it as stored.
-func PutImage(ctx context.Context, tx pgx.Tx, img Image) (Image, error) {
-	err := tx.QueryRow(ctx, `INSERT INTO images (key, url, alt, width, height, content_type, size_bytes, source, object)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''))
-		ON CONFLICT (key) DO UPDATE SET url = EXCLUDED.url, alt = EXCLUDED.alt, width = EXCLUDED.width, height = EXCLUDED.height,
-			content_type = EXCLUDED.content_type, size_bytes = EXCLUDED.size_bytes, source = EXCLUDED.source, object = EXCLUDED.object
-		RETURNING created_at`,
-		img.Key, img.URL, img.Alt, img.Width, img.Height, img.ContentType, img.SizeBytes, img.Source, img.Object).Scan(&img.CreatedAt)
-	img.CreatedAt = img.CreatedAt.UTC()
-	return img, err
-}
-
-// GetImage reads the image of key (httpapi.ErrNotFound when absent).
-func GetImage(ctx context.Context, tx pgx.Tx, key string) (Image, error) {
-	img, err := scanImage(tx.QueryRow(ctx, `SELECT `+imageCols+` FROM images WHERE key = $1`, key))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return img, httpapi.ErrNotFound
-	}
-	return img, err
-}
-
-const imageCols = `key, url, alt, width, height, content_type, size_bytes, source, created_at, COALESCE(object, '')`
-
-func scanImage(row pgx.Row) (Image, error) {
-	var img Image
-	err := row.Scan(&img.Key, &img.URL, &img.Alt, &img.Width, &img.Height, &img.ContentType, &img.SizeBytes, &img.Source, &img.CreatedAt, &img.Object)
-	img.CreatedAt = img.CreatedAt.UTC()
-	return img, err
-}

@@ -1,9 +1,7 @@
 package content
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -98,66 +96,6 @@ func checkItems(v *httpapi.Validator, in []galleryItemIn) ([]GalleryItem, error)
 	return out, nil
 }
 
-const galleryCols = `slug, name, items, created_at, updated_at`
-
-func scanGallery(row pgx.Row) (Gallery, error) {
-	var g Gallery
-	var items []byte
-	if err := row.Scan(&g.Slug, &g.Name, &items, &g.CreatedAt, &g.UpdatedAt); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return g, httpapi.NotFound("no such gallery")
-		}
-		return g, err
-	}
-	if err := json.Unmarshal(items, &g.Items); err != nil {
-		return g, err
-	}
-	if g.Items == nil {
-		g.Items = []GalleryItem{}
-	}
-	g.ItemsCount = len(g.Items)
-	g.CreatedAt, g.UpdatedAt = g.CreatedAt.UTC(), g.UpdatedAt.UTC()
-	return g, nil
-}
-
-// GetGallery reads the gallery of slug (404 when absent).
-func GetGallery(ctx context.Context, tx pgx.Tx, s string) (Gallery, error) {
-	if !slug.Valid(s) {
-		return Gallery{}, httpapi.NotFound("no such gallery")
-	}
-	return scanGallery(tx.QueryRow(ctx, `SELECT `+galleryCols+` FROM galleries WHERE slug = $1`, s))
-}
-
-// taken returns a slug.Unique probe over one table's slug column; table is
-// a constant of this package, never input.
-func taken(tx pgx.Tx, table string) func(context.Context, string) (bool, error) {
-	return func(ctx context.Context, s string) (bool, error) {
-		var ok bool
-		err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE slug = $1)`, s).Scan(&ok)
-		return ok, err
-	}
-}
-
-// pickSlug returns the explicit slug (422 when malformed), or one derived
-// from name and made unique with -2, -3, … . An explicit slug that is
-// taken fails on the unique constraint (409).
-func pickSlug(ctx context.Context, tx pgx.Tx, table string, explicit *string, name string) (string, error) {
-	if explicit != nil {
-		return *explicit, nil
-	}
-	base := slug.Make(name)
-	if len(base) > 200 {
-		base = strings.TrimRight(base[:200], "-")
-	}
-	// Serialise derivations of one table's slugs in this project (advisory
-	// locks are database-wide, hence the schema in the key), so two
-	// concurrent creates of "Summer" get summer and summer-2, not a 409.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':slug:' || $1))`, table); err != nil {
-		return "", err
-	}
-	return slug.Unique(ctx, base, taken(tx, table))
-}
-
 func checkSlug(v *httpapi.Validator, s *string) {
 	if s != nil {
 		v.Check(slug.Valid(*s), "slug", "must match "+slug.Pattern.String())
@@ -165,7 +103,6 @@ func checkSlug(v *httpapi.Validator, s *string) {
 }
 
 func (sv *Service) createGallery(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	var req GalleryRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -178,6 +115,7 @@ func (sv *Service) createGallery(w http.ResponseWriter, r *http.Request, s *tena
 	checkSlug(&v, req.Slug)
 	items := []GalleryItem{}
 	if req.Items != nil {
+		var err error
 		if items, err = checkItems(&v, *req.Items); err != nil {
 			return err
 		}
@@ -186,79 +124,32 @@ func (sv *Service) createGallery(w http.ResponseWriter, r *http.Request, s *tena
 		return err
 	}
 	raw, _ := json.Marshal(items)
-	var g Gallery
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		sl, err := pickSlug(r.Context(), tx, "galleries", req.Slug, *req.Name)
-		if err != nil {
-			return err
-		}
-		g, err = scanGallery(tx.QueryRow(r.Context(), `INSERT INTO galleries (slug, name, items) VALUES ($1, $2, $3) RETURNING `+galleryCols,
-			sl, *req.Name, raw))
-		return err
+	g, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Gallery, error) {
+		return insertGallery(r.Context(), tx, req.Slug, *req.Name, raw)
 	})
 	if err != nil {
-		return slugConflict(err)
+		return err
 	}
 	return httpapi.JSON(w, http.StatusCreated, wrap{g})
 }
 
-// slugConflict names the slug in a unique violation's 409.
-func slugConflict(err error) error {
-	if ae := httpapi.AsError(err); ae.Status == http.StatusConflict && ae.Code == httpapi.CodeConflict {
-		return httpapi.Conflict(httpapi.CodeConflict, "the slug is taken")
-	}
-	return err
-}
-
 func (sv *Service) listGalleries(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	page, after, slugAfter, err := timePage(r)
+	list, err := httpapi.ListOf(r, decodeTimeCursor, func(after timeCursor, limit int) ([]Gallery, error) {
+		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Gallery, error) {
+			return listGalleries(r.Context(), tx, after, limit)
+		})
+	}, func(g Gallery) string { return timeText(g.CreatedAt, g.Slug) })
 	if err != nil {
 		return err
 	}
-	var out []Gallery
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		out, err = queryAll(r.Context(), tx, scanGallery, `SELECT `+galleryCols+` FROM galleries
-			WHERE $1::timestamptz IS NULL OR (created_at, slug) < ($1, $2)
-			ORDER BY created_at DESC, slug DESC LIMIT $3`, after, slugAfter, page.Limit+1)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(out, page.Limit, func(g Gallery) string {
-		return makeTimeCursor(g.CreatedAt, g.Slug)
-	}))
+	return httpapi.JSON(w, http.StatusOK, list)
 }
 
-// makeTimeCursor and timePage encode and decode a (created_at, name)
-// position of a list ordered by both, newest first.
-func makeTimeCursor(t time.Time, name string) string {
-	return t.UTC().Format(time.RFC3339Nano) + "|" + name
-}
-
-// timePage reads the page asked of such a list and the position its cursor
-// names (nil: the first page).
-func timePage(r *http.Request) (httpapi.Page, *time.Time, string, error) {
-	page, err := httpapi.ParsePage(r)
-	if err != nil || page.Cursor == "" {
-		return page, nil, "", err
-	}
-	ts, name, ok := strings.Cut(page.Cursor, "|")
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if !ok || err != nil {
-		return page, nil, "", httpapi.BadCursor()
-	}
-	return page, &t, name, nil
-}
-
+// gallery reads the gallery the path names.
 func (sv *Service) gallery(r *http.Request, s *tenant.Scope) (Gallery, error) {
-	var g Gallery
-	var err error
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		g, err = GetGallery(r.Context(), tx, chi.URLParam(r, "slug"))
-		return err
+	return tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Gallery, error) {
+		return GetGallery(r.Context(), tx, chi.URLParam(r, "slug"))
 	})
-	return g, err
 }
 
 func (sv *Service) getGallery(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
@@ -278,8 +169,6 @@ func (sv *Service) publicGallery(w http.ResponseWriter, r *http.Request, s *tena
 }
 
 func (sv *Service) patchGallery(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
-	cur := chi.URLParam(r, "slug")
 	var req GalleryRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -300,26 +189,18 @@ func (sv *Service) patchGallery(w http.ResponseWriter, r *http.Request, s *tenan
 	if err := v.Err(); err != nil {
 		return err
 	}
-	var g Gallery
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		if !slug.Valid(cur) {
-			return httpapi.NotFound("no such gallery")
-		}
-		g, err = scanGallery(tx.QueryRow(r.Context(), `UPDATE galleries SET
-				name = COALESCE($2, name), slug = COALESCE($3, slug), items = COALESCE($4, items), updated_at = now()
-			WHERE slug = $1 RETURNING `+galleryCols, cur, req.Name, req.Slug, raw))
-		return err
+	g, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Gallery, error) {
+		return updateGallery(r.Context(), tx, chi.URLParam(r, "slug"), req.Name, req.Slug, raw)
 	})
 	if err != nil {
-		return slugConflict(err)
+		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, wrap{g})
 }
 
 func (sv *Service) deleteGallery(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		return execFound(r.Context(), tx, httpapi.NotFound("no such gallery"), `DELETE FROM galleries WHERE slug = $1`, chi.URLParam(r, "slug"))
+	err := s.Tx(r.Context(), func(tx pgx.Tx) error {
+		return deleteGallery(r.Context(), tx, chi.URLParam(r, "slug"))
 	})
 	if err != nil {
 		return err

@@ -18,21 +18,31 @@ import (
 // public URL and the registration of the Image (source ai), to run in the
 // transaction that commits the job's effects.
 func (sv *Service) StoreGenerated(ctx context.Context, projectID, prompt, ref string, img *ai.Image) (string, func(context.Context, pgx.Tx) error, error) {
+	generated, err := sv.storeGenerated(ctx, projectID, prompt, ref, img)
+	if err != nil {
+		return "", nil, err
+	}
+	register := func(ctx context.Context, tx pgx.Tx) error {
+		_, err := PutImage(ctx, tx, generated)
+		return err
+	}
+	return generated.URL, register, nil
+}
+
+// storeGenerated stores a generated image's bytes at {project}/{key}, the
+// key derived from prompt and ref, and returns the Image to register
+// (its alt the prompt's first 200 characters).
+func (sv *Service) storeGenerated(ctx context.Context, projectID, prompt, ref string, img *ai.Image) (Image, error) {
 	key := imageKey(prompt, ref)
 	size, err := sv.media.Put(ctx, mediaKey(projectID, key), bytes.NewReader(img.Data))
 	if err != nil {
-		return "", nil, fmt.Errorf("store image: %w", err)
+		return Image{}, fmt.Errorf("store image: %w", err)
 	}
 	alt := prompt
 	if utf8.RuneCountInString(alt) > 200 {
 		alt = string([]rune(alt)[:200])
 	}
-	url := sv.MediaURL(projectID, key)
-	register := func(ctx context.Context, tx pgx.Tx) error {
-		ct := img.ContentType
-		_, err := PutImage(ctx, tx, Image{Key: key, URL: url, Alt: alt, Width: &img.Width, Height: &img.Height,
-			ContentType: &ct, SizeBytes: &size, Source: SourceAI})
-		return err
-	}
-	return url, register, nil
+	ct := img.ContentType
+	return Image{Key: key, URL: sv.MediaURL(projectID, key), Alt: alt, Width: &img.Width, Height: &img.Height,
+		ContentType: &ct, SizeBytes: &size, Source: SourceAI}, nil
 }

@@ -1,7 +1,6 @@
 package content
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -57,7 +56,6 @@ type ImageResult struct {
 // submitImage starts image.generate for a JSON body. (The multipart upload
 // form of POST /images belongs to the content API.)
 func (sv *Service) submitImage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	var req GenerateImageRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -78,13 +76,11 @@ func (sv *Service) submitImage(w http.ResponseWriter, r *http.Request, s *tenant
 	if err := v.Err(); err != nil {
 		return err
 	}
-	var job jobs.Job
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		job, err = jobs.Submit(r.Context(), tx, s, sv.river, jobs.Spec{
+	job, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (jobs.Job, error) {
+		return jobs.Submit(r.Context(), tx, s, sv.river, jobs.Spec{
 			Type: TypeImage, Args: a, Charges: []jobs.Charge{{Op: "image", Cost: ImageCost}},
 			Steps: []string{"generate", "store"}, WriteScope: "images:write",
 		})
-		return err
 	})
 	if err != nil {
 		return err
@@ -139,63 +135,45 @@ func (sv *Service) imageJob(ctx context.Context, run *jobs.Run) (jobs.Commit, er
 	if err := run.Step(ctx, "store", 80, "Storing the image"); err != nil {
 		return nil, err
 	}
-	pid := run.Scope.Project.ID
-	key := imageKey(a.Prompt, run.JobID)
 	// Storing again under the same key on a re-run is harmless; the row
 	// that makes the image visible is written with the completion.
-	size, err := sv.media.Put(ctx, mediaKey(pid, key), bytes.NewReader(img.Data))
+	generated, err := sv.storeGenerated(ctx, run.Scope.Project.ID, a.Prompt, run.JobID, img)
 	if err != nil {
-		return nil, fmt.Errorf("store image: %w", err)
-	}
-	alt := a.Prompt
-	if utf8.RuneCountInString(alt) > 200 {
-		alt = string([]rune(alt)[:200])
+		return nil, err
 	}
 	return func(ctx context.Context, tx pgx.Tx) (any, error) {
-		ct := img.ContentType
-		stored, err := PutImage(ctx, tx, Image{Key: key, URL: sv.MediaURL(pid, key), Alt: alt, Width: &img.Width, Height: &img.Height,
-			ContentType: &ct, SizeBytes: &size, Source: SourceAI})
+		stored, err := PutImage(ctx, tx, generated)
 		if err != nil {
 			return nil, err
 		}
 		if err := sv.events.Emit(ctx, tx, run.Scope, TopicGenerated, stored); err != nil {
 			return nil, err
 		}
-		return ImageResult{URL: stored.URL, Key: key, Width: img.Width, Height: img.Height}, nil
+		return ImageResult{URL: stored.URL, Key: stored.Key, Width: img.Width, Height: img.Height}, nil
 	}, nil
 }
 
 // serveMedia serves a stored image (uploaded or generated) of the project
 // named in the path, with the public surface's caching headers.
 func (sv *Service) serveMedia(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	key := chi.URLParam(r, "key")
-	var object, ct string
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		if key == LogoKey {
-			_, object, err = getBrand(r.Context(), tx)
-			return err
+	img, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (imageRow, error) {
+		if key == LogoKey { // the logo: only where its bytes are
+			object, err := logoObject(r.Context(), tx)
+			return imageRow{Object: object}, err
 		}
 		if !KeyPattern.MatchString(key) {
-			return httpapi.ErrNotFound
+			return imageRow{}, httpapi.ErrNotFound
 		}
-		img, err := GetImage(r.Context(), tx, key)
-		if err != nil {
-			return err
-		}
-		object = objectOf(s.Project.ID, img)
-		if img.ContentType != nil {
-			ct = *img.ContentType
-		}
-		return nil
+		return getImage(r.Context(), tx, key, false)
 	})
-	if errors.Is(err, httpapi.ErrNotFound) || (err == nil && object == "") {
+	if errors.Is(err, httpapi.ErrNotFound) || (err == nil && key == LogoKey && img.Object == "") {
 		return httpapi.NotFound("no such media")
 	}
 	if err != nil {
 		return err
 	}
-	obj, err := sv.media.Open(r.Context(), object)
+	obj, err := sv.media.Open(r.Context(), img.object(s.Project.ID))
 	if errors.Is(err, storage.ErrNotFound) {
 		return httpapi.NotFound("no such media")
 	}
@@ -203,8 +181,8 @@ func (sv *Service) serveMedia(w http.ResponseWriter, r *http.Request, s *tenant.
 		return err
 	}
 	defer obj.Close()
-	if ct != "" {
-		w.Header().Set("Content-Type", ct)
+	if img.ContentType != nil && *img.ContentType != "" {
+		w.Header().Set("Content-Type", *img.ContentType)
 	}
 	w.Header().Set("Cache-Control", httpapi.PublicCacheControl)
 	w.Header().Set("ETag", fmt.Sprintf(`"%x-%x"`, obj.Size(), obj.ModTime().UnixNano()))

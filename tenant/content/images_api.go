@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -16,7 +15,6 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
-	"github.com/plinth-dev/plinth/internal/slug"
 	"github.com/plinth-dev/plinth/internal/storage"
 	"github.com/plinth-dev/plinth/tenant"
 )
@@ -35,14 +33,6 @@ func (sv *Service) postImage(w http.ResponseWriter, r *http.Request, s *tenant.S
 		return sv.uploadImage(w, r, s)
 	}
 	return sv.submitImage(w, r, s)
-}
-
-// objectOf is where img's bytes are stored.
-func objectOf(projectID string, img Image) string {
-	if img.Object != "" {
-		return img.Object
-	}
-	return mediaKey(projectID, img.Key)
 }
 
 // dropObject removes a stored object that no row refers to any more. A
@@ -80,50 +70,31 @@ func (sv *Service) uploadImage(w http.ResponseWriter, r *http.Request, s *tenant
 	// The bytes go to a fresh object first; the row that makes them
 	// visible is written with the charge, and the object is removed again
 	// if that transaction fails.
-	img := Image{URL: "", Alt: up.fields["alt"], Width: &up.img.width, Height: &up.img.height,
-		ContentType: &up.img.contentType, Source: SourceUpload}
-	err = s.Tx(ctx, func(tx pgx.Tx) error {
+	var object string
+	img, err := tenant.TxV(ctx, s, func(tx pgx.Tx) (imageRow, error) {
 		if !explicit {
-			base := slug.Make(keyFromFilename(up.filename))
-			if len(base) > 190 {
-				base = strings.TrimRight(base[:190], "-")
-			}
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':image-key'))`); err != nil {
-				return err
-			}
-			if key, err = slug.Unique(ctx, base, func(ctx context.Context, k string) (bool, error) {
-				var ok bool
-				err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM images WHERE key = $1)`, k).Scan(&ok)
-				return ok, err
-			}); err != nil {
-				return err
+			var err error
+			if key, err = freeImageKey(ctx, tx, keyFromFilename(up.filename)); err != nil {
+				return imageRow{}, err
 			}
 		}
-		img.Key, img.URL, img.Object = key, sv.MediaURL(pid, key), objectKey(pid, key)
-		size, err := sv.media.Put(ctx, img.Object, bytes.NewReader(up.img.data))
+		object = objectKey(pid, key)
+		size, err := sv.media.Put(ctx, object, bytes.NewReader(up.img.data))
 		if err != nil {
-			return fmt.Errorf("store upload: %w", err)
+			return imageRow{}, fmt.Errorf("store upload: %w", err)
 		}
-		img.SizeBytes = &size
-		stored, err := scanImage(tx.QueryRow(ctx, `INSERT INTO images (key, url, alt, width, height, content_type, size_bytes, source, object)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+imageCols,
-			img.Key, img.URL, img.Alt, img.Width, img.Height, img.ContentType, img.SizeBytes, img.Source, img.Object))
+		img, err := insertImage(ctx, tx, imageRow{Object: object, Image: Image{Key: key, URL: sv.MediaURL(pid, key), Alt: up.fields["alt"],
+			Width: &up.img.width, Height: &up.img.height, ContentType: &up.img.contentType, SizeBytes: &size, Source: SourceUpload}})
 		if err != nil {
-			return err
+			return img, err
 		}
-		img = stored
-		return credits.Charge(ctx, tx, s, "image_register", RegisterCost, "image:"+key)
+		return img, credits.Charge(ctx, tx, s, "image_register", RegisterCost, "image:"+key)
 	})
 	if err != nil {
-		if img.Object != "" {
-			sv.dropObject(ctx, img.Object)
-		}
-		if ae := httpapi.AsError(err); ae.Status == http.StatusConflict && ae.Code == httpapi.CodeConflict {
-			return httpapi.Conflict(httpapi.CodeConflict, "an image with the key "+key+" exists; PUT /images/"+key+" replaces it by URL, or DELETE it first")
-		}
+		sv.dropObject(ctx, object)
 		return err
 	}
-	return httpapi.JSON(w, http.StatusCreated, img)
+	return httpapi.JSON(w, http.StatusCreated, img.Image)
 }
 
 // SwapRequest is the body of PUT /images/{key}.
@@ -186,73 +157,60 @@ func (sv *Service) swapImage(w http.ResponseWriter, r *http.Request, s *tenant.S
 	}
 	pid := s.Project.ID
 	size := int64(len(got.data))
-	img := Image{Key: key, URL: sv.MediaURL(pid, key), Width: &got.width, Height: &got.height,
-		ContentType: &got.contentType, SizeBytes: &size, Source: SourceURL, Object: objectKey(pid, key)}
-	if _, err := sv.media.Put(ctx, img.Object, bytes.NewReader(got.data)); err != nil {
+	fetched := imageRow{Object: objectKey(pid, key), Image: Image{Key: key, URL: sv.MediaURL(pid, key), Width: &got.width, Height: &got.height,
+		ContentType: &got.contentType, SizeBytes: &size, Source: SourceURL}}
+	if _, err := sv.media.Put(ctx, fetched.Object, bytes.NewReader(got.data)); err != nil {
 		return fmt.Errorf("store fetched image: %w", err)
 	}
 	var previous string
-	err = s.Tx(ctx, func(tx pgx.Tx) error {
-		old, err := scanImage(tx.QueryRow(ctx, `SELECT `+imageCols+` FROM images WHERE key = $1 FOR UPDATE`, key))
+	img, err := tenant.TxV(ctx, s, func(tx pgx.Tx) (imageRow, error) {
+		img := fetched
+		old, err := getImage(ctx, tx, key, true)
 		switch {
 		case err == nil:
-			previous = objectOf(pid, old)
+			previous = old.object(pid)
 			img.Alt = old.Alt
-		case !errors.Is(err, pgx.ErrNoRows):
-			return err
+		case !errors.Is(err, httpapi.ErrNotFound):
+			return img, err
 		}
 		if req.Alt != nil {
 			img.Alt = *req.Alt
 		}
 		if err := credits.Charge(ctx, tx, s, "image_register", RegisterCost, "image:"+key); err != nil {
-			return err
+			return img, err
 		}
-		img, err = PutImage(ctx, tx, img)
-		return err
+		return putImage(ctx, tx, img)
 	})
 	if err != nil {
-		sv.dropObject(ctx, img.Object)
+		sv.dropObject(ctx, fetched.Object)
 		return err
 	}
 	sv.dropObject(ctx, previous)
-	return httpapi.JSON(w, http.StatusOK, img)
+	return httpapi.JSON(w, http.StatusOK, img.Image)
 }
 
 func (sv *Service) listImages(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	page, after, keyAfter, err := timePage(r)
-	if err != nil {
-		return err
-	}
 	source := r.URL.Query().Get("source")
-	if source != "" && source != SourceUpload && source != SourceURL && source != SourceAI {
-		return httpapi.Invalid("source", "must be upload, url or ai")
-	}
-	var out []Image
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		out, err = queryAll(r.Context(), tx, scanImage, `SELECT `+imageCols+` FROM images
-			WHERE ($1::timestamptz IS NULL OR (created_at, key) < ($1, $2)) AND ($3 = '' OR source = $3)
-			ORDER BY created_at DESC, key DESC LIMIT $4`, after, keyAfter, source, page.Limit+1)
-		return err
-	})
+	list, err := httpapi.ListOf(r, decodeTimeCursor, func(after timeCursor, limit int) ([]Image, error) {
+		// Checked once the page is read, so a bad limit or cursor is
+		// reported first.
+		if source != "" && source != SourceUpload && source != SourceURL && source != SourceAI {
+			return nil, httpapi.Invalid("source", "must be upload, url or ai")
+		}
+		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Image, error) {
+			return listImages(r.Context(), tx, after, source, limit)
+		})
+	}, func(img Image) string { return timeText(img.CreatedAt, img.Key) })
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(out, page.Limit, func(img Image) string {
-		return makeTimeCursor(img.CreatedAt, img.Key)
-	}))
+	return httpapi.JSON(w, http.StatusOK, list)
 }
 
 func (sv *Service) getImage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
-	key := chi.URLParam(r, "key")
-	var img Image
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		img, err = GetImage(r.Context(), tx, key)
-		return err
+	img, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Image, error) {
+		return GetImage(r.Context(), tx, chi.URLParam(r, "key"))
 	})
-	if errors.Is(err, httpapi.ErrNotFound) {
-		return httpapi.NotFound("no image with the key " + key)
-	}
 	if err != nil {
 		return err
 	}
@@ -260,19 +218,12 @@ func (sv *Service) getImage(w http.ResponseWriter, r *http.Request, s *tenant.Sc
 }
 
 func (sv *Service) deleteImage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
-	key := chi.URLParam(r, "key")
-	var img Image
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		img, err = scanImage(tx.QueryRow(r.Context(), `DELETE FROM images WHERE key = $1 RETURNING `+imageCols, key))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return httpapi.NotFound("no image with the key " + key)
-		}
-		return err
+	img, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (imageRow, error) {
+		return deleteImage(r.Context(), tx, chi.URLParam(r, "key"))
 	})
 	if err != nil {
 		return err
 	}
-	sv.dropObject(r.Context(), objectOf(s.Project.ID, img))
+	sv.dropObject(r.Context(), img.object(s.Project.ID))
 	return httpapi.NoContent(w)
 }

@@ -72,67 +72,6 @@ func langParam(r *http.Request, p *tenant.Project) (string, error) {
 	return p.DefaultLanguage, nil
 }
 
-// getKey reads key in lang with the fallback to def; ErrNotFound when
-// neither language has a value.
-func getKey(ctx context.Context, tx pgx.Tx, key, lang, def string) (ContentKey, error) {
-	rows, err := tx.Query(ctx, `SELECT lang, value, updated_at FROM content_values WHERE key = $1`, key)
-	if err != nil {
-		return ContentKey{}, err
-	}
-	defer rows.Close()
-	k := ContentKey{Key: key, AllLocales: map[string]string{}}
-	times := map[string]time.Time{}
-	for rows.Next() {
-		var l, v string
-		var at time.Time
-		if err := rows.Scan(&l, &v, &at); err != nil {
-			return k, err
-		}
-		k.AllLocales[l], times[l] = v, at
-	}
-	if err := rows.Err(); err != nil {
-		return k, err
-	}
-	for _, l := range []string{lang, def} {
-		if v, ok := k.AllLocales[l]; ok {
-			k.Value, k.Lang, k.UpdatedAt = v, l, times[l].UTC()
-			return k, nil
-		}
-	}
-	return k, httpapi.ErrNotFound
-}
-
-// bulkSQL reads the values of keys (every key when NULL) in lang, falling
-// back to def, one row per key.
-const bulkSQL = `SELECT DISTINCT ON (key) key, value FROM content_values
-	WHERE lang IN ($2, $3) AND ($1::text[] IS NULL OR key = ANY ($1))
-	ORDER BY key, lang = $2 DESC`
-
-// BulkSQL is the query GET /content/bulk runs, for benchmarks comparing
-// it with a bare handler.
-const BulkSQL = bulkSQL
-
-func readBulk(ctx context.Context, s *tenant.Scope, keys []string, lang, def string) (Bulk, error) {
-	b := Bulk{Data: make(map[string]string, len(keys)), Lang: lang, Missing: []string{}}
-	err := s.Read(ctx, bulkSQL, []any{keys, lang, def}, func(rows pgx.Rows) error {
-		var k, v string
-		_, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error {
-			b.Data[k] = v
-			return nil
-		})
-		return err
-	})
-	if err != nil {
-		return b, err
-	}
-	for _, k := range keys {
-		if _, ok := b.Data[k]; !ok {
-			b.Missing = append(b.Missing, k)
-		}
-	}
-	return b, nil
-}
-
 // parseKeys reads the keys query parameter: comma-separated, blanks
 // skipped, duplicates once. nil when the parameter is absent (every key).
 func parseKeys(r *http.Request) ([]string, error) {
@@ -195,15 +134,9 @@ func (sv *Service) key(r *http.Request, s *tenant.Scope) (ContentKey, error) {
 	if err != nil {
 		return ContentKey{}, err
 	}
-	var k ContentKey
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		k, err = getKey(r.Context(), tx, key, lang, s.Project.DefaultLanguage)
-		return err
+	return tenant.TxV(r.Context(), s, func(tx pgx.Tx) (ContentKey, error) {
+		return getKey(r.Context(), tx, key, lang, s.Project.DefaultLanguage)
 	})
-	if err == httpapi.ErrNotFound {
-		return k, httpapi.NotFound(fmt.Sprintf("the content key %s has no value in %s or in the default language %s", key, lang, s.Project.DefaultLanguage))
-	}
-	return k, err
 }
 
 func (sv *Service) getKey(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
@@ -258,21 +191,24 @@ func (sv *Service) write(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items 
 		if err := credits.Charge(ctx, tx, s, "content_update", ValueCost, "content:"+it.Key+":"+it.Lang); err != nil {
 			return err
 		}
-		c, changed, err := SetValue(ctx, tx, it.Key, it.Lang, it.Value)
-		if err != nil {
+		if err := sv.setValue(ctx, tx, s, it.Key, it.Lang, it.Value); err != nil {
 			return err
-		}
-		if changed {
-			if err := sv.events.Emit(ctx, tx, s, TopicChanged, c); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
 }
 
+// setValue writes key's value in lang and, when it changed, emits
+// content.changed, in tx.
+func (sv *Service) setValue(ctx context.Context, tx pgx.Tx, s *tenant.Scope, key, lang, value string) error {
+	c, changed, err := SetValue(ctx, tx, key, lang, value)
+	if err != nil || !changed {
+		return err
+	}
+	return sv.events.Emit(ctx, tx, s, TopicChanged, c)
+}
+
 func (sv *Service) putKey(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	key := chi.URLParam(r, "key")
 	var req PutValueRequest
 	if err := httpapi.Decode(r, &req); err != nil {
@@ -284,13 +220,11 @@ func (sv *Service) putKey(w http.ResponseWriter, r *http.Request, s *tenant.Scop
 	if err := v.Err(); err != nil {
 		return err
 	}
-	var k ContentKey
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+	k, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (ContentKey, error) {
 		if err := sv.write(r.Context(), tx, s, []ValueChange{{Key: key, Lang: lang, Value: *req.Value}}); err != nil {
-			return err
+			return ContentKey{}, err
 		}
-		k, err = getKey(r.Context(), tx, key, lang, lang)
-		return err
+		return getKey(r.Context(), tx, key, lang, lang)
 	})
 	if err != nil {
 		return err
@@ -299,7 +233,6 @@ func (sv *Service) putKey(w http.ResponseWriter, r *http.Request, s *tenant.Scop
 }
 
 func (sv *Service) putBatch(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	var req BatchRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -326,17 +259,18 @@ func (sv *Service) putBatch(w http.ResponseWriter, r *http.Request, s *tenant.Sc
 	if err := v.Err(); err != nil {
 		return err
 	}
-	out := make([]ContentKey, len(items))
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]ContentKey, error) {
 		if err := sv.write(r.Context(), tx, s, items); err != nil {
-			return err
+			return nil, err
 		}
+		out := make([]ContentKey, len(items))
 		for i, it := range items {
+			var err error
 			if out[i], err = getKey(r.Context(), tx, it.Key, it.Lang, it.Lang); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		return nil
+		return out, nil
 	})
 	if err != nil {
 		return err
@@ -351,7 +285,7 @@ func (sv *Service) deleteKey(w http.ResponseWriter, r *http.Request, s *tenant.S
 		return err
 	}
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		return execFound(r.Context(), tx, httpapi.ErrNotFound, `DELETE FROM content_values WHERE key = $1 AND ($2 = '' OR lang = $2)`, key, lang)
+		return deleteValues(r.Context(), tx, key, lang)
 	})
 	if err != nil {
 		return err

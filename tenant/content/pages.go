@@ -3,7 +3,6 @@ package content
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
-	"github.com/plinth-dev/plinth/internal/slug"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
@@ -221,78 +219,12 @@ func (p *Page) localize(lang string) {
 	}
 }
 
-const pageCols = `id, slug, path, title, status, sections, seo, translations, created_at, updated_at, published_at`
-
-func scanPage(row pgx.Row) (Page, error) {
-	var p Page
-	var sections, seo, tr []byte
-	if err := row.Scan(&p.ID, &p.Slug, &p.Path, &p.Title, &p.Status, &sections, &seo, &tr, &p.CreatedAt, &p.UpdatedAt, &p.PublishedAt); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return p, httpapi.NotFound("no such page")
-		}
-		return p, err
-	}
-	for _, f := range []struct {
-		raw []byte
-		dst any
-	}{{sections, &p.Sections}, {seo, &p.SEO}, {tr, &p.Translations}} {
-		if err := json.Unmarshal(f.raw, f.dst); err != nil {
-			return p, err
-		}
-	}
-	if p.Sections == nil {
-		p.Sections = []json.RawMessage{}
-	}
-	if p.Translations == nil {
-		p.Translations = []PageTranslation{}
-	}
-	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
-	if p.PublishedAt != nil {
-		t := p.PublishedAt.UTC()
-		p.PublishedAt = &t
-	}
-	return p, nil
-}
-
-// findPage reads the page named by id_or_slug: a number is an id first,
-// then a slug of digits.
-func findPage(ctx context.Context, tx pgx.Tx, ref string, lock bool) (Page, error) {
-	id, err := strconv.ParseInt(ref, 10, 64)
-	if err != nil {
-		id = 0
-	}
-	if id == 0 && !slug.Valid(ref) {
-		return Page{}, httpapi.NotFound("no such page")
-	}
-	q := `SELECT ` + pageCols + ` FROM pages WHERE id = $1 OR slug = $2 ORDER BY id = $1 DESC LIMIT 1`
-	if lock {
-		q += ` FOR UPDATE`
-	}
-	return scanPage(tx.QueryRow(ctx, q, id, ref))
-}
-
-func (p *Page) encode() (sections, seo, tr []byte) {
-	sections, _ = json.Marshal(p.Sections)
-	seo, _ = json.Marshal(p.SEO)
-	tr, _ = json.Marshal(p.Translations)
-	return
-}
-
 // chargePage charges the creation or an update of the page id (page_update).
 func chargePage(ctx context.Context, tx pgx.Tx, s *tenant.Scope, id int64) error {
 	return credits.Charge(ctx, tx, s, "page_update", PageCost, "page:"+strconv.FormatInt(id, 10))
 }
 
-// pageConflict names what is taken in a page's 409.
-func pageConflict(err error) error {
-	if ae := httpapi.AsError(err); ae.Status == http.StatusConflict && ae.Code == httpapi.CodeConflict {
-		return httpapi.Conflict(httpapi.CodeConflict, "another page has this slug or path")
-	}
-	return err
-}
-
 func (sv *Service) createPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	var req PageRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -304,31 +236,20 @@ func (sv *Service) createPage(w http.ResponseWriter, r *http.Request, s *tenant.
 	if err := req.merge(&p); err != nil {
 		return err
 	}
-	sections, seo, tr := p.encode()
-	var out Page
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		if p.Slug, err = pickSlug(r.Context(), tx, "pages", req.Slug, p.Title); err != nil {
-			return err
-		}
-		if req.Path == nil {
-			p.Path = "/" + p.Slug
-		}
-		out, err = scanPage(tx.QueryRow(r.Context(), `INSERT INTO pages (slug, path, title, status, sections, seo, translations, published_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $4 = 'published' THEN now() END) RETURNING `+pageCols,
-			p.Slug, p.Path, p.Title, p.Status, sections, seo, tr))
+	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Page, error) {
+		out, err := insertPage(r.Context(), tx, p)
 		if err != nil {
-			return err
+			return out, err
 		}
-		return chargePage(r.Context(), tx, s, out.ID)
+		return out, chargePage(r.Context(), tx, s, out.ID)
 	})
 	if err != nil {
-		return pageConflict(err)
+		return err
 	}
 	return httpapi.JSON(w, http.StatusCreated, out)
 }
 
 func (sv *Service) patchPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	var req PageRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -338,46 +259,50 @@ func (sv *Service) patchPage(w http.ResponseWriter, r *http.Request, s *tenant.S
 	if err := req.merge(&Page{}); err != nil {
 		return err
 	}
-	var out Page
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Page, error) {
 		p, err := findPage(r.Context(), tx, chi.URLParam(r, "id_or_slug"), true)
 		if err != nil {
-			return err
+			return p, err
 		}
 		if err := req.merge(&p); err != nil {
-			return err
+			return p, err
 		}
-		sections, seo, tr := p.encode()
-		out, err = scanPage(tx.QueryRow(r.Context(), `UPDATE pages SET slug = $2, path = $3, title = $4, status = $5,
-				sections = $6, seo = $7, translations = $8, updated_at = now(),
-				published_at = CASE WHEN $5 = 'draft' THEN NULL ELSE COALESCE(published_at, now()) END
-			WHERE id = $1 RETURNING `+pageCols, p.ID, p.Slug, p.Path, p.Title, p.Status, sections, seo, tr))
-		if err != nil {
-			return err
+		if p, err = updatePage(r.Context(), tx, p); err != nil {
+			return p, err
 		}
-		return chargePage(r.Context(), tx, s, p.ID)
+		return p, chargePage(r.Context(), tx, s, p.ID)
 	})
 	if err != nil {
-		return pageConflict(err)
+		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, out)
 }
 
 func (sv *Service) getPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	lang, err := optionalLang(r)
-	if err != nil {
-		return err
-	}
-	var p Page
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		p, err = findPage(r.Context(), tx, chi.URLParam(r, "id_or_slug"), false)
-		return err
+	p, err := localPage(r, s, "id_or_slug", func(ctx context.Context, tx pgx.Tx, ref string) (Page, error) {
+		return findPage(ctx, tx, ref, false)
 	})
 	if err != nil {
 		return err
 	}
-	p.localize(lang)
 	return httpapi.JSON(w, http.StatusOK, p)
+}
+
+// localPage reads the page the path parameter param names with read, in
+// the language the lang query parameter asks for.
+func localPage(r *http.Request, s *tenant.Scope, param string, read func(context.Context, pgx.Tx, string) (Page, error)) (Page, error) {
+	lang, err := optionalLang(r)
+	if err != nil {
+		return Page{}, err
+	}
+	p, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Page, error) {
+		return read(r.Context(), tx, chi.URLParam(r, param))
+	})
+	if err != nil {
+		return p, err
+	}
+	p.localize(lang)
+	return p, nil
 }
 
 // optionalLang returns the lang query parameter ("" when absent; 422 when
@@ -391,57 +316,34 @@ func optionalLang(r *http.Request) (string, error) {
 }
 
 func (sv *Service) publicPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	lang, err := optionalLang(r)
+	p, err := localPage(r, s, "slug", publishedPage)
 	if err != nil {
 		return err
 	}
-	sl := chi.URLParam(r, "slug")
-	if !slug.Valid(sl) {
-		return httpapi.NotFound("no such page")
-	}
-	var p Page
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		p, err = scanPage(tx.QueryRow(r.Context(), `SELECT `+pageCols+` FROM pages WHERE slug = $1 AND status = 'published'`, sl))
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	p.localize(lang)
 	return httpapi.PublicJSON(w, r, p)
 }
 
 func (sv *Service) listPages(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
-	page, before, err := idPage(r)
-	if err != nil {
-		return err
-	}
 	status := r.URL.Query().Get("status")
-	if status != "" && status != PageDraft && status != PagePublished {
-		return httpapi.Invalid("status", "must be draft or published")
-	}
-	var out []Page
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		out, err = queryAll(r.Context(), tx, scanPage, `SELECT `+pageCols+` FROM pages WHERE ($1 = 0 OR id < $1) AND ($2 = '' OR status = $2)
-			ORDER BY id DESC LIMIT $3`, before, status, page.Limit+1)
-		return err
-	})
+	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]Page, error) {
+		// Checked once the page is read, so a bad limit or cursor is
+		// reported first.
+		if status != "" && status != PageDraft && status != PagePublished {
+			return nil, httpapi.Invalid("status", "must be draft or published")
+		}
+		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Page, error) {
+			return listPages(r.Context(), tx, before, status, limit)
+		})
+	}, func(p Page) string { return httpapi.IDText(p.ID) })
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(out, page.Limit, func(p Page) string { return strconv.FormatInt(p.ID, 10) }))
+	return httpapi.JSON(w, http.StatusOK, list)
 }
 
 func (sv *Service) deletePage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		p, err := findPage(r.Context(), tx, chi.URLParam(r, "id_or_slug"), true)
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(r.Context(), `DELETE FROM pages WHERE id = $1`, p.ID)
-		return err
+	err := s.Tx(r.Context(), func(tx pgx.Tx) error {
+		return deletePage(r.Context(), tx, chi.URLParam(r, "id_or_slug"))
 	})
 	if err != nil {
 		return err

@@ -47,7 +47,6 @@ type TranslateResult struct {
 }
 
 func (sv *Service) submitTranslate(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	var req TranslateRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -78,14 +77,13 @@ func (sv *Service) submitTranslate(w http.ResponseWriter, r *http.Request, s *te
 	if err := v.Err(); err != nil {
 		return err
 	}
-	var job jobs.Job
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+	job, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (jobs.Job, error) {
 		have, err := Values(r.Context(), tx, src, args.Keys)
 		if err != nil {
-			return err
+			return jobs.Job{}, err
 		}
 		if len(have) == 0 && args.Keys == nil {
-			return httpapi.Invalid("keys", "the project has no content in its default language ("+src+") to translate")
+			return jobs.Job{}, httpapi.Invalid("keys", "the project has no content in its default language ("+src+") to translate")
 		}
 		var missing []string
 		for _, k := range args.Keys {
@@ -94,16 +92,15 @@ func (sv *Service) submitTranslate(w http.ResponseWriter, r *http.Request, s *te
 			}
 		}
 		if len(missing) > 0 {
-			return httpapi.Invalid("keys", fmt.Sprintf("no value in the default language (%s) for: %s", src, strings.Join(missing, ", ")))
+			return jobs.Job{}, httpapi.Invalid("keys", fmt.Sprintf("no value in the default language (%s) for: %s", src, strings.Join(missing, ", ")))
 		}
 		charges := make([]jobs.Charge, len(args.Languages))
 		for i := range charges {
 			charges[i] = jobs.Charge{Op: "translate_language", Cost: TranslateLanguageCost}
 		}
-		job, err = jobs.Submit(r.Context(), tx, s, sv.river, jobs.Spec{
+		return jobs.Submit(r.Context(), tx, s, sv.river, jobs.Spec{
 			Type: TypeTranslate, Args: args, Charges: charges, Steps: args.Languages, WriteScope: "content:write",
 		})
-		return err
 	})
 	if err != nil {
 		return err
@@ -119,11 +116,8 @@ func (sv *Service) translateJob(ctx context.Context, run *jobs.Run) (jobs.Commit
 		return nil, jobs.Fail(jobs.CodeInvalid, "the job's arguments are unreadable: "+err.Error())
 	}
 	p := run.Scope.Project
-	var src map[string]string
-	err := run.Scope.Tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		src, err = Values(ctx, tx, p.DefaultLanguage, a.Keys)
-		return err
+	src, err := tenant.TxV(ctx, run.Scope, func(tx pgx.Tx) (map[string]string, error) {
+		return Values(ctx, tx, p.DefaultLanguage, a.Keys)
 	})
 	if err != nil {
 		return nil, err
@@ -158,14 +152,8 @@ func (sv *Service) translateJob(ctx context.Context, run *jobs.Run) (jobs.Commit
 	return func(ctx context.Context, tx pgx.Tx) (any, error) {
 		for _, lang := range a.Languages {
 			for i, k := range keys {
-				c, changed, err := SetValue(ctx, tx, k, lang, out[lang][i])
-				if err != nil {
+				if err := sv.setValue(ctx, tx, run.Scope, k, lang, out[lang][i]); err != nil {
 					return nil, err
-				}
-				if changed {
-					if err := sv.events.Emit(ctx, tx, run.Scope, TopicChanged, c); err != nil {
-						return nil, err
-					}
 				}
 			}
 		}

@@ -1,0 +1,395 @@
+package content
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/slug"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// The store of content values, components, galleries and the brand; pages
+// are in store_pages.go, images in store_images.go.
+
+// Failures the store answers with.
+var (
+	errNoComponent = httpapi.NotFound("no such component")
+	errNoGallery   = httpapi.NotFound("no such gallery")
+	errSlugTaken   = httpapi.Conflict(httpapi.CodeConflict, "the slug is taken")
+)
+
+// queryAll runs a query in tx and scans each row of its result with scan.
+func queryAll[T any](ctx context.Context, tx pgx.Tx, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) { return scan(row) })
+}
+
+// execFound runs a write in tx; notFound is its error when no row matched.
+func execFound(ctx context.Context, tx pgx.Tx, notFound error, sql string, args ...any) error {
+	tag, err := tx.Exec(ctx, sql, args...)
+	if err == nil && tag.RowsAffected() == 0 {
+		return notFound
+	}
+	return err
+}
+
+// noRows returns notFound for pgx.ErrNoRows, else err.
+func noRows(err, notFound error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound
+	}
+	return err
+}
+
+// unique returns taken for a unique violation, else err.
+func unique(err, taken error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return taken
+	}
+	return err
+}
+
+// timeCursor is a position in a list ordered by (created_at, name), newest
+// first; the zero value is the first page.
+type timeCursor struct {
+	at   *time.Time
+	name string
+}
+
+// timeText is the cursor text of the row created at t named name.
+func timeText(t time.Time, name string) string {
+	return t.UTC().Format(time.RFC3339Nano) + "|" + name
+}
+
+// decodeTimeCursor reads the cursor text timeText wrote.
+func decodeTimeCursor(cursor string) (timeCursor, error) {
+	ts, name, ok := strings.Cut(cursor, "|")
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if !ok || err != nil {
+		return timeCursor{}, httpapi.BadCursor()
+	}
+	return timeCursor{at: &t, name: name}, nil
+}
+
+// taken returns a slug.Unique probe over one table's slug column; table is
+// a constant of this package, never input.
+func taken(tx pgx.Tx, table string) func(context.Context, string) (bool, error) {
+	return func(ctx context.Context, s string) (bool, error) {
+		var ok bool
+		err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE slug = $1)`, s).Scan(&ok)
+		return ok, err
+	}
+}
+
+// pickSlug returns the explicit slug (422 when malformed), or one derived
+// from name and made unique with -2, -3, … . An explicit slug that is
+// taken fails on the unique constraint (409).
+func pickSlug(ctx context.Context, tx pgx.Tx, table string, explicit *string, name string) (string, error) {
+	if explicit != nil {
+		return *explicit, nil
+	}
+	base := slug.Make(name)
+	if len(base) > 200 {
+		base = strings.TrimRight(base[:200], "-")
+	}
+	// Serialise derivations of one table's slugs in this project (advisory
+	// locks are database-wide, hence the schema in the key), so two
+	// concurrent creates of "Summer" get summer and summer-2, not a 409.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':slug:' || $1))`, table); err != nil {
+		return "", err
+	}
+	return slug.Unique(ctx, base, taken(tx, table))
+}
+
+// SetValue writes key's value in lang. It reports the change, or false
+// when the value was already the same (no write, no change).
+func SetValue(ctx context.Context, tx pgx.Tx, key, lang, value string) (_ ValueChange, _ bool, err error) {
+	defer httpapi.Wrap(&err, "SetValue(%q, %q)", key, lang)
+	c := ValueChange{Key: key, Lang: lang, Value: value}
+	err = tx.QueryRow(ctx, `SELECT value FROM content_values WHERE key = $1 AND lang = $2 FOR UPDATE`, key, lang).Scan(&c.PreviousValue)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return c, false, err
+	}
+	if c.PreviousValue != nil && *c.PreviousValue == value {
+		return c, false, nil
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO content_values (key, lang, value) VALUES ($1, $2, $3)
+		ON CONFLICT (key, lang) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`, key, lang, value)
+	return c, err == nil, err
+}
+
+// Values returns the values in lang of keys (all of lang's keys when keys
+// is nil), by key.
+func Values(ctx context.Context, tx pgx.Tx, lang string, keys []string) (map[string]string, error) {
+	rows, err := tx.Query(ctx, `SELECT key, value FROM content_values WHERE lang = $1 AND ($2::text[] IS NULL OR key = ANY($2))`, lang, keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, rows.Err()
+}
+
+// getKey reads key in lang with the fallback to def; a not-found failure
+// when neither language has a value.
+func getKey(ctx context.Context, tx pgx.Tx, key, lang, def string) (_ ContentKey, err error) {
+	defer httpapi.Wrap(&err, "getKey(%q, %q)", key, lang)
+	rows, err := tx.Query(ctx, `SELECT lang, value, updated_at FROM content_values WHERE key = $1`, key)
+	if err != nil {
+		return ContentKey{}, err
+	}
+	defer rows.Close()
+	k := ContentKey{Key: key, AllLocales: map[string]string{}}
+	times := map[string]time.Time{}
+	for rows.Next() {
+		var l, v string
+		var at time.Time
+		if err := rows.Scan(&l, &v, &at); err != nil {
+			return k, err
+		}
+		k.AllLocales[l], times[l] = v, at
+	}
+	if err := rows.Err(); err != nil {
+		return k, err
+	}
+	for _, l := range []string{lang, def} {
+		if v, ok := k.AllLocales[l]; ok {
+			k.Value, k.Lang, k.UpdatedAt = v, l, times[l].UTC()
+			return k, nil
+		}
+	}
+	return k, httpapi.NotFound(fmt.Sprintf("the content key %s has no value in %s or in the default language %s", key, lang, def))
+}
+
+// deleteValues deletes key's value in lang, or in every language when
+// lang is empty (httpapi.ErrNotFound when there was none).
+func deleteValues(ctx context.Context, tx pgx.Tx, key, lang string) error {
+	return execFound(ctx, tx, httpapi.ErrNotFound, `DELETE FROM content_values WHERE key = $1 AND ($2 = '' OR lang = $2)`, key, lang)
+}
+
+// bulkSQL reads the values of keys (every key when NULL) in lang, falling
+// back to def, one row per key.
+const bulkSQL = `SELECT DISTINCT ON (key) key, value FROM content_values
+	WHERE lang IN ($2, $3) AND ($1::text[] IS NULL OR key = ANY ($1))
+	ORDER BY key, lang = $2 DESC`
+
+// BulkSQL is the query GET /content/bulk runs, for benchmarks comparing
+// it with a bare handler.
+const BulkSQL = bulkSQL
+
+// readBulk reads the values of keys in lang, falling back to def, in one
+// round trip (the public surface's hot path, hence s.Read, not a Tx).
+func readBulk(ctx context.Context, s *tenant.Scope, keys []string, lang, def string) (Bulk, error) {
+	b := Bulk{Data: make(map[string]string, len(keys)), Lang: lang, Missing: []string{}}
+	err := s.Read(ctx, bulkSQL, []any{keys, lang, def}, func(rows pgx.Rows) error {
+		var k, v string
+		_, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error {
+			b.Data[k] = v
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return b, err
+	}
+	for _, k := range keys {
+		if _, ok := b.Data[k]; !ok {
+			b.Missing = append(b.Missing, k)
+		}
+	}
+	return b, nil
+}
+
+const componentCols = `id, slug, name, props, translations, created_at, updated_at`
+
+func scanComponent(row pgx.Row) (Component, error) {
+	var c Component
+	var tr []byte
+	if err := row.Scan(&c.ID, &c.Slug, &c.Name, &c.Props, &tr, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(tr, &c.Translations); err != nil {
+		return c, err
+	}
+	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+	return c, nil
+}
+
+// insertComponent creates a component named name, with the explicit slug
+// or one derived from name.
+func insertComponent(ctx context.Context, tx pgx.Tx, explicit *string, name string, props, tr []byte) (_ Component, err error) {
+	defer httpapi.Wrap(&err, "insertComponent(%q)", name)
+	sl, err := pickSlug(ctx, tx, "components", explicit, name)
+	if err != nil {
+		return Component{}, err
+	}
+	c, err := scanComponent(tx.QueryRow(ctx, `INSERT INTO components (slug, name, props, translations) VALUES ($1, $2, $3, $4)
+		RETURNING `+componentCols, sl, name, props, tr))
+	return c, unique(err, errSlugTaken)
+}
+
+// listComponents reads up to limit components before the id before (0:
+// from the newest).
+func listComponents(ctx context.Context, tx pgx.Tx, before int64, limit int) ([]Component, error) {
+	return queryAll(ctx, tx, scanComponent, `SELECT `+componentCols+` FROM components WHERE $1 = 0 OR id < $1 ORDER BY id DESC LIMIT $2`,
+		before, limit)
+}
+
+func getComponent(ctx context.Context, tx pgx.Tx, s string) (Component, error) {
+	if !slug.Valid(s) {
+		return Component{}, errNoComponent
+	}
+	c, err := scanComponent(tx.QueryRow(ctx, `SELECT `+componentCols+` FROM components WHERE slug = $1`, s))
+	return c, noRows(err, errNoComponent)
+}
+
+// updateComponent sets the fields that are not nil of the component cur.
+func updateComponent(ctx context.Context, tx pgx.Tx, cur string, name, newSlug *string, props, tr []byte) (_ Component, err error) {
+	defer httpapi.Wrap(&err, "updateComponent(%q)", cur)
+	if !slug.Valid(cur) {
+		return Component{}, errNoComponent
+	}
+	c, err := scanComponent(tx.QueryRow(ctx, `UPDATE components SET
+			name = COALESCE($2, name), slug = COALESCE($3, slug), props = COALESCE($4, props),
+			translations = COALESCE($5, translations), updated_at = now()
+		WHERE slug = $1 RETURNING `+componentCols, cur, name, newSlug, props, tr))
+	return c, unique(noRows(err, errNoComponent), errSlugTaken)
+}
+
+func deleteComponent(ctx context.Context, tx pgx.Tx, s string) error {
+	return execFound(ctx, tx, errNoComponent, `DELETE FROM components WHERE slug = $1`, s)
+}
+
+const galleryCols = `slug, name, items, created_at, updated_at`
+
+func scanGallery(row pgx.Row) (Gallery, error) {
+	var g Gallery
+	var items []byte
+	if err := row.Scan(&g.Slug, &g.Name, &items, &g.CreatedAt, &g.UpdatedAt); err != nil {
+		return g, err
+	}
+	if err := json.Unmarshal(items, &g.Items); err != nil {
+		return g, err
+	}
+	if g.Items == nil {
+		g.Items = []GalleryItem{}
+	}
+	g.ItemsCount = len(g.Items)
+	g.CreatedAt, g.UpdatedAt = g.CreatedAt.UTC(), g.UpdatedAt.UTC()
+	return g, nil
+}
+
+// GetGallery reads the gallery of slug (404 when absent).
+func GetGallery(ctx context.Context, tx pgx.Tx, s string) (Gallery, error) {
+	if !slug.Valid(s) {
+		return Gallery{}, errNoGallery
+	}
+	g, err := scanGallery(tx.QueryRow(ctx, `SELECT `+galleryCols+` FROM galleries WHERE slug = $1`, s))
+	return g, noRows(err, errNoGallery)
+}
+
+// insertGallery creates a gallery named name, with the explicit slug or
+// one derived from name; items is its JSON list.
+func insertGallery(ctx context.Context, tx pgx.Tx, explicit *string, name string, items []byte) (_ Gallery, err error) {
+	defer httpapi.Wrap(&err, "insertGallery(%q)", name)
+	sl, err := pickSlug(ctx, tx, "galleries", explicit, name)
+	if err != nil {
+		return Gallery{}, err
+	}
+	g, err := scanGallery(tx.QueryRow(ctx, `INSERT INTO galleries (slug, name, items) VALUES ($1, $2, $3) RETURNING `+galleryCols,
+		sl, name, items))
+	return g, unique(err, errSlugTaken)
+}
+
+// listGalleries reads up to limit galleries after the position after.
+func listGalleries(ctx context.Context, tx pgx.Tx, after timeCursor, limit int) ([]Gallery, error) {
+	return queryAll(ctx, tx, scanGallery, `SELECT `+galleryCols+` FROM galleries
+		WHERE $1::timestamptz IS NULL OR (created_at, slug) < ($1, $2)
+		ORDER BY created_at DESC, slug DESC LIMIT $3`, after.at, after.name, limit)
+}
+
+// updateGallery sets the fields that are not nil of the gallery cur.
+func updateGallery(ctx context.Context, tx pgx.Tx, cur string, name, newSlug *string, items []byte) (_ Gallery, err error) {
+	defer httpapi.Wrap(&err, "updateGallery(%q)", cur)
+	if !slug.Valid(cur) {
+		return Gallery{}, errNoGallery
+	}
+	g, err := scanGallery(tx.QueryRow(ctx, `UPDATE galleries SET
+			name = COALESCE($2, name), slug = COALESCE($3, slug), items = COALESCE($4, items), updated_at = now()
+		WHERE slug = $1 RETURNING `+galleryCols, cur, name, newSlug, items))
+	return g, unique(noRows(err, errNoGallery), errSlugTaken)
+}
+
+func deleteGallery(ctx context.Context, tx pgx.Tx, s string) error {
+	return execFound(ctx, tx, errNoGallery, `DELETE FROM galleries WHERE slug = $1`, s)
+}
+
+const brandCols = `name, tagline, description, voice, audience, colors, fonts, logo_url, updated_at`
+
+func scanBrand(row pgx.Row) (Brand, error) {
+	var b Brand
+	var colors, fonts []byte
+	if err := row.Scan(&b.Name, &b.Tagline, &b.Description, &b.Voice, &b.Audience, &colors, &fonts, &b.LogoURL, &b.UpdatedAt); err != nil {
+		return b, err
+	}
+	if err := json.Unmarshal(colors, &b.Colors); err != nil {
+		return b, err
+	}
+	if err := json.Unmarshal(fonts, &b.Fonts); err != nil {
+		return b, err
+	}
+	b.UpdatedAt = b.UpdatedAt.UTC()
+	return b, nil
+}
+
+func getBrand(ctx context.Context, tx pgx.Tx) (Brand, error) {
+	return scanBrand(tx.QueryRow(ctx, `SELECT `+brandCols+` FROM brand`))
+}
+
+// updateBrand sets the fields of req that are not nil; colors and fonts
+// are the JSON objects to store, nil to keep them.
+func updateBrand(ctx context.Context, tx pgx.Tx, req BrandRequest, colors, fonts []byte) (Brand, error) {
+	return scanBrand(tx.QueryRow(ctx, `UPDATE brand SET name = COALESCE($1, name), tagline = COALESCE($2, tagline),
+			description = COALESCE($3, description), voice = COALESCE($4, voice), audience = COALESCE($5, audience),
+			colors = COALESCE($6, colors), fonts = COALESCE($7, fonts), updated_at = now()
+		RETURNING `+brandCols, req.Name, req.Tagline, req.Description, req.Voice, req.Audience, colors, fonts))
+}
+
+// logoObject is the stored object of the brand logo ("" when none).
+func logoObject(ctx context.Context, tx pgx.Tx) (string, error) {
+	var object string
+	err := tx.QueryRow(ctx, `SELECT COALESCE(logo_object, '') FROM brand`).Scan(&object)
+	return object, noRows(err, httpapi.ErrNotFound)
+}
+
+// setLogo makes object, served at url, the brand logo; it returns the
+// brand and the object it replaces ("" when none), to remove once tx
+// commits.
+func setLogo(ctx context.Context, tx pgx.Tx, object, url string) (_ Brand, previous string, err error) {
+	defer httpapi.Wrap(&err, "setLogo")
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(logo_object, '') FROM brand FOR UPDATE`).Scan(&previous); err != nil {
+		return Brand{}, "", err
+	}
+	b, err := scanBrand(tx.QueryRow(ctx, `UPDATE brand SET logo_object = $1, logo_url = $2, updated_at = now() RETURNING `+brandCols,
+		object, url))
+	return b, previous, err
+}

@@ -1,0 +1,134 @@
+package content
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/slug"
+)
+
+// Failures of the page store.
+var (
+	errNoPage    = httpapi.NotFound("no such page")
+	errPageTaken = httpapi.Conflict(httpapi.CodeConflict, "another page has this slug or path")
+)
+
+const pageCols = `id, slug, path, title, status, sections, seo, translations, created_at, updated_at, published_at`
+
+func scanPage(row pgx.Row) (Page, error) {
+	var p Page
+	var sections, seo, tr []byte
+	if err := row.Scan(&p.ID, &p.Slug, &p.Path, &p.Title, &p.Status, &sections, &seo, &tr, &p.CreatedAt, &p.UpdatedAt, &p.PublishedAt); err != nil {
+		return p, err
+	}
+	for _, f := range []struct {
+		raw []byte
+		dst any
+	}{{sections, &p.Sections}, {seo, &p.SEO}, {tr, &p.Translations}} {
+		if err := json.Unmarshal(f.raw, f.dst); err != nil {
+			return p, err
+		}
+	}
+	if p.Sections == nil {
+		p.Sections = []json.RawMessage{}
+	}
+	if p.Translations == nil {
+		p.Translations = []PageTranslation{}
+	}
+	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
+	if p.PublishedAt != nil {
+		t := p.PublishedAt.UTC()
+		p.PublishedAt = &t
+	}
+	return p, nil
+}
+
+// encodePage returns p's JSON columns.
+func encodePage(p Page) (sections, seo, tr []byte) {
+	sections, _ = json.Marshal(p.Sections)
+	seo, _ = json.Marshal(p.SEO)
+	tr, _ = json.Marshal(p.Translations)
+	return
+}
+
+// findPage reads the page named by id_or_slug: a number is an id first,
+// then a slug of digits. lock holds the row until tx ends.
+func findPage(ctx context.Context, tx pgx.Tx, ref string, lock bool) (_ Page, err error) {
+	defer httpapi.Wrap(&err, "findPage(%q)", ref)
+	id, err := strconv.ParseInt(ref, 10, 64)
+	if err != nil {
+		id = 0
+	}
+	if id == 0 && !slug.Valid(ref) {
+		return Page{}, errNoPage
+	}
+	q := `SELECT ` + pageCols + ` FROM pages WHERE id = $1 OR slug = $2 ORDER BY id = $1 DESC LIMIT 1`
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	p, err := scanPage(tx.QueryRow(ctx, q, id, ref))
+	return p, noRows(err, errNoPage)
+}
+
+// publishedPage reads the published page of slug.
+func publishedPage(ctx context.Context, tx pgx.Tx, s string) (Page, error) {
+	if !slug.Valid(s) {
+		return Page{}, errNoPage
+	}
+	p, err := scanPage(tx.QueryRow(ctx, `SELECT `+pageCols+` FROM pages WHERE slug = $1 AND status = 'published'`, s))
+	return p, noRows(err, errNoPage)
+}
+
+// listPages reads up to limit pages of status (any when empty) before the
+// id before (0: from the newest).
+func listPages(ctx context.Context, tx pgx.Tx, before int64, status string, limit int) ([]Page, error) {
+	return queryAll(ctx, tx, scanPage, `SELECT `+pageCols+` FROM pages WHERE ($1 = 0 OR id < $1) AND ($2 = '' OR status = $2)
+		ORDER BY id DESC LIMIT $3`, before, status, limit)
+}
+
+// insertPage creates p. An empty slug is derived from the title, and an
+// empty path is then /{slug}.
+func insertPage(ctx context.Context, tx pgx.Tx, p Page) (_ Page, err error) {
+	defer httpapi.Wrap(&err, "insertPage(%q)", p.Title)
+	var explicit *string
+	if p.Slug != "" {
+		explicit = &p.Slug
+	}
+	if p.Slug, err = pickSlug(ctx, tx, "pages", explicit, p.Title); err != nil {
+		return Page{}, err
+	}
+	if p.Path == "" {
+		p.Path = "/" + p.Slug
+	}
+	sections, seo, tr := encodePage(p)
+	out, err := scanPage(tx.QueryRow(ctx, `INSERT INTO pages (slug, path, title, status, sections, seo, translations, published_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $4 = 'published' THEN now() END) RETURNING `+pageCols,
+		p.Slug, p.Path, p.Title, p.Status, sections, seo, tr))
+	return out, unique(err, errPageTaken)
+}
+
+// updatePage writes p over the stored page of its id; published_at is set
+// on the first publication and cleared by a return to draft.
+func updatePage(ctx context.Context, tx pgx.Tx, p Page) (_ Page, err error) {
+	defer httpapi.Wrap(&err, "updatePage(%d)", p.ID)
+	sections, seo, tr := encodePage(p)
+	out, err := scanPage(tx.QueryRow(ctx, `UPDATE pages SET slug = $2, path = $3, title = $4, status = $5,
+			sections = $6, seo = $7, translations = $8, updated_at = now(),
+			published_at = CASE WHEN $5 = 'draft' THEN NULL ELSE COALESCE(published_at, now()) END
+		WHERE id = $1 RETURNING `+pageCols, p.ID, p.Slug, p.Path, p.Title, p.Status, sections, seo, tr))
+	return out, unique(noRows(err, errNoPage), errPageTaken)
+}
+
+// deletePage deletes the page named by id_or_slug.
+func deletePage(ctx context.Context, tx pgx.Tx, ref string) error {
+	p, err := findPage(ctx, tx, ref, true)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `DELETE FROM pages WHERE id = $1`, p.ID)
+	return err
+}
