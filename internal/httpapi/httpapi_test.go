@@ -237,7 +237,7 @@ func TestFailures(t *testing.T) {
 	if ae.Status != 402 || ae.Errors["a"][0] != "b" || ae.Extra["cost"] != 3 {
 		t.Fatalf("fields and extra lost: %+v", ae)
 	}
-	if !errors.Is(f, httpapi.ErrNoCredits) || f.Error() != "x" {
+	if !errors.Is(f, httpapi.ErrNoCredits) || f.Error() != "x: a b" {
 		t.Fatalf("a failure is its kind and reads as its detail: %v", f)
 	}
 }

@@ -8,8 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -80,11 +83,22 @@ type Failure struct {
 // Fail is a failure of kind with a detail for the client.
 func Fail(kind error, detail string) *Failure { return &Failure{Kind: kind, Detail: detail} }
 
+// Error is the detail, followed by the invalid fields and their messages
+// (what a command-line user needs to mend the input).
 func (f *Failure) Error() string {
-	if f.Detail != "" {
-		return f.Detail
+	msg := f.Detail
+	if msg == "" {
+		msg = f.Kind.Error()
 	}
-	return f.Kind.Error()
+	fields := slices.Sorted(maps.Keys(f.Fields))
+	for i, k := range fields {
+		sep := "; "
+		if i == 0 {
+			sep = ": "
+		}
+		msg += sep + k + " " + strings.Join(f.Fields[k], ", ")
+	}
+	return msg
 }
 
 // Unwrap makes errors.Is(f, f.Kind) hold.

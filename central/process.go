@@ -1,0 +1,285 @@
+package central
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/plinth-dev/plinth/internal/config"
+	"github.com/plinth-dev/plinth/internal/credits"
+	"github.com/plinth-dev/plinth/internal/pgcluster"
+	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/provisioning"
+)
+
+// The life of a process: its database, migrations, and serving. cmd/plinth
+// reads flags and configuration and calls these.
+
+// privatePort is the port the private cluster prefers.
+const privatePort = 54329
+
+// privateDir holds the private cluster, and demoKeyFile the demo key
+// beside it.
+const (
+	privateDir  = ".plinth/pg"
+	demoKeyFile = ".plinth/demo_key"
+)
+
+// Database is the database a process runs on: DATABASE_URL, or a private
+// cluster under ./.plinth/pg that it starts (or reuses).
+type Database struct {
+	Pool    *pgxpool.Pool
+	cluster *pgcluster.Cluster
+	started bool // by this process, which stops it on Close
+}
+
+// OpenDatabase connects to DATABASE_URL or starts (or reuses) the private
+// cluster, and migrates the central schema.
+func OpenDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Database, error) {
+	db := &Database{}
+	url := cfg.DatabaseURL
+	if url == "" {
+		c, err := pgcluster.New(privateDir)
+		if err != nil {
+			return nil, err
+		}
+		// A fixed port lets psql find the cluster; another process on it
+		// (a second checkout, say) makes this one pick a free port.
+		c.Port = privatePort
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.Port)); err != nil {
+			c.Port = 0
+		} else {
+			l.Close()
+		}
+		if db.started, err = c.Start(ctx); err != nil {
+			return nil, fmt.Errorf("private PostgreSQL cluster: %w", err)
+		}
+		db.cluster = c
+		if db.started {
+			logger.Info("started private PostgreSQL cluster", "dir", c.Dir, "port", c.Port)
+		}
+		if err := ensureDatabase(ctx, c.URL("postgres"), "plinth"); err != nil {
+			db.Close(logger)
+			return nil, err
+		}
+		url = c.URL("plinth")
+	}
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		db.Close(logger)
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if pcfg.MaxConns < 20 {
+		pcfg.MaxConns = int32(max(20, 4*runtime.NumCPU()))
+	}
+	if db.Pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
+		db.Close(logger)
+		return nil, err
+	}
+	if err := db.Pool.Ping(ctx); err != nil {
+		db.Close(logger)
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	if err := provisioning.MigrateCentral(ctx, db.Pool); err != nil {
+		db.Close(logger)
+		return nil, err
+	}
+	return db, nil
+}
+
+// Private reports whether the database is the private cluster.
+func (db *Database) Private() bool { return db.cluster != nil }
+
+// Close closes the pool, and stops the private cluster when this process
+// started it.
+func (db *Database) Close(logger *slog.Logger) {
+	if db.Pool != nil {
+		db.Pool.Close()
+	}
+	if db.cluster != nil && db.started {
+		if err := db.cluster.Stop(); err != nil {
+			logger.Error("stopping the private cluster", "err", err)
+		} else {
+			logger.Info("stopped private PostgreSQL cluster")
+		}
+	}
+}
+
+// ensureDatabase creates the database name on the cluster of adminURL
+// when it does not exist.
+func ensureDatabase(ctx context.Context, adminURL, name string) error {
+	pool, err := pgxpool.New(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		_, err = pool.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize())
+	}
+	return err
+}
+
+// MigrateAll migrates central, River, then every project schema.
+func MigrateAll(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
+	start := time.Now()
+	if err := provisioning.MigrateCentral(ctx, pool); err != nil {
+		return err
+	}
+	if err := queue.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	n, err := provisioning.MigrateAll(ctx, pool, func(shard string) (*pgxpool.Pool, error) {
+		if shard != "default" {
+			return nil, fmt.Errorf("unknown shard %q", shard)
+		}
+		return pool, nil
+	}, 8)
+	logger.Info("migrated", "project_schemas", n, "took", time.Since(start).Round(time.Millisecond))
+	return err
+}
+
+// ServeOptions choose what Serve runs.
+type ServeOptions struct {
+	Migrate bool // migrate everything first
+	Workers bool // run River workers
+	// HTTP serves the API; without it the process is a worker only.
+	HTTP bool
+}
+
+// Serve runs a process until ctx ends: it opens the database, migrates,
+// creates the demo project on a new private cluster, starts the workers
+// and serves HTTP on cfg.Addr; then it shuts down gracefully (HTTP first,
+// then River's soft stop, then the cluster it started).
+func Serve(ctx context.Context, cfg config.Config, opts ServeOptions, logger *slog.Logger, stdout io.Writer) error {
+	db, err := OpenDatabase(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer db.Close(logger)
+	if opts.Migrate {
+		if err := MigrateAll(ctx, db.Pool, logger); err != nil {
+			return err
+		}
+	}
+	srv, err := NewServer(ctx, cfg, db.Pool, logger, Options{Workers: opts.Workers})
+	if err != nil {
+		return err
+	}
+	if db.Private() {
+		if err := srv.Central.demo(ctx, cfg.PublicURL, stdout); err != nil {
+			return err
+		}
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		defer cancel()
+		if err := srv.Stop(sctx); err != nil {
+			logger.Error("stopping workers", "err", err)
+		}
+	}()
+	if !opts.HTTP {
+		logger.Info("plinth worker running")
+		<-ctx.Done()
+		return nil
+	}
+	hs := &http.Server{
+		Addr:              cfg.Addr,
+		Handler:           srv.Handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	logger.Info("plinth serving", "addr", ln.Addr().String(), "config", cfg.String())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	return hs.Shutdown(sctx)
+}
+
+// demo creates, on the private cluster's first start, a demo tenant,
+// project and key, and prints the key with a curl line.
+func (c *Central) demo(ctx context.Context, publicURL string, stdout io.Writer) error {
+	var n int
+	if err := c.pool.QueryRow(ctx, `SELECT count(*) FROM central.tenants`).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		var pid string
+		if err := c.pool.QueryRow(ctx, `SELECT id FROM central.projects ORDER BY seq LIMIT 1`).Scan(&pid); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nReusing the private cluster in %s; the demo key was printed on its first start", privateDir)
+		if _, err := os.Stat(demoKeyFile); err == nil {
+			fmt.Fprintf(stdout, " and saved in %s", demoKeyFile)
+		}
+		fmt.Fprintf(stdout, ".\nMint another with: bin/plinth key create --project %s\n\n", pid)
+		return nil
+	}
+	t, _, err := c.CreateTenant(ctx, "Demo", "demo.localhost", "demo@plinth.dev", "plinth-demo")
+	if err != nil {
+		return err
+	}
+	p, err := c.CreateProject(ctx, ProjectParams{TenantID: t.ID, Name: "Demo site", Plan: "build", TargetLanguages: []string{"fr", "de"}})
+	if err != nil {
+		return err
+	}
+	k, err := c.MintKey(ctx, p.ID, "demo", []string{"*"}, nil, false)
+	if err != nil {
+		return err
+	}
+	// Saved beside the cluster (which trusts every local connection anyway)
+	// so the README's session can read it: KEY=$(cat .plinth/demo_key).
+	if err := os.WriteFile(demoKeyFile, []byte(k.Secret+"\n"), 0o600); err != nil {
+		return fmt.Errorf("save the demo key: %w", err)
+	}
+	fmt.Fprintf(stdout, "\nDemo project %s created. Its API key (shown once, saved in %s):\n\n  %s\n\n  curl -s %s/v1/projects/me -H 'Authorization: Bearer %s'\n\n",
+		p.ID, demoKeyFile, k.Secret, publicURL, k.Secret)
+	fmt.Fprintf(stdout, "Dashboard login: demo@plinth.dev / plinth-demo\n\n")
+	return nil
+}
+
+// TopUp adds amount whole credits to a project's top-up balance and
+// returns its balance after, in whole credits.
+func (c *Central) TopUp(ctx context.Context, projectID string, amount int64) (int64, error) {
+	s, err := c.ScopeFor(ctx, projectID)
+	if err != nil {
+		return 0, fmt.Errorf("project %q: %w", projectID, err)
+	}
+	var bal int64
+	err = s.Tx(ctx, func(tx pgx.Tx) error {
+		if err := credits.TopUp(ctx, tx, s, amount); err != nil {
+			return err
+		}
+		bal, err = credits.Balance(ctx, tx, s)
+		return err
+	})
+	return bal / credits.Unit, err
+}
