@@ -209,7 +209,7 @@ func (sv *Service) publishOne(ctx context.Context, s *tenant.Scope, c Content, t
 	if err != nil {
 		var pe *PlatformError
 		if errors.As(err, &pe) && pe.Unauthorized() {
-			if err := markRevoked(ctx, s, acct.ID); err != nil {
+			if err := s.Tx(ctx, func(tx pgx.Tx) error { return revokeAccount(ctx, tx, acct.ID) }); err != nil {
 				return Result{}, err
 			}
 		}
