@@ -217,16 +217,13 @@ func normalise(p Post) Post {
 			*l = []string{}
 		}
 	}
-	if p.Results == nil {
-		p.Results = []Result{}
-	}
 	return p
 }
 
 // lockPost reads a post for a change, locked until tx ends. The change is
 // refused (409) while the post has a status among refused, with its message.
-func lockPost(ctx context.Context, tx pgx.Tx, id int64, refused map[string]string) (Post, error) {
-	p, err := getPost(ctx, tx, id, true)
+func lockPost(ctx context.Context, tx pgx.Tx, id int64, refused map[string]string) (postRow, error) {
+	p, err := getPostRow(ctx, tx, id, true)
 	if err != nil {
 		return p, err
 	}
@@ -241,7 +238,7 @@ func (sv *Service) getPost(w http.ResponseWriter, r *http.Request, s *tenant.Sco
 	if err != nil {
 		return err
 	}
-	p, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) { return getPost(r.Context(), tx, pid, false) })
+	p, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) { return getPost(r.Context(), tx, pid) })
 	if err != nil {
 		return err
 	}
@@ -295,7 +292,7 @@ func patchPost(ctx context.Context, tx pgx.Tx, v *httpapi.Validator, id int64, r
 		StatusPublished:  "the post is published; it cannot change",
 	})
 	if err != nil {
-		return p, err
+		return Post{}, err
 	}
 	if req.Title != nil {
 		p.Title = strings.TrimSpace(*req.Title)
@@ -315,7 +312,7 @@ func patchPost(ctx context.Context, tx pgx.Tx, v *httpapi.Validator, id int64, r
 			p.AccountIDs = *req.AccountIDs
 		}
 		if p.Platforms, err = checkTargets(ctx, tx, v, platforms, p.AccountIDs); err != nil {
-			return p, err
+			return Post{}, err
 		}
 	}
 	if req.ScheduledAt.Set {
@@ -327,7 +324,8 @@ func patchPost(ctx context.Context, tx pgx.Tx, v *httpapi.Validator, id int64, r
 			p.Status = StatusDraft
 		}
 	}
-	return updatePost(ctx, tx, normalise(p))
+	p.Post = normalise(p.Post)
+	return updatePost(ctx, tx, p)
 }
 
 func (sv *Service) deletePost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
@@ -364,17 +362,18 @@ func (sv *Service) startPublish(ctx context.Context, tx pgx.Tx, s *tenant.Scope,
 		StatusPublished:  "the post is already published",
 	})
 	if err != nil {
-		return p, err
+		return Post{}, err
 	}
 	p.Status = StatusPublishing
 	p.run++
-	if p, err = updatePost(ctx, tx, p); err != nil {
-		return p, err
+	post, err := updatePost(ctx, tx, p)
+	if err != nil {
+		return post, err
 	}
-	args := PublishArgs{ProjectID: s.Project.ID, PostID: p.ID}
+	args := PublishArgs{ProjectID: s.Project.ID, PostID: post.ID}
 	if s.Key != nil {
 		args.KeyID, args.Test = s.Key.ID, s.Key.Test
 	}
 	_, err = sv.river.InsertTx(ctx, tx, args, nil)
-	return p, err
+	return post, err
 }

@@ -174,9 +174,6 @@ type Post struct {
 	Results     []Result   `json:"results"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
-
-	// run counts the post's publishes (the current one while publishing).
-	run int
 }
 
 // Result is the outcome of a post on one account of one platform.
@@ -189,9 +186,6 @@ type Result struct {
 	ExternalID *string `json:"external_id"`
 	URL        *string `json:"url"`
 	Error      *string `json:"error"`
-
-	// run is the publish the result came from (Post.run).
-	run int
 }
 
 // storedResult is a result as the results column keeps it, with its run.
@@ -208,8 +202,27 @@ const (
 
 const postColumns = `id, title, content, platforms, account_ids, media, status, scheduled_at, published_at, results, created_at, updated_at, publish_run`
 
-func scanPost(row pgx.Row) (Post, error) {
-	var p Post
+// postRow is a social_posts row: the post (its Results unset), its
+// results as the results column keeps them, each with its run, and the
+// count of its publishes (the current one while publishing).
+type postRow struct {
+	Post
+	results []storedResult
+	run     int
+}
+
+// toPost is the post of a row, with its results as the API shows them.
+func toPost(row postRow) Post {
+	p := row.Post
+	p.Results = make([]Result, len(row.results))
+	for i, r := range row.results {
+		p.Results[i] = r.Result
+	}
+	return p
+}
+
+func scanPost(row pgx.Row) (postRow, error) {
+	var p postRow
 	var results []byte
 	err := row.Scan(&p.ID, &p.Title, &p.Content, &p.Platforms, &p.AccountIDs, &p.Media, &p.Status, &p.ScheduledAt, &p.PublishedAt, &results, &p.CreatedAt, &p.UpdatedAt, &p.run)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -218,14 +231,8 @@ func scanPost(row pgx.Row) (Post, error) {
 	if err != nil {
 		return p, err
 	}
-	var stored []storedResult
-	if err := json.Unmarshal(results, &stored); err != nil {
+	if err := json.Unmarshal(results, &p.results); err != nil {
 		return p, err
-	}
-	p.Results = make([]Result, len(stored))
-	for i, r := range stored {
-		p.Results[i] = r.Result
-		p.Results[i].run = r.Run
 	}
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	p.ScheduledAt, p.PublishedAt = utc(p.ScheduledAt), utc(p.PublishedAt)
@@ -240,9 +247,15 @@ func utc(t *time.Time) *time.Time {
 	return &u
 }
 
-// getPost reads a post; lock takes its row lock until tx ends.
-func getPost(ctx context.Context, tx pgx.Tx, id int64, lock bool) (_ Post, err error) {
-	defer httpapi.Wrap(&err, "getPost(%d)", id)
+// getPost reads a post.
+func getPost(ctx context.Context, tx pgx.Tx, id int64) (Post, error) {
+	row, err := getPostRow(ctx, tx, id, false)
+	return toPost(row), err
+}
+
+// getPostRow reads a post's row; lock takes its row lock until tx ends.
+func getPostRow(ctx context.Context, tx pgx.Tx, id int64, lock bool) (_ postRow, err error) {
+	defer httpapi.Wrap(&err, "getPostRow(%d)", id)
 	q := `SELECT ` + postColumns + ` FROM social_posts WHERE id = $1`
 	if lock {
 		q += ` FOR UPDATE`
@@ -250,37 +263,48 @@ func getPost(ctx context.Context, tx pgx.Tx, id int64, lock bool) (_ Post, err e
 	return scanPost(tx.QueryRow(ctx, q, id))
 }
 
-// listPosts returns up to limit posts before the post id before (0: from
-// the newest), newest first, of status when it is not empty.
-func listPosts(ctx context.Context, tx pgx.Tx, status string, before int64, limit int) ([]Post, error) {
-	rows, err := tx.Query(ctx, `SELECT `+postColumns+` FROM social_posts
-		WHERE ($1 = '' OR status = $1) AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, status, before, limit)
+// queryPosts runs a query of posts (postColumns).
+func queryPosts(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]Post, error) {
+	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Post, error) { return scanPost(r) })
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Post, error) {
+		row, err := scanPost(r)
+		return toPost(row), err
+	})
+}
+
+// listPosts returns up to limit posts before the post id before (0: from
+// the newest), newest first, of status when it is not empty.
+func listPosts(ctx context.Context, tx pgx.Tx, status string, before int64, limit int) ([]Post, error) {
+	return queryPosts(ctx, tx, `SELECT `+postColumns+` FROM social_posts
+		WHERE ($1 = '' OR status = $1) AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, status, before, limit)
 }
 
 // insertPost stores p (its id and timestamps are set from the row).
 func insertPost(ctx context.Context, tx pgx.Tx, p Post) (Post, error) {
-	return scanPost(tx.QueryRow(ctx, `INSERT INTO social_posts (title, content, platforms, account_ids, media, status, scheduled_at)
+	row, err := scanPost(tx.QueryRow(ctx, `INSERT INTO social_posts (title, content, platforms, account_ids, media, status, scheduled_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+postColumns,
 		p.Title, p.Content, p.Platforms, p.AccountIDs, p.Media, p.Status, p.ScheduledAt))
+	return toPost(row), err
 }
 
-// updatePost writes every field of p but its id and creation time.
-func updatePost(ctx context.Context, tx pgx.Tx, p Post) (Post, error) {
-	stored := make([]storedResult, len(p.Results))
-	for i, r := range p.Results {
-		stored[i] = storedResult{Result: r, Run: r.run}
+// updatePost writes every field of p but its id and creation time, and
+// returns the post as stored.
+func updatePost(ctx context.Context, tx pgx.Tx, p postRow) (Post, error) {
+	stored := p.results
+	if stored == nil {
+		stored = []storedResult{}
 	}
 	results, err := json.Marshal(stored)
 	if err != nil {
-		return p, err
+		return Post{}, err
 	}
-	return scanPost(tx.QueryRow(ctx, `UPDATE social_posts SET title = $2, content = $3, platforms = $4, account_ids = $5, media = $6,
+	row, err := scanPost(tx.QueryRow(ctx, `UPDATE social_posts SET title = $2, content = $3, platforms = $4, account_ids = $5, media = $6,
 		status = $7, scheduled_at = $8, published_at = $9, results = $10, publish_run = $11, updated_at = now() WHERE id = $1 RETURNING `+postColumns,
 		p.ID, p.Title, p.Content, p.Platforms, p.AccountIDs, p.Media, p.Status, p.ScheduledAt, p.PublishedAt, results, p.run))
+	return toPost(row), err
 }
 
 // deletePost deletes a post.
