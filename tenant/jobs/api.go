@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -79,32 +80,25 @@ func (a *Service) Routes(r chi.Router) {
 var statuses = map[string]bool{StatusPending: true, StatusProcessing: true, StatusCompleted: true, StatusFailed: true, StatusCancelled: true}
 
 func (a *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	page, err := httpapi.ParsePage(r)
-	if err != nil {
-		return err
-	}
 	f := Filter{Status: r.URL.Query().Get("status"), Type: r.URL.Query().Get("type")}
-	if f.Status != "" && !statuses[f.Status] {
-		return httpapi.Invalid("status", "must be one of pending, processing, completed, failed, cancelled")
-	}
-	var rows []Job
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		rows, err = list(r.Context(), tx, f, page.Cursor, page.Limit)
-		return err
-	})
+	page, err := httpapi.ListOf(r, jobCursor, func(after string, limit int) ([]Job, error) {
+		if f.Status != "" && !statuses[f.Status] {
+			return nil, httpapi.Invalid("status", "must be one of pending, processing, completed, failed, cancelled")
+		}
+		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Job, error) { return list(r.Context(), tx, f, after, limit) })
+	}, func(j Job) string { return j.ID })
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, 200, httpapi.NewList(rows, page.Limit, func(j Job) string { return j.ID }))
+	return httpapi.JSON(w, 200, page)
 }
 
+// jobCursor reads the cursor of the jobs' list: the id of the last job
+// shown, taken as it is.
+func jobCursor(cursor string) (string, error) { return cursor, nil }
+
 func (a *Service) get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
-	var j *row
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		j, err = get(r.Context(), tx, chi.URLParam(r, "id"))
-		return err
-	})
+	j, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (*row, error) { return get(r.Context(), tx, chi.URLParam(r, "id")) })
 	if err != nil {
 		return err
 	}
@@ -116,46 +110,48 @@ func (a *Service) get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) e
 // (refunded). Either way it answers 200 with the job as it now stands; a
 // finished job gives 409 conflict.
 func (a *Service) cancel(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
-	ctx := r.Context()
-	var j *row
-	err = s.Tx(ctx, func(tx pgx.Tx) error {
-		if j, err = lock(ctx, tx, chi.URLParam(r, "id")); err != nil {
-			return err
-		}
-		if err := s.Require(j.WriteScope); err != nil {
-			return err
-		}
-		switch {
-		case Final(j.Status):
-			return httpapi.Conflict(httpapi.CodeConflict, "the job has already finished ("+j.Status+")")
-		case j.Status == StatusPending:
-			if err := cancelRow(ctx, tx, s, j); err != nil {
-				return err
-			}
-			if _, err := a.river.JobCancelTx(ctx, tx, j.RiverID); err != nil {
-				return err
-			}
-			if j.Admitted {
-				return promote(ctx, tx, a.river)
-			}
-			return nil
-		case !j.CancelRequested:
-			// River cancels the running attempt's context (through its own
-			// LISTEN/NOTIFY); the runner then ends the job cancelled.
-			j.CancelRequested, j.Message = true, "Cancellation requested"
-			if err := save(ctx, tx, j, newEvent(EventProgress, progressData{Progress: j.Progress, Message: j.Message})); err != nil {
-				return err
-			}
-			_, err := a.river.JobCancelTx(ctx, tx, j.RiverID)
-			return err
-		}
-		return nil
-	})
+	j, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (*row, error) { return a.cancelJob(r.Context(), tx, s, chi.URLParam(r, "id")) })
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, 200, j.Job)
+}
+
+// cancelJob cancels the job jobID as cancel describes, in tx, and returns
+// it as it now stands. The key must hold the write scope of the job's
+// pillar.
+func (a *Service) cancelJob(ctx context.Context, tx pgx.Tx, s *tenant.Scope, jobID string) (*row, error) {
+	j, err := lock(ctx, tx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Require(j.WriteScope); err != nil {
+		return nil, err
+	}
+	switch {
+	case Final(j.Status):
+		return nil, httpapi.Conflict(httpapi.CodeConflict, "the job has already finished ("+j.Status+")")
+	case j.Status == StatusPending:
+		if err := cancelRow(ctx, tx, s, j); err != nil {
+			return nil, err
+		}
+		if _, err := a.river.JobCancelTx(ctx, tx, j.RiverID); err != nil {
+			return nil, err
+		}
+		if j.Admitted {
+			return j, promote(ctx, tx, a.river)
+		}
+	case !j.CancelRequested:
+		// River cancels the running attempt's context (through its own
+		// LISTEN/NOTIFY); the runner then ends the job cancelled.
+		j.CancelRequested, j.Message = true, "Cancellation requested"
+		if err := save(ctx, tx, j, newEvent(EventProgress, progressData{Progress: j.Progress, Message: j.Message})); err != nil {
+			return nil, err
+		}
+		_, err := a.river.JobCancelTx(ctx, tx, j.RiverID)
+		return j, err
+	}
+	return j, nil
 }
 
 // stream serves GET /jobs/{id}/stream as Server-Sent Events: every event
@@ -163,16 +159,11 @@ func (a *Service) cancel(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 // stream), each with its sequence number as id. Last-Event-ID resumes
 // after that event; a finished job's stream without it sends done at once.
 func (a *Service) stream(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	ctx := r.Context()
 	jobID := chi.URLParam(r, "id")
 	wakeups, stop := a.hub.Subscribe(jobID) // before reading, so no event slips between
 	defer stop()
-	var j *row
-	err = s.Tx(ctx, func(tx pgx.Tx) error {
-		j, err = get(ctx, tx, jobID)
-		return err
-	})
+	j, err := tenant.TxV(ctx, s, func(tx pgx.Tx) (*row, error) { return get(ctx, tx, jobID) })
 	if err != nil {
 		return err
 	}
@@ -203,11 +194,7 @@ func (a *Service) stream(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 	defer poll.Stop()
 	for {
 		for {
-			var evs []event
-			err := s.Tx(ctx, func(tx pgx.Tx) error {
-				evs, err = eventsAfter(ctx, tx, jobID, last, 500)
-				return err
-			})
+			evs, err := tenant.TxV(ctx, s, func(tx pgx.Tx) ([]event, error) { return eventsAfter(ctx, tx, jobID, last, 500) })
 			if err != nil {
 				if ctx.Err() == nil {
 					httpapi.Logger(ctx).ErrorContext(ctx, "job stream read failed", "job", jobID, "err", err)

@@ -100,10 +100,10 @@ func (h *Hub) listen(ctx context.Context) error {
 		return err
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+	if err := listenJobs(ctx, conn.Conn()); err != nil {
 		return err
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "UNLISTEN "+Channel)
+	defer unlistenJobs(context.WithoutCancel(ctx), conn.Conn())
 	h.wakeAll()
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)

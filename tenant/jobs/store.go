@@ -95,12 +95,26 @@ func insert(ctx context.Context, tx pgx.Tx, j *row) error {
 }
 
 // get reads a job; lock takes its row lock for the transaction.
-func get(ctx context.Context, tx pgx.Tx, jobID string) (*row, error) {
+func get(ctx context.Context, tx pgx.Tx, jobID string) (_ *row, err error) {
+	defer httpapi.Wrap(&err, "get(%s)", jobID)
 	return scan(tx.QueryRow(ctx, `SELECT `+columns+` FROM jobs WHERE id = $1`, jobID))
 }
 
-func lock(ctx context.Context, tx pgx.Tx, jobID string) (*row, error) {
+func lock(ctx context.Context, tx pgx.Tx, jobID string) (_ *row, err error) {
+	defer httpapi.Wrap(&err, "lock(%s)", jobID)
 	return scan(tx.QueryRow(ctx, `SELECT `+columns+` FROM jobs WHERE id = $1 FOR UPDATE`, jobID))
+}
+
+// listenJobs subscribes conn to the job notifications (Channel).
+func listenJobs(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, "LISTEN "+Channel)
+	return err
+}
+
+// unlistenJobs ends listenJobs.
+func unlistenJobs(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, "UNLISTEN "+Channel)
+	return err
 }
 
 // Filter narrows a list.
@@ -109,11 +123,12 @@ type Filter struct {
 	Type   string
 }
 
-// list returns up to limit+1 jobs older than the cursor id, newest first.
+// list returns up to limit jobs older than the job id after (empty: from
+// the newest), newest first.
 func list(ctx context.Context, tx pgx.Tx, f Filter, after string, limit int) ([]Job, error) {
 	rows, err := tx.Query(ctx, `SELECT `+columns+` FROM jobs
 		WHERE ($1 = '' OR id < $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR type = $3)
-		ORDER BY id DESC LIMIT $4`, after, f.Status, f.Type, limit+1)
+		ORDER BY id DESC LIMIT $4`, after, f.Status, f.Type, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,6 @@ type ConnectResponse struct {
 const DefaultRedirectPath = "/v1/social-accounts/connected"
 
 func (sv *Service) connect(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	var req ConnectRequest
 	if r.ContentLength != 0 { // the body is optional
 		if err := httpapi.Decode(r, &req); err != nil {
@@ -66,20 +65,11 @@ func (sv *Service) connect(w http.ResponseWriter, r *http.Request, s *tenant.Sco
 	}
 	st := oauth.State{ID: id.New("ost_"), Project: s.Project.ID, Platform: platform, RedirectURI: redirect,
 		Expires: time.Now().Add(sv.stateTTL).Unix()}
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		// Flows never finished leave their rows; they go once long expired.
-		if _, err := tx.Exec(r.Context(), `DELETE FROM social_oauth_states WHERE expires_at < now() - interval '1 day'`); err != nil {
-			return err
-		}
-		var sealed []byte
-		if verifier != "" {
-			sealed = sv.sealer.Seal([]byte(verifier), stateAAD(s.Project.ID, st.ID))
-		}
-		_, err := tx.Exec(r.Context(), `INSERT INTO social_oauth_states (id, platform, verifier, expires_at) VALUES ($1, $2, $3, $4)`,
-			st.ID, platform, sealed, time.Unix(st.Expires, 0))
-		return err
-	})
-	if err != nil {
+	var sealed []byte
+	if verifier != "" {
+		sealed = sv.sealer.Seal([]byte(verifier), stateAAD(s.Project.ID, st.ID))
+	}
+	if err := s.Tx(r.Context(), func(tx pgx.Tx) error { return insertOAuthState(r.Context(), tx, st, sealed) }); err != nil {
 		return err
 	}
 	signed := sv.states.Sign(st)
@@ -190,33 +180,28 @@ func (sv *Service) callback(w http.ResponseWriter, r *http.Request) error {
 // good for one callback, within its lifetime.
 func (sv *Service) consumeState(ctx context.Context, s *tenant.Scope, st oauth.State) (verifier, problem string, err error) {
 	err = s.Tx(ctx, func(tx pgx.Tx) error {
-		var sealed []byte
-		var expires time.Time
-		var used *time.Time
-		err := tx.QueryRow(ctx, `SELECT verifier, expires_at, used_at FROM social_oauth_states WHERE id = $1 AND platform = $2 FOR UPDATE`,
-			st.ID, st.Platform).Scan(&sealed, &expires, &used)
+		o, err := lockOAuthState(ctx, tx, st)
 		switch {
-		case errors.Is(err, pgx.ErrNoRows):
+		case errors.Is(err, httpapi.ErrNotFound):
 			problem = errStateExpired // signed by us, since cleared away
 			return nil
 		case err != nil:
 			return err
-		case used != nil:
+		case o.used != nil:
 			problem = errStateUsed
 			return nil
-		case !time.Now().Before(expires):
+		case !time.Now().Before(o.expires):
 			problem = errStateExpired
 			return nil
 		}
-		if sealed != nil {
-			v, err := sv.sealer.Open(sealed, stateAAD(s.Project.ID, st.ID))
+		if o.verifier != nil {
+			v, err := sv.sealer.Open(o.verifier, stateAAD(s.Project.ID, st.ID))
 			if err != nil {
 				return err
 			}
 			verifier = string(v)
 		}
-		_, err = tx.Exec(ctx, `UPDATE social_oauth_states SET used_at = now(), verifier = NULL WHERE id = $1`, st.ID)
-		return err
+		return useOAuthState(ctx, tx, st.ID)
 	})
 	return verifier, problem, err
 }
@@ -294,48 +279,32 @@ func (sv *Service) saveAccount(ctx context.Context, s *tenant.Scope, platform st
 	if name == "" {
 		name = ident.ExternalID
 	}
-	var a Account
-	err = s.Tx(ctx, func(tx pgx.Tx) error {
-		a, err = scanAccount(tx.QueryRow(ctx, `INSERT INTO social_accounts (id, platform, name, external_id, token) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (platform, external_id) DO UPDATE SET name = EXCLUDED.name, token = EXCLUDED.token, status = 'connected',
-				connected_at = now(), updated_at = now()
-			RETURNING `+accountColumns, id.New("acc_"), platform, name, ident.ExternalID, sealed))
-		return err
+	return tenant.TxV(ctx, s, func(tx pgx.Tx) (Account, error) {
+		return saveAccount(ctx, tx, platform, name, ident.ExternalID, sealed)
 	})
-	return a, err
 }
 
 func (sv *Service) listAccounts(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	page, err := httpapi.ParsePage(r)
+	list, err := httpapi.ListOf(r, accountCursor, func(after string, limit int) ([]Account, error) {
+		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Account, error) { return listAccounts(r.Context(), tx, after, limit) })
+	}, func(a Account) string { return a.ID })
 	if err != nil {
 		return err
 	}
-	var rows []Account
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		rows, err = listAccounts(r.Context(), tx, page.Cursor, page.Limit)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(rows, page.Limit, func(a Account) string { return a.ID }))
+	return httpapi.JSON(w, http.StatusOK, list)
 }
+
+// accountCursor reads the cursor of the accounts' list: the id of the
+// last account shown, taken as it is.
+func accountCursor(cursor string) (string, error) { return cursor, nil }
 
 // deleteAccount disconnects an account: the row and its tokens are gone.
 func (sv *Service) deleteAccount(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	accID := chi.URLParam(r, "id")
 	if !id.Valid("acc_", accID) {
-		return httpapi.NotFound("no such social account")
+		return errNoAccount
 	}
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		tag, err := tx.Exec(r.Context(), `DELETE FROM social_accounts WHERE id = $1`, accID)
-		if err == nil && tag.RowsAffected() == 0 {
-			return httpapi.NotFound("no such social account")
-		}
-		return err
-	})
-	if err != nil {
+	if err := s.Tx(r.Context(), func(tx pgx.Tx) error { return deleteAccount(r.Context(), tx, accID) }); err != nil {
 		return err
 	}
 	return httpapi.NoContent(w)
@@ -363,8 +332,7 @@ func (sv *Service) freshToken(ctx context.Context, s *tenant.Scope, app *App, ac
 		case errors.As(err, &re) || (err != nil && sec.Token.RefreshToken == ""):
 			sv.logger.WarnContext(ctx, "social: token refresh refused; the account is expired", "project", s.Project.ID, "account", a.ID, "err", err)
 			problem, a.Status = "the platform refused to renew the account's authorization; reconnect the account", AccountExpired
-			_, err = tx.Exec(ctx, `UPDATE social_accounts SET status = 'expired', updated_at = now() WHERE id = $1`, a.ID)
-			return err
+			return expireAccount(ctx, tx, a.ID)
 		case err != nil:
 			problem = "the account's authorization could not be renewed: " + err.Error()
 			return nil
@@ -375,18 +343,9 @@ func (sv *Service) freshToken(ctx context.Context, s *tenant.Scope, app *App, ac
 		if sealed, err = sv.seal(s.Project.ID, a.Platform, a.ExternalID, sec); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE social_accounts SET token = $2, updated_at = now() WHERE id = $1`, a.ID, sealed)
-		return err
+		return setAccountToken(ctx, tx, a.ID, sealed)
 	})
 	return a, sec, problem, err
-}
-
-// markRevoked records that the platform refused an account's token.
-func markRevoked(ctx context.Context, s *tenant.Scope, accountID string) error {
-	return s.Tx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE social_accounts SET status = 'revoked', updated_at = now() WHERE id = $1 AND status = 'connected'`, accountID)
-		return err
-	})
 }
 
 var connectedTmpl = template.Must(template.New("connected").Parse(`<!doctype html>

@@ -21,7 +21,7 @@ import (
 const TypeGenerate = "social_post.generate"
 
 // Costs of social_post.generate, in hundredths of a credit
-// (decisions.md section 5): the post, plus a surcharge per medium.
+// (docs/decisions.md section 7): the post, plus a surcharge per medium.
 const (
 	PostCost         = 5 * credits.Unit
 	ImageSurcharge   = 3 * credits.Unit
@@ -109,21 +109,20 @@ func (sv *Service) submitGenerate(w http.ResponseWriter, r *http.Request, s *ten
 	checkMedia(&v, a.Media)
 	v.Check(len(a.Media)+a.Images <= maxMedia, "images", fmt.Sprintf("with media, at most %d items", maxMedia))
 	a.ScheduledAt = parseSchedule(&v, req.ScheduledAt)
-	var job jobs.Job
-	err := s.Tx(r.Context(), func(tx pgx.Tx) error {
-		var err error
-		if a.Platforms, err = checkTargets(r.Context(), tx, &v, deref(req.Platforms), a.AccountIDs); err != nil {
-			return err
+	steps := []string{"write"}
+	if a.Images > 0 {
+		steps = append(steps, "images")
+	}
+	job, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (jobs.Job, error) {
+		platforms, err := checkTargets(r.Context(), tx, &v, deref(req.Platforms), a.AccountIDs)
+		if err != nil {
+			return jobs.Job{}, err
 		}
-		steps := []string{"write"}
-		if a.Images > 0 {
-			steps = append(steps, "images")
-		}
-		job, err = jobs.Submit(r.Context(), tx, s, sv.river, jobs.Spec{
+		a.Platforms = platforms
+		return jobs.Submit(r.Context(), tx, s, sv.river, jobs.Spec{
 			Type: TypeGenerate, Args: a, Steps: steps, WriteScope: "social:write",
 			Charges: []jobs.Charge{{Op: "social_post", Cost: GenerateCost(a.Images, videos, premium)}},
 		})
-		return err
 	})
 	if err != nil {
 		return err

@@ -3,18 +3,15 @@ package social
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -174,7 +171,6 @@ func deref[T any](p *T) T {
 }
 
 func (sv *Service) createPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	var req CreateRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
@@ -200,12 +196,13 @@ func (sv *Service) createPost(w http.ResponseWriter, r *http.Request, s *tenant.
 	if at != nil {
 		p.Status = StatusScheduled
 	}
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		if p.Platforms, err = checkTargets(r.Context(), tx, &v, deref(req.Platforms), p.AccountIDs); err != nil {
-			return err
+	p, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) {
+		platforms, err := checkTargets(r.Context(), tx, &v, deref(req.Platforms), p.AccountIDs)
+		if err != nil {
+			return Post{}, err
 		}
-		p, err = insertPost(r.Context(), tx, normalise(p))
-		return err
+		p.Platforms = platforms
+		return insertPost(r.Context(), tx, normalise(p))
 	})
 	if err != nil {
 		return err
@@ -220,33 +217,15 @@ func normalise(p Post) Post {
 			*l = []string{}
 		}
 	}
-	if p.Results == nil {
-		p.Results = []Result{}
-	}
 	return p
-}
-
-func postID(r *http.Request) (int64, error) {
-	n, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
-	if err != nil || n < 1 {
-		return 0, httpapi.NotFound("no such social post")
-	}
-	return n, nil
-}
-
-func notFound(err error) error {
-	if errors.Is(err, httpapi.ErrNotFound) {
-		return httpapi.NotFound("no such social post")
-	}
-	return err
 }
 
 // lockPost reads a post for a change, locked until tx ends. The change is
 // refused (409) while the post has a status among refused, with its message.
-func lockPost(ctx context.Context, tx pgx.Tx, id int64, refused map[string]string) (Post, error) {
-	p, err := getPost(ctx, tx, id, true)
+func lockPost(ctx context.Context, tx pgx.Tx, id int64, refused map[string]string) (postRow, error) {
+	p, err := getPostRow(ctx, tx, id, true)
 	if err != nil {
-		return p, notFound(err)
+		return p, err
 	}
 	if msg, ok := refused[p.Status]; ok {
 		return p, httpapi.Conflict(httpapi.CodeConflict, msg)
@@ -255,43 +234,33 @@ func lockPost(ctx context.Context, tx pgx.Tx, id int64, refused map[string]strin
 }
 
 func (sv *Service) getPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	pid, err := postID(r)
+	pid, err := httpapi.PathID(r, "id", errNoPost)
 	if err != nil {
 		return err
 	}
-	var p Post
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		p, err = getPost(r.Context(), tx, pid, false)
-		return err
-	})
+	p, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) { return getPost(r.Context(), tx, pid) })
 	if err != nil {
-		return notFound(err)
+		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, p)
 }
 
 func (sv *Service) listPosts(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	page, err := httpapi.ParsePage(r)
-	if err != nil {
-		return err
-	}
 	status := r.URL.Query().Get("status")
-	if status != "" && !slices.Contains(statuses, status) {
-		return httpapi.Invalid("status", "must be one of "+strings.Join(statuses, ", "))
-	}
-	var rows []Post
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		rows, err = listPosts(r.Context(), tx, status, page.Cursor, page.Limit)
-		return err
-	})
+	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]Post, error) {
+		if status != "" && !slices.Contains(statuses, status) {
+			return nil, httpapi.Invalid("status", "must be one of "+strings.Join(statuses, ", "))
+		}
+		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Post, error) { return listPosts(r.Context(), tx, status, before, limit) })
+	}, func(p Post) string { return httpapi.IDText(p.ID) })
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(rows, page.Limit, func(p Post) string { return strconv.FormatInt(p.ID, 10) }))
+	return httpapi.JSON(w, http.StatusOK, list)
 }
 
 func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	pid, err := postID(r)
+	pid, err := httpapi.PathID(r, "id", errNoPost)
 	if err != nil {
 		return err
 	}
@@ -308,62 +277,64 @@ func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request, s *tenant.S
 	if err := v.Err(); err != nil {
 		return err
 	}
-	var p Post
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		p, err = lockPost(r.Context(), tx, pid, map[string]string{
-			StatusPublishing: "the post is being published; it cannot change now",
-			StatusPublished:  "the post is published; it cannot change",
-		})
-		if err != nil {
-			return err
-		}
-		if req.Title != nil {
-			p.Title = strings.TrimSpace(*req.Title)
-		}
-		if req.Content != nil {
-			p.Content = *req.Content
-		}
-		if req.Media != nil {
-			p.Media = *req.Media
-		}
-		if req.Platforms != nil || req.AccountIDs != nil {
-			platforms := p.Platforms
-			if req.Platforms != nil {
-				platforms = *req.Platforms
-			}
-			if req.AccountIDs != nil {
-				p.AccountIDs = *req.AccountIDs
-			}
-			if p.Platforms, err = checkTargets(r.Context(), tx, &v, platforms, p.AccountIDs); err != nil {
-				return err
-			}
-		}
-		if req.ScheduledAt.Set {
-			p.ScheduledAt = at
-			switch {
-			case at != nil:
-				p.Status = StatusScheduled
-			case p.Status == StatusScheduled:
-				p.Status = StatusDraft
-			}
-		}
-		p, err = updatePost(r.Context(), tx, normalise(p))
-		return err
-	})
+	p, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) { return patchPost(r.Context(), tx, &v, pid, &req, at) })
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, p)
 }
 
+// patchPost changes a post as req asks (at is its scheduled_at, parsed),
+// unless it is being, or has been, published.
+func patchPost(ctx context.Context, tx pgx.Tx, v *httpapi.Validator, id int64, req *PatchRequest, at *time.Time) (Post, error) {
+	p, err := lockPost(ctx, tx, id, map[string]string{
+		StatusPublishing: "the post is being published; it cannot change now",
+		StatusPublished:  "the post is published; it cannot change",
+	})
+	if err != nil {
+		return Post{}, err
+	}
+	if req.Title != nil {
+		p.Title = strings.TrimSpace(*req.Title)
+	}
+	if req.Content != nil {
+		p.Content = *req.Content
+	}
+	if req.Media != nil {
+		p.Media = *req.Media
+	}
+	if req.Platforms != nil || req.AccountIDs != nil {
+		platforms := p.Platforms
+		if req.Platforms != nil {
+			platforms = *req.Platforms
+		}
+		if req.AccountIDs != nil {
+			p.AccountIDs = *req.AccountIDs
+		}
+		if p.Platforms, err = checkTargets(ctx, tx, v, platforms, p.AccountIDs); err != nil {
+			return Post{}, err
+		}
+	}
+	if req.ScheduledAt.Set {
+		p.ScheduledAt = at
+		switch {
+		case at != nil:
+			p.Status = StatusScheduled
+		case p.Status == StatusScheduled:
+			p.Status = StatusDraft
+		}
+	}
+	p.Post = normalise(p.Post)
+	return updatePost(ctx, tx, p)
+}
+
 func (sv *Service) deletePost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	pid, err := postID(r)
+	pid, err := httpapi.PathID(r, "id", errNoPost)
 	if err != nil {
 		return err
 	}
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error { return deletePost(r.Context(), tx, pid) })
-	if err != nil {
-		return notFound(err)
+	if err := s.Tx(r.Context(), func(tx pgx.Tx) error { return deletePost(r.Context(), tx, pid) }); err != nil {
+		return err
 	}
 	return httpapi.NoContent(w)
 }
@@ -372,33 +343,37 @@ func (sv *Service) deletePost(w http.ResponseWriter, r *http.Request, s *tenant.
 // publishing; the outcome is on the post (GET) when the status leaves
 // publishing, and in the social_post.published or social_post.failed event.
 func (sv *Service) publish(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	pid, err := postID(r)
+	pid, err := httpapi.PathID(r, "id", errNoPost)
 	if err != nil {
 		return err
 	}
-	var p Post
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		p, err = lockPost(r.Context(), tx, pid, map[string]string{
-			StatusPublishing: "the post is already being published",
-			StatusPublished:  "the post is already published",
-		})
-		if err != nil {
-			return err
-		}
-		p.Status = StatusPublishing
-		p.run++
-		if p, err = updatePost(r.Context(), tx, p); err != nil {
-			return err
-		}
-		args := PublishArgs{ProjectID: s.Project.ID, PostID: p.ID}
-		if s.Key != nil {
-			args.KeyID, args.Test = s.Key.ID, s.Key.Test
-		}
-		_, err = sv.river.InsertTx(r.Context(), tx, args, nil)
-		return err
-	})
+	p, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) { return sv.startPublish(r.Context(), tx, s, pid) })
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusAccepted, p)
+}
+
+// startPublish makes a post publishing (a new run) and enqueues its
+// publish job, in tx.
+func (sv *Service) startPublish(ctx context.Context, tx pgx.Tx, s *tenant.Scope, id int64) (Post, error) {
+	p, err := lockPost(ctx, tx, id, map[string]string{
+		StatusPublishing: "the post is already being published",
+		StatusPublished:  "the post is already published",
+	})
+	if err != nil {
+		return Post{}, err
+	}
+	p.Status = StatusPublishing
+	p.run++
+	post, err := updatePost(ctx, tx, p)
+	if err != nil {
+		return post, err
+	}
+	args := PublishArgs{ProjectID: s.Project.ID, PostID: post.ID}
+	if s.Key != nil {
+		args.KeyID, args.Test = s.Key.ID, s.Key.Test
+	}
+	_, err = sv.river.InsertTx(ctx, tx, args, nil)
+	return post, err
 }

@@ -126,17 +126,17 @@ func (w *PublishWorker) Work(ctx context.Context, job *river.Job[PublishArgs]) e
 }
 
 func (sv *Service) publishPost(ctx context.Context, s *tenant.Scope, postID int64) error {
-	var p Post
+	var p postRow
 	var ts []target
 	err := s.Tx(ctx, func(tx pgx.Tx) error {
 		var err error
-		if p, err = getPost(ctx, tx, postID, false); err != nil {
+		if p, err = getPostRow(ctx, tx, postID, false); err != nil {
 			return err
 		}
 		if p.Status != StatusPublishing {
 			return nil
 		}
-		ts, err = targets(ctx, tx, p)
+		ts, err = targets(ctx, tx, p.Post)
 		return err
 	})
 	if errors.Is(err, httpapi.ErrNotFound) || (err == nil && p.Status != StatusPublishing) {
@@ -146,10 +146,10 @@ func (sv *Service) publishPost(ctx context.Context, s *tenant.Scope, postID int6
 		return err
 	}
 	done := map[string]bool{}
-	for _, r := range p.Results {
-		done[resultKey(r)] = r.Status == ResultPublished
+	for _, r := range p.results {
+		done[resultKey(r.Result)] = r.Status == ResultPublished
 	}
-	c := content(p)
+	c := content(p.Post)
 	for _, t := range ts {
 		if done[t.key()] {
 			continue
@@ -209,7 +209,7 @@ func (sv *Service) publishOne(ctx context.Context, s *tenant.Scope, c Content, t
 	if err != nil {
 		var pe *PlatformError
 		if errors.As(err, &pe) && pe.Unauthorized() {
-			if err := markRevoked(ctx, s, acct.ID); err != nil {
+			if err := s.Tx(ctx, func(tx pgx.Tx) error { return revokeAccount(ctx, tx, acct.ID) }); err != nil {
 				return Result{}, err
 			}
 		}
@@ -226,20 +226,19 @@ func (sv *Service) publishOne(ctx context.Context, s *tenant.Scope, c Content, t
 // earlier outcome of the same target.
 func (sv *Service) saveResult(ctx context.Context, s *tenant.Scope, postID int64, r Result) error {
 	return s.Tx(ctx, func(tx pgx.Tx) error {
-		p, err := getPost(ctx, tx, postID, true)
+		p, err := getPostRow(ctx, tx, postID, true)
 		if err != nil || p.Status != StatusPublishing {
 			return err
 		}
-		r.run = p.run
-		p.Results = upsertResult(p.Results, r)
+		p.results = upsertResult(p.results, storedResult{Result: r, Run: p.run})
 		_, err = updatePost(ctx, tx, p)
 		return err
 	})
 }
 
-func upsertResult(results []Result, r Result) []Result {
+func upsertResult(results []storedResult, r storedResult) []storedResult {
 	for i := range results {
-		if resultKey(results[i]) == resultKey(r) {
+		if resultKey(results[i].Result) == resultKey(r.Result) {
 			results[i] = r
 			return results
 		}
@@ -256,22 +255,22 @@ func upsertResult(results []Result, r Result) []Result {
 // tried in it failed.
 func (sv *Service) finish(ctx context.Context, s *tenant.Scope, postID int64, missing string) error {
 	return s.Tx(ctx, func(tx pgx.Tx) error {
-		p, err := getPost(ctx, tx, postID, true)
+		p, err := getPostRow(ctx, tx, postID, true)
 		if errors.Is(err, httpapi.ErrNotFound) {
 			return nil
 		}
 		if err != nil || p.Status != StatusPublishing {
 			return err
 		}
-		ts, err := targets(ctx, tx, p)
+		ts, err := targets(ctx, tx, p.Post)
 		if err != nil {
 			return err
 		}
-		by := map[string]Result{}
-		for _, r := range p.Results {
-			by[resultKey(r)] = r
+		by := map[string]storedResult{}
+		for _, r := range p.results {
+			by[resultKey(r.Result)] = r
 		}
-		var results []Result
+		var results []storedResult
 		kept := map[string]bool{}
 		for _, t := range ts {
 			r, ok := by[t.key()]
@@ -279,24 +278,23 @@ func (sv *Service) finish(ctx context.Context, s *tenant.Scope, postID int64, mi
 				if missing == "" {
 					continue
 				}
-				r = failed(t, missing)
-				r.run = p.run
+				r = storedResult{Result: failed(t, missing), Run: p.run}
 			}
 			results, kept[t.key()] = append(results, r), true
 		}
-		for _, r := range p.Results {
-			if k := resultKey(r); !kept[k] && (r.run == p.run || r.Status == ResultPublished) {
+		for _, r := range p.results {
+			if k := resultKey(r.Result); !kept[k] && (r.Run == p.run || r.Status == ResultPublished) {
 				results, kept[k] = append(results, r), true
 			}
 		}
 		published, tried, fresh := 0, 0, 0
 		for _, r := range results {
-			if r.run == p.run {
+			if r.Run == p.run {
 				tried++
 			}
 			if r.Status == ResultPublished {
 				published++
-				if r.run == p.run {
+				if r.Run == p.run {
 					fresh++
 				}
 			}
@@ -313,8 +311,9 @@ func (sv *Service) finish(ctx context.Context, s *tenant.Scope, postID int64, mi
 			t := time.Now().UTC()
 			p.PublishedAt = &t
 		}
-		p.Results = results
-		if p, err = updatePost(ctx, tx, normalise(p)); err != nil {
+		p.results, p.Post = results, normalise(p.Post)
+		post, err := updatePost(ctx, tx, p)
+		if err != nil {
 			return err
 		}
 		topic := ""
@@ -327,6 +326,6 @@ func (sv *Service) finish(ctx context.Context, s *tenant.Scope, postID int64, mi
 		if topic == "" || sv.events == nil {
 			return nil
 		}
-		return sv.events.Emit(ctx, tx, s, topic, p)
+		return sv.events.Emit(ctx, tx, s, topic, post)
 	})
 }

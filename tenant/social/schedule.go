@@ -65,28 +65,18 @@ func (w *ScheduleWorker) Work(ctx context.Context, _ *river.Job[ScheduleArgs]) e
 // LOCKED), so however many schedulers run at once, in however many
 // processes, each due post is claimed, and published, once.
 func (sv *Service) ClaimDue(ctx context.Context, s *tenant.Scope, limit int) (int, error) {
-	var n int
-	err := s.Tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `UPDATE social_posts SET status = 'publishing', publish_run = publish_run + 1, updated_at = now()
-			WHERE id IN (SELECT id FROM social_posts WHERE status = 'scheduled' AND scheduled_at <= now()
-				ORDER BY scheduled_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
-			RETURNING id`, limit)
-		if err != nil {
-			return err
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	return tenant.TxV(ctx, s, func(tx pgx.Tx) (int, error) {
+		ids, err := claimDuePosts(ctx, tx, limit)
 		if err != nil || len(ids) == 0 {
-			return err
+			return 0, err
 		}
 		jobs := make([]river.InsertManyParams, len(ids))
 		for i, id := range ids {
 			jobs[i] = river.InsertManyParams{Args: PublishArgs{ProjectID: s.Project.ID, PostID: id}}
 		}
 		if _, err := sv.river.InsertManyTx(ctx, tx, jobs); err != nil {
-			return err
+			return 0, err
 		}
-		n = len(ids)
-		return nil
+		return len(ids), nil
 	})
-	return n, err
 }

@@ -9,6 +9,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/id"
+	"github.com/plinth-dev/plinth/internal/oauth"
+)
+
+// The pillar's not-found failures.
+var (
+	errNoPost    = httpapi.NotFound("no such social post")
+	errNoAccount = httpapi.NotFound("no such social account")
 )
 
 // Account is the social account resource.
@@ -34,29 +42,30 @@ func scanAccount(row pgx.Row, extra ...any) (Account, error) {
 	var a Account
 	err := row.Scan(append([]any{&a.ID, &a.Platform, &a.Name, &a.ExternalID, &a.Status, &a.ConnectedAt}, extra...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return a, httpapi.ErrNotFound
+		return a, errNoAccount
 	}
 	a.ConnectedAt = a.ConnectedAt.UTC()
 	return a, err
 }
 
-// listAccounts returns up to limit+1 accounts after the cursor (an
-// account id), newest first.
-func listAccounts(ctx context.Context, tx pgx.Tx, cursor string, limit int) ([]Account, error) {
-	rows, err := tx.Query(ctx, `SELECT `+accountColumns+` FROM social_accounts WHERE ($1 = '' OR id < $1) ORDER BY id DESC LIMIT $2`, cursor, limit+1)
+// queryAccounts runs a query of accounts (accountColumns).
+func queryAccounts(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]Account, error) {
+	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Account, error) { return scanAccount(r) })
 }
 
+// listAccounts returns up to limit accounts after the cursor (an account
+// id; empty on the first page), newest first.
+func listAccounts(ctx context.Context, tx pgx.Tx, after string, limit int) ([]Account, error) {
+	return queryAccounts(ctx, tx, `SELECT `+accountColumns+` FROM social_accounts WHERE ($1 = '' OR id < $1) ORDER BY id DESC LIMIT $2`, after, limit)
+}
+
 // accountsOf returns the project's accounts whose ids are in ids.
 func accountsOf(ctx context.Context, tx pgx.Tx, ids []string) (map[string]Account, error) {
-	rows, err := tx.Query(ctx, `SELECT `+accountColumns+` FROM social_accounts WHERE id = ANY($1)`, ids)
-	if err != nil {
-		return nil, err
-	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Account, error) { return scanAccount(r) })
+	list, err := queryAccounts(ctx, tx, `SELECT `+accountColumns+` FROM social_accounts WHERE id = ANY($1)`, ids)
 	out := make(map[string]Account, len(list))
 	for _, a := range list {
 		out[a.ID] = a
@@ -67,18 +76,88 @@ func accountsOf(ctx context.Context, tx pgx.Tx, ids []string) (map[string]Accoun
 // accountsOfPlatform returns the accounts of platform, oldest first,
 // whatever their status.
 func accountsOfPlatform(ctx context.Context, tx pgx.Tx, platform string) ([]Account, error) {
-	rows, err := tx.Query(ctx, `SELECT `+accountColumns+` FROM social_accounts WHERE platform = $1 ORDER BY id`, platform)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Account, error) { return scanAccount(r) })
+	return queryAccounts(ctx, tx, `SELECT `+accountColumns+` FROM social_accounts WHERE platform = $1 ORDER BY id`, platform)
 }
 
 // lockAccount reads an account and its sealed token, locked until tx ends.
-func lockAccount(ctx context.Context, tx pgx.Tx, accountID string) (Account, []byte, error) {
-	var sealed []byte
+func lockAccount(ctx context.Context, tx pgx.Tx, accountID string) (_ Account, sealed []byte, err error) {
+	defer httpapi.Wrap(&err, "lockAccount(%s)", accountID)
 	a, err := scanAccount(tx.QueryRow(ctx, `SELECT `+accountColumns+`, token FROM social_accounts WHERE id = $1 FOR UPDATE`, accountID), &sealed)
 	return a, sealed, err
+}
+
+// saveAccount stores an account with its sealed token, or reconnects the
+// same platform account (same external id), keeping its id.
+func saveAccount(ctx context.Context, tx pgx.Tx, platform, name, externalID string, sealed []byte) (Account, error) {
+	return scanAccount(tx.QueryRow(ctx, `INSERT INTO social_accounts (id, platform, name, external_id, token) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (platform, external_id) DO UPDATE SET name = EXCLUDED.name, token = EXCLUDED.token, status = 'connected',
+			connected_at = now(), updated_at = now()
+		RETURNING `+accountColumns, id.New("acc_"), platform, name, externalID, sealed))
+}
+
+// deleteAccount deletes an account and its tokens.
+func deleteAccount(ctx context.Context, tx pgx.Tx, accountID string) error {
+	tag, err := tx.Exec(ctx, `DELETE FROM social_accounts WHERE id = $1`, accountID)
+	if err == nil && tag.RowsAffected() == 0 {
+		return errNoAccount
+	}
+	return err
+}
+
+// setAccountToken stores an account's renewed sealed token.
+func setAccountToken(ctx context.Context, tx pgx.Tx, accountID string, sealed []byte) error {
+	_, err := tx.Exec(ctx, `UPDATE social_accounts SET token = $2, updated_at = now() WHERE id = $1`, accountID, sealed)
+	return err
+}
+
+// expireAccount records that the platform refused to renew an account's
+// authorization.
+func expireAccount(ctx context.Context, tx pgx.Tx, accountID string) error {
+	_, err := tx.Exec(ctx, `UPDATE social_accounts SET status = 'expired', updated_at = now() WHERE id = $1`, accountID)
+	return err
+}
+
+// revokeAccount records that the platform refused a connected account's
+// token.
+func revokeAccount(ctx context.Context, tx pgx.Tx, accountID string) error {
+	_, err := tx.Exec(ctx, `UPDATE social_accounts SET status = 'revoked', updated_at = now() WHERE id = $1 AND status = 'connected'`, accountID)
+	return err
+}
+
+// oauthState is the stored half of an OAuth flow.
+type oauthState struct {
+	verifier []byte // sealed PKCE verifier; nil without PKCE
+	expires  time.Time
+	used     *time.Time
+}
+
+// insertOAuthState stores the server's half of a new OAuth flow, and
+// clears away the flows never finished, once long expired.
+func insertOAuthState(ctx context.Context, tx pgx.Tx, st oauth.State, sealedVerifier []byte) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM social_oauth_states WHERE expires_at < now() - interval '1 day'`); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO social_oauth_states (id, platform, verifier, expires_at) VALUES ($1, $2, $3, $4)`,
+		st.ID, st.Platform, sealedVerifier, time.Unix(st.Expires, 0))
+	return err
+}
+
+// lockOAuthState reads the stored half of a flow, locked until tx ends
+// (ErrNotFound when it is not, or no longer, stored).
+func lockOAuthState(ctx context.Context, tx pgx.Tx, st oauth.State) (oauthState, error) {
+	var o oauthState
+	err := tx.QueryRow(ctx, `SELECT verifier, expires_at, used_at FROM social_oauth_states WHERE id = $1 AND platform = $2 FOR UPDATE`,
+		st.ID, st.Platform).Scan(&o.verifier, &o.expires, &o.used)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, httpapi.ErrNotFound
+	}
+	return o, err
+}
+
+// useOAuthState marks a flow used and forgets its verifier.
+func useOAuthState(ctx context.Context, tx pgx.Tx, stateID string) error {
+	_, err := tx.Exec(ctx, `UPDATE social_oauth_states SET used_at = now(), verifier = NULL WHERE id = $1`, stateID)
+	return err
 }
 
 // Post is the social post resource.
@@ -95,9 +174,6 @@ type Post struct {
 	Results     []Result   `json:"results"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
-
-	// run counts the post's publishes (the current one while publishing).
-	run int
 }
 
 // Result is the outcome of a post on one account of one platform.
@@ -110,9 +186,6 @@ type Result struct {
 	ExternalID *string `json:"external_id"`
 	URL        *string `json:"url"`
 	Error      *string `json:"error"`
-
-	// run is the publish the result came from (Post.run).
-	run int
 }
 
 // storedResult is a result as the results column keeps it, with its run.
@@ -129,24 +202,37 @@ const (
 
 const postColumns = `id, title, content, platforms, account_ids, media, status, scheduled_at, published_at, results, created_at, updated_at, publish_run`
 
-func scanPost(row pgx.Row) (Post, error) {
-	var p Post
+// postRow is a social_posts row: the post (its Results unset), its
+// results as the results column keeps them, each with its run, and the
+// count of its publishes (the current one while publishing).
+type postRow struct {
+	Post
+	results []storedResult
+	run     int
+}
+
+// toPost is the post of a row, with its results as the API shows them.
+func toPost(row postRow) Post {
+	p := row.Post
+	p.Results = make([]Result, len(row.results))
+	for i, r := range row.results {
+		p.Results[i] = r.Result
+	}
+	return p
+}
+
+func scanPost(row pgx.Row) (postRow, error) {
+	var p postRow
 	var results []byte
 	err := row.Scan(&p.ID, &p.Title, &p.Content, &p.Platforms, &p.AccountIDs, &p.Media, &p.Status, &p.ScheduledAt, &p.PublishedAt, &results, &p.CreatedAt, &p.UpdatedAt, &p.run)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return p, httpapi.ErrNotFound
+		return p, errNoPost
 	}
 	if err != nil {
 		return p, err
 	}
-	var stored []storedResult
-	if err := json.Unmarshal(results, &stored); err != nil {
+	if err := json.Unmarshal(results, &p.results); err != nil {
 		return p, err
-	}
-	p.Results = make([]Result, len(stored))
-	for i, r := range stored {
-		p.Results[i] = r.Result
-		p.Results[i].run = r.Run
 	}
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	p.ScheduledAt, p.PublishedAt = utc(p.ScheduledAt), utc(p.PublishedAt)
@@ -161,8 +247,15 @@ func utc(t *time.Time) *time.Time {
 	return &u
 }
 
-// getPost reads a post; lock takes its row lock until tx ends.
-func getPost(ctx context.Context, tx pgx.Tx, id int64, lock bool) (Post, error) {
+// getPost reads a post.
+func getPost(ctx context.Context, tx pgx.Tx, id int64) (Post, error) {
+	row, err := getPostRow(ctx, tx, id, false)
+	return toPost(row), err
+}
+
+// getPostRow reads a post's row; lock takes its row lock until tx ends.
+func getPostRow(ctx context.Context, tx pgx.Tx, id int64, lock bool) (_ postRow, err error) {
+	defer httpapi.Wrap(&err, "getPostRow(%d)", id)
 	q := `SELECT ` + postColumns + ` FROM social_posts WHERE id = $1`
 	if lock {
 		q += ` FOR UPDATE`
@@ -170,47 +263,68 @@ func getPost(ctx context.Context, tx pgx.Tx, id int64, lock bool) (Post, error) 
 	return scanPost(tx.QueryRow(ctx, q, id))
 }
 
-// listPosts returns up to limit+1 posts after the cursor (a post id),
-// newest first, of status when it is not empty.
-func listPosts(ctx context.Context, tx pgx.Tx, status, cursor string, limit int) ([]Post, error) {
-	after, err := httpapi.CursorID(cursor)
+// queryPosts runs a query of posts (postColumns).
+func queryPosts(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]Post, error) {
+	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := tx.Query(ctx, `SELECT `+postColumns+` FROM social_posts
-		WHERE ($1 = '' OR status = $1) AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, status, after, limit+1)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Post, error) { return scanPost(r) })
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Post, error) {
+		row, err := scanPost(r)
+		return toPost(row), err
+	})
+}
+
+// listPosts returns up to limit posts before the post id before (0: from
+// the newest), newest first, of status when it is not empty.
+func listPosts(ctx context.Context, tx pgx.Tx, status string, before int64, limit int) ([]Post, error) {
+	return queryPosts(ctx, tx, `SELECT `+postColumns+` FROM social_posts
+		WHERE ($1 = '' OR status = $1) AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, status, before, limit)
 }
 
 // insertPost stores p (its id and timestamps are set from the row).
 func insertPost(ctx context.Context, tx pgx.Tx, p Post) (Post, error) {
-	return scanPost(tx.QueryRow(ctx, `INSERT INTO social_posts (title, content, platforms, account_ids, media, status, scheduled_at)
+	row, err := scanPost(tx.QueryRow(ctx, `INSERT INTO social_posts (title, content, platforms, account_ids, media, status, scheduled_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+postColumns,
 		p.Title, p.Content, p.Platforms, p.AccountIDs, p.Media, p.Status, p.ScheduledAt))
+	return toPost(row), err
 }
 
-// updatePost writes every field of p but its id and creation time.
-func updatePost(ctx context.Context, tx pgx.Tx, p Post) (Post, error) {
-	stored := make([]storedResult, len(p.Results))
-	for i, r := range p.Results {
-		stored[i] = storedResult{Result: r, Run: r.run}
+// updatePost writes every field of p but its id and creation time, and
+// returns the post as stored.
+func updatePost(ctx context.Context, tx pgx.Tx, p postRow) (Post, error) {
+	stored := p.results
+	if stored == nil {
+		stored = []storedResult{}
 	}
 	results, err := json.Marshal(stored)
 	if err != nil {
-		return p, err
+		return Post{}, err
 	}
-	return scanPost(tx.QueryRow(ctx, `UPDATE social_posts SET title = $2, content = $3, platforms = $4, account_ids = $5, media = $6,
+	row, err := scanPost(tx.QueryRow(ctx, `UPDATE social_posts SET title = $2, content = $3, platforms = $4, account_ids = $5, media = $6,
 		status = $7, scheduled_at = $8, published_at = $9, results = $10, publish_run = $11, updated_at = now() WHERE id = $1 RETURNING `+postColumns,
 		p.ID, p.Title, p.Content, p.Platforms, p.AccountIDs, p.Media, p.Status, p.ScheduledAt, p.PublishedAt, results, p.run))
+	return toPost(row), err
 }
 
+// deletePost deletes a post.
 func deletePost(ctx context.Context, tx pgx.Tx, id int64) error {
 	tag, err := tx.Exec(ctx, `DELETE FROM social_posts WHERE id = $1`, id)
 	if err == nil && tag.RowsAffected() == 0 {
-		return httpapi.ErrNotFound
+		return errNoPost
 	}
 	return err
+}
+
+// claimDuePosts makes up to limit due scheduled posts publishing (a new
+// run) and returns their ids, skipping the rows another claimer holds.
+func claimDuePosts(ctx context.Context, tx pgx.Tx, limit int) ([]int64, error) {
+	rows, err := tx.Query(ctx, `UPDATE social_posts SET status = 'publishing', publish_run = publish_run + 1, updated_at = now()
+		WHERE id IN (SELECT id FROM social_posts WHERE status = 'scheduled' AND scheduled_at <= now()
+			ORDER BY scheduled_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
+		RETURNING id`, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }

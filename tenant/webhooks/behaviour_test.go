@@ -57,17 +57,7 @@ func TestInsufficientCredits(t *testing.T) {
 	env, p := setup(t, rc)
 	ep, _ := webhooktest.Endpoint(t, env, p.Key, rc.URL, "order.created")
 	ctx := context.Background()
-	drain := func() {
-		if err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
-			b, err := credits.Balance(ctx, tx, p.Scope)
-			if err != nil {
-				return err
-			}
-			return credits.Charge(ctx, tx, p.Scope, "content_update", b-1, "") // leaves 0.01
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	drain := func() { leave(t, p, 1) } // leaves 0.01
 	drain()
 	webhooktest.Emit(t, env, p, "order.created", map[string]any{"id": 1})
 	d := waitDeliveries(t, env, p.Key, ep, settled)
@@ -105,16 +95,8 @@ func TestCreditsRunOutMidBatch(t *testing.T) {
 		ep, _ := webhooktest.Endpoint(t, env, p.Key, rc.URL, "order.created")
 		eps = append(eps, ep)
 	}
-	ctx := context.Background()
-	if err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
-		b, err := credits.Balance(ctx, tx, p.Scope)
-		if err != nil {
-			return err
-		}
-		return credits.Charge(ctx, tx, p.Scope, "content_update", b-10, "") // leaves 0.10
-	}); err != nil {
-		t.Fatal(err)
-	}
+	// Leave 0.10 credits.
+	leave(t, p, 10)
 	webhooktest.Emit(t, env, p, "order.created", map[string]any{"id": 1}) // one event, eight deliveries
 	rc.WaitN(t, 20*time.Second, 5)
 	var unpaid int
@@ -298,5 +280,20 @@ func TestUndecryptableSecret(t *testing.T) {
 	env.Do("POST", "/v1/webhook-endpoints/"+ep+"/deliveries/"+d[0]["id"].(string)+"/redeliver", p.Key, nil).Expect(t, 202)
 	if got := rc.WaitN(t, 10*time.Second, 1)[0]; got.Verified != nil {
 		t.Fatalf("after rotation: %v", got.Verified)
+	}
+}
+
+// leave spends the project's balance down to left hundredths of a credit.
+func leave(t *testing.T, p *apitest.Project, left int64) {
+	t.Helper()
+	ctx := context.Background()
+	if err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
+		b, err := credits.Balance(ctx, tx, p.Scope)
+		if err != nil {
+			return err
+		}
+		return credits.Charge(ctx, tx, p.Scope, "content_update", b-left, "")
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -5,7 +5,6 @@ package webhooks
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"slices"
 	"time"
@@ -99,50 +98,6 @@ type Delivery struct {
 	CreatedAt      time.Time  `json:"created_at"`
 }
 
-const endpointColumns = `id, url, events, is_active, created_at, last_delivery_status`
-
-func scanEndpoint(row pgx.Row) (Endpoint, error) {
-	var e Endpoint
-	err := row.Scan(&e.ID, &e.URL, &e.Events, &e.IsActive, &e.CreatedAt, &e.LastDeliveryStatus)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return e, httpapi.ErrNotFound
-	}
-	e.CreatedAt = e.CreatedAt.UTC()
-	return e, err
-}
-
-// queryEndpoint runs, in a transaction of s, a statement that returns
-// the endpointColumns of one endpoint (none: ErrNotFound).
-func queryEndpoint(ctx context.Context, s *tenant.Scope, sql string, args ...any) (Endpoint, error) {
-	var e Endpoint
-	err := s.Tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		e, err = scanEndpoint(tx.QueryRow(ctx, sql, args...))
-		return err
-	})
-	return e, err
-}
-
-const deliveryColumns = `d.id, d.event_id, e.type, d.status, d.attempts, d.last_status_code, d.last_error, d.next_attempt_at, d.created_at`
-
-// selectDeliveries reads the deliveryColumns of deliveries, to be
-// followed by a WHERE clause.
-const selectDeliveries = `SELECT ` + deliveryColumns + ` FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id`
-
-func scanDelivery(row pgx.Row) (Delivery, error) {
-	var d Delivery
-	err := row.Scan(&d.ID, &d.EventID, &d.EventType, &d.Status, &d.Attempts, &d.LastStatusCode, &d.LastError, &d.NextAttemptAt, &d.CreatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return d, httpapi.ErrNotFound
-	}
-	d.CreatedAt = d.CreatedAt.UTC()
-	if d.NextAttemptAt != nil {
-		t := d.NextAttemptAt.UTC()
-		d.NextAttemptAt = &t
-	}
-	return d, err
-}
-
 // endpointID returns the path's endpoint id; a malformed one is unknown.
 func endpointID(r *http.Request, param string) (string, error) {
 	v := chi.URLParam(r, param)
@@ -215,8 +170,10 @@ func (h *Service) create(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 	active := req.IsActive == nil || *req.IsActive
 	eid := id.New("whe_")
 	secret := webhook.NewSigningSecret()
-	e, err := queryEndpoint(r.Context(), s, `INSERT INTO webhook_endpoints (id, url, events, is_active, secret)
-		VALUES ($1, $2, $3, $4, $5) RETURNING `+endpointColumns, eid, req.URL, events, active, h.secrets.Seal(eid, secret))
+	sealed := h.secrets.Seal(eid, secret)
+	e, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Endpoint, error) {
+		return insertEndpoint(r.Context(), tx, eid, req.URL, events, active, sealed)
+	})
 	if err != nil {
 		return err
 	}
@@ -224,32 +181,25 @@ func (h *Service) create(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 }
 
 func (h *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	page, err := httpapi.ParsePage(r)
+	list, err := httpapi.ListOf(r, idCursor, func(after string, limit int) ([]Endpoint, error) {
+		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Endpoint, error) { return listEndpoints(r.Context(), tx, after, limit) })
+	}, func(e Endpoint) string { return e.ID })
 	if err != nil {
 		return err
 	}
-	var rows []Endpoint
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		res, err := tx.Query(r.Context(), `SELECT `+endpointColumns+` FROM webhook_endpoints
-			WHERE $1 = '' OR id < $1 ORDER BY id DESC LIMIT $2`, page.Cursor, page.Limit+1)
-		if err != nil {
-			return err
-		}
-		rows, err = pgx.CollectRows(res, func(row pgx.CollectableRow) (Endpoint, error) { return scanEndpoint(row) })
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(rows, page.Limit, func(e Endpoint) string { return e.ID }))
+	return httpapi.JSON(w, http.StatusOK, list)
 }
+
+// idCursor reads the cursor of a list ordered by a string id: the id of
+// the last row shown, taken as it is.
+func idCursor(cursor string) (string, error) { return cursor, nil }
 
 func (h *Service) get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	eid, err := endpointID(r, "id")
 	if err != nil {
 		return err
 	}
-	e, err := queryEndpoint(r.Context(), s, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1`, eid)
+	e, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Endpoint, error) { return getEndpoint(r.Context(), tx, eid) })
 	if err != nil {
 		return err
 	}
@@ -276,9 +226,9 @@ func (h *Service) update(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 	if err := v.Err(); err != nil {
 		return err
 	}
-	e, err := queryEndpoint(r.Context(), s, `UPDATE webhook_endpoints SET
-			url = COALESCE($2, url), events = COALESCE($3, events), is_active = COALESCE($4, is_active), updated_at = now()
-		WHERE id = $1 RETURNING `+endpointColumns, eid, req.URL, events, req.IsActive)
+	e, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Endpoint, error) {
+		return updateEndpoint(r.Context(), tx, eid, req.URL, events, req.IsActive)
+	})
 	if err != nil {
 		return err
 	}
@@ -290,19 +240,7 @@ func (h *Service) delete(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 	if err != nil {
 		return err
 	}
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		// Lock the deliveries before the endpoint, in the order a delivery
-		// worker takes them, so the cascade cannot deadlock with one.
-		if _, err := tx.Exec(r.Context(), `SELECT FROM webhook_deliveries WHERE endpoint_id = $1 FOR UPDATE`, eid); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(r.Context(), `DELETE FROM webhook_endpoints WHERE id = $1`, eid)
-		if err == nil && tag.RowsAffected() == 0 {
-			return httpapi.ErrNotFound
-		}
-		return err
-	})
-	if err != nil {
+	if err := s.Tx(r.Context(), func(tx pgx.Tx) error { return deleteEndpoint(r.Context(), tx, eid) }); err != nil {
 		return err
 	}
 	return httpapi.NoContent(w)
@@ -317,9 +255,8 @@ func (h *Service) rotate(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 		return err
 	}
 	secret := webhook.NewSigningSecret()
-	e, err := queryEndpoint(r.Context(), s, `UPDATE webhook_endpoints SET
-			previous_secret = secret, previous_until = now() + $3::interval, secret = $2, updated_at = now()
-		WHERE id = $1 RETURNING `+endpointColumns, eid, h.secrets.Seal(eid, secret), RotationWindow)
+	sealed := h.secrets.Seal(eid, secret)
+	e, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Endpoint, error) { return rotateSecret(r.Context(), tx, eid, sealed) })
 	if err != nil {
 		return err
 	}
@@ -333,36 +270,19 @@ func (h *Service) deliveries(w http.ResponseWriter, r *http.Request, s *tenant.S
 	if err != nil {
 		return err
 	}
-	page, err := httpapi.ParsePage(r)
-	if err != nil {
-		return err
-	}
 	status := r.URL.Query().Get("status")
-	if status != "" && !slices.Contains(deliveryStatuses, status) {
-		return httpapi.Invalid("status", "must be pending, succeeded or failed")
-	}
-	var rows []Delivery
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		var exists bool
-		if err := tx.QueryRow(r.Context(), `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1)`, eid).Scan(&exists); err != nil {
-			return err
+	list, err := httpapi.ListOf(r, idCursor, func(after string, limit int) ([]Delivery, error) {
+		if status != "" && !slices.Contains(deliveryStatuses, status) {
+			return nil, httpapi.Invalid("status", "must be pending, succeeded or failed")
 		}
-		if !exists {
-			return httpapi.ErrNotFound
-		}
-		res, err := tx.Query(r.Context(), selectDeliveries+`
-			WHERE d.endpoint_id = $1 AND ($2 = '' OR d.id < $2) AND ($3 = '' OR d.status = $3)
-			ORDER BY d.id DESC LIMIT $4`, eid, page.Cursor, status, page.Limit+1)
-		if err != nil {
-			return err
-		}
-		rows, err = pgx.CollectRows(res, func(row pgx.CollectableRow) (Delivery, error) { return scanDelivery(row) })
-		return err
-	})
+		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Delivery, error) {
+			return listDeliveries(r.Context(), tx, eid, status, after, limit)
+		})
+	}, func(d Delivery) string { return d.ID })
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(rows, page.Limit, func(d Delivery) string { return d.ID }))
+	return httpapi.JSON(w, http.StatusOK, list)
 }
 
 // redeliver sends the original envelope again as a new delivery: 202 with
@@ -376,14 +296,12 @@ func (h *Service) redeliver(w http.ResponseWriter, r *http.Request, s *tenant.Sc
 	if !id.Valid("whd_", did) {
 		return httpapi.ErrNotFound
 	}
-	var d Delivery
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
+	d, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Delivery, error) {
 		nid, err := h.outbox.Redeliver(r.Context(), tx, s, eid, did)
 		if err != nil {
-			return err
+			return Delivery{}, err
 		}
-		d, err = scanDelivery(tx.QueryRow(r.Context(), selectDeliveries+` WHERE d.id = $1`, nid))
-		return err
+		return getDelivery(r.Context(), tx, nid)
 	})
 	if err != nil {
 		return err
