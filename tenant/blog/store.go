@@ -218,9 +218,7 @@ func lockSlugs(ctx context.Context, tx pgx.Tx, space string) error {
 }
 
 // slugTaken reports whether another row (not except) of space has slug s.
-func slugTaken(ctx context.Context, tx pgx.Tx, space, s string, except int64) (bool, error) {
-	var taken bool
-	var err error
+func slugTaken(ctx context.Context, tx pgx.Tx, space, s string, except int64) (taken bool, err error) {
 	if space == spacePost {
 		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM blog_posts WHERE slug = $1 AND id <> $2)`, s, except).Scan(&taken)
 	} else {
