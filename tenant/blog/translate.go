@@ -52,8 +52,8 @@ func (sv *Service) submitTranslate(w http.ResponseWriter, r *http.Request, s *te
 	return httpapi.JSON(w, http.StatusAccepted, job)
 }
 
-// translate submits the translation of the post ref names into langs,
-// which the post's language decides the validity of.
+// translate checks langs against the post ref names (valid codes, none
+// twice, not the post's own language) and submits its translation.
 func (sv *Service) translate(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string, langs []string) (jobs.Job, error) {
 	p, err := loadPost(ctx, tx, ref, false)
 	if err != nil {
