@@ -1,7 +1,7 @@
 // Package blog is the blog pillar: posts with a text per language,
 // categories, tags, the scheduler that publishes scheduled posts, the AI
 // jobs blog_post.generate and the translation of a post, and the public
-// reads of published posts (decisions.md section 5 "Blog").
+// reads of published posts (docs/decisions.md section 5, "Blog").
 //
 // # States and transitions of a post
 //

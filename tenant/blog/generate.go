@@ -112,13 +112,10 @@ func (sv *Service) submitGenerate(w http.ResponseWriter, r *http.Request, s *ten
 		return err
 	}
 	charges := append([]jobs.Charge{{Op: "blog_post", Cost: GenerateCost}}, languageCharges(len(a.TargetLanguages))...)
-	var job jobs.Job
-	err := s.Tx(r.Context(), func(tx pgx.Tx) error {
-		var err error
-		job, err = jobs.Submit(r.Context(), tx, s, sv.river, jobs.Spec{
+	job, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (jobs.Job, error) {
+		return jobs.Submit(r.Context(), tx, s, sv.river, jobs.Spec{
 			Type: TypeGenerate, Args: a, Charges: charges, Steps: GenerateSteps, WriteScope: "blog:write",
 		})
-		return err
 	})
 	if err != nil {
 		return err
@@ -297,11 +294,7 @@ func (sv *Service) generateJob(ctx context.Context, run *jobs.Run) (jobs.Commit,
 			return nil, err
 		}
 		row := &postRow{Status: StatusDraft, Language: a.Language, FeaturedImage: &url}
-		var err error
-		if row.Slug, err = pickSlug(ctx, tx, spacePost, nil, orig.Title, 0); err != nil {
-			return nil, err
-		}
-		id, err := insertPost(ctx, tx, row, orig)
+		id, err := insertPost(ctx, tx, row, nil, orig)
 		if err != nil {
 			return nil, err
 		}
@@ -323,7 +316,7 @@ func (sv *Service) emitTranslated(ctx context.Context, tx pgx.Tx, s *tenant.Scop
 	if len(langs) == 0 {
 		return nil
 	}
-	p, err := loadPost(ctx, tx, fmt.Sprint(postID), false)
+	p, err := loadPostID(ctx, tx, postID, false)
 	if err != nil {
 		return err
 	}

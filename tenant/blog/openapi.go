@@ -24,6 +24,18 @@ func titleSchema(max int) openapi.M {
 	return openapi.M{"type": "string", "minLength": 1, "maxLength": max, "pattern": `\S`}
 }
 
+// textFieldsSchema are the properties of a post's texts in one language
+// in a request (textFields); content describes the content field.
+func textFieldsSchema(content string) openapi.M {
+	return openapi.M{
+		"title":            titleSchema(300),
+		"content":          openapi.M{"type": "string", "description": content},
+		"excerpt":          textSchema(2000),
+		"meta_title":       textSchema(300),
+		"meta_description": textSchema(1000),
+	}
+}
+
 // imageURLSchema is a featured image: an http or https URL.
 func imageURLSchema() openapi.M {
 	return openapi.M{"type": "string", "format": "uri", "maxLength": 2048, "pattern": `^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]`,
@@ -93,22 +105,17 @@ func OpenAPI(d *openapi.Doc) {
 	// The two bodies of a create are told apart by their required fields
 	// (title; type ai and topic) and refuse each other's fields, so exactly
 	// one matches. No discriminator: type may be omitted on a manual post.
-	manual := d.Schema("CreateBlogPostManual", openapi.With(openapi.Obj(openapi.M{
-		"type":             openapi.M{"type": "string", "enum": []any{"manual"}, "description": "The default."},
-		"title":            titleSchema(300),
-		"content":          openapi.M{"type": "string", "description": "HTML; sanitised (no script, style, iframe, form or on* attributes)."},
-		"excerpt":          textSchema(2000),
-		"meta_title":       textSchema(300),
-		"meta_description": textSchema(1000),
-		"language_code":    openapi.With(languageSchema(), openapi.M{"description": "The post's own language; default the project's default_language."}),
-		"slug":             openapi.With(slugSchema(), openapi.M{"description": "Default: derived from the title (-2, -3, … on collision). A taken slug is 409."}),
-		"category_id":      openapi.M{"type": "integer", "minimum": 1, "description": "An existing category (else 422)."},
-		"tag_ids":          tagIDsSchema(),
-		"featured_image":   imageURLSchema(),
+	manual := d.Schema("CreateBlogPostManual", openapi.With(openapi.Obj(openapi.With(textFieldsSchema("HTML; sanitised (no script, style, iframe, form or on* attributes)."), openapi.M{
+		"type":           openapi.M{"type": "string", "enum": []any{"manual"}, "description": "The default."},
+		"language_code":  openapi.With(languageSchema(), openapi.M{"description": "The post's own language; default the project's default_language."}),
+		"slug":           openapi.With(slugSchema(), openapi.M{"description": "Default: derived from the title (-2, -3, … on collision). A taken slug is 409."}),
+		"category_id":    openapi.M{"type": "integer", "minimum": 1, "description": "An existing category (else 422)."},
+		"tag_ids":        tagIDsSchema(),
+		"featured_image": imageURLSchema(),
 		"status": openapi.M{"type": "string", "enum": []any{"draft", "published", "scheduled"},
 			"description": "Default draft, or scheduled with scheduled_at."},
 		"scheduled_at": openapi.With(scheduledAtSchema(), openapi.M{"description": "RFC 3339, in the future; only with status scheduled (or none)."}),
-	}, "title"), openapi.M{"title": "A post written by the caller"}))
+	}), "title"), openapi.M{"title": "A post written by the caller"}))
 	ai := d.Schema("CreateBlogPostAI", openapi.With(openapi.Obj(openapi.M{
 		"type":             openapi.M{"type": "string", "enum": []any{"ai"}},
 		"topic":            titleSchema(500),
@@ -138,19 +145,14 @@ func OpenAPI(d *openapi.Doc) {
 			"null removes the category or the featured image. A status change follows the rules of the actions: " +
 			"published emits blog_post.published (unless it already was), scheduled needs scheduled_at. No credits.",
 		Params: refParam, Idempotent: true,
-		Body: openapi.JSON(d.Schema("UpdateBlogPostRequest", openapi.Obj(openapi.M{
-			"title":            titleSchema(300),
-			"content":          openapi.M{"type": "string", "description": "HTML; sanitised."},
-			"excerpt":          textSchema(2000),
-			"meta_title":       textSchema(300),
-			"meta_description": textSchema(1000),
-			"slug":             openapi.With(slugSchema(), openapi.M{"description": "A taken slug is 409."}),
-			"category_id":      openapi.M{"type": []any{"integer", "null"}, "minimum": 1, "description": "An existing category (else 422); null removes it."},
-			"tag_ids":          tagIDsSchema(),
-			"featured_image":   openapi.With(openapi.Nullable(imageURLSchema()), openapi.M{"description": "An http or https URL; null removes it."}),
-			"status":           status,
-			"scheduled_at":     openapi.With(scheduledAtSchema(), openapi.M{"description": "RFC 3339, in the future; only with status scheduled."}),
-		}))),
+		Body: openapi.JSON(d.Schema("UpdateBlogPostRequest", openapi.Obj(openapi.With(textFieldsSchema("HTML; sanitised."), openapi.M{
+			"slug":           openapi.With(slugSchema(), openapi.M{"description": "A taken slug is 409."}),
+			"category_id":    openapi.M{"type": []any{"integer", "null"}, "minimum": 1, "description": "An existing category (else 422); null removes it."},
+			"tag_ids":        tagIDsSchema(),
+			"featured_image": openapi.With(openapi.Nullable(imageURLSchema()), openapi.M{"description": "An http or https URL; null removes it."}),
+			"status":         status,
+			"scheduled_at":   openapi.With(scheduledAtSchema(), openapi.M{"description": "RFC 3339, in the future; only with status scheduled."}),
+		})))),
 		Errs: []int{404, 409, 422},
 		OK:   []openapi.Resp{{Status: 200, Desc: "The post, in its own language.", Content: post}}})
 
@@ -180,15 +182,9 @@ func OpenAPI(d *openapi.Doc) {
 		Scope: "blog:write", Idempotent: true,
 		Desc:   "Replaces the whole text of the language (the post's own included): an absent field becomes empty. No credits.",
 		Params: openapi.M{"ref": refParam["ref"], "lang": openapi.With(languageSchema(), openapi.M{"description": "A language code such as en or pt-BR (else 422)."})},
-		Body: openapi.JSON(d.Schema("PutBlogPostTranslationRequest", openapi.Obj(openapi.M{
-			"title":            titleSchema(300),
-			"content":          openapi.M{"type": "string", "description": "HTML; sanitised."},
-			"excerpt":          textSchema(2000),
-			"meta_title":       textSchema(300),
-			"meta_description": textSchema(1000),
-		}, "title"))),
-		Errs: []int{404, 422},
-		OK:   []openapi.Resp{{Status: 200, Desc: "The post, its flat texts in lang.", Content: post}}})
+		Body:   openapi.JSON(d.Schema("PutBlogPostTranslationRequest", openapi.Obj(textFieldsSchema("HTML; sanitised."), "title"))),
+		Errs:   []int{404, 422},
+		OK:     []openapi.Resp{{Status: 200, Desc: "The post, its flat texts in lang.", Content: post}}})
 
 	d.Add("POST", "/v1/blog-posts/{ref}/translate", openapi.Op{ID: "translateBlogPost", Summary: "Translate a post (job translation.batch)", Tag: tag,
 		Scope: "blog:write", Idempotent: true,

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -14,6 +15,76 @@ import (
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
 )
+
+// Post statuses.
+const (
+	StatusDraft     = "draft"
+	StatusPublished = "published"
+	StatusScheduled = "scheduled"
+	StatusArchived  = "archived"
+)
+
+// Post is the Blog post resource. The flat texts are those of Lang: the
+// language asked for with ?lang when the post has it, else the post's
+// original language (LanguageCode).
+type Post struct {
+	ID              int64         `json:"id"`
+	Slug            string        `json:"slug"`
+	Status          string        `json:"status"`
+	FeaturedImage   *string       `json:"featured_image"`
+	PublishedAt     *time.Time    `json:"published_at"`
+	ScheduledAt     *time.Time    `json:"scheduled_at"`
+	Lang            string        `json:"lang"`
+	LanguageCode    string        `json:"language_code"`
+	Title           string        `json:"title"`
+	Excerpt         string        `json:"excerpt"`
+	Content         string        `json:"content"`
+	MetaTitle       string        `json:"meta_title"`
+	MetaDescription string        `json:"meta_description"`
+	Category        *Term         `json:"category"`
+	Tags            []Term        `json:"tags"`
+	Translations    []Translation `json:"translations"`
+	CreatedAt       time.Time     `json:"created_at"`
+	UpdatedAt       time.Time     `json:"updated_at"`
+}
+
+// Translation is a post's text in one language.
+type Translation struct {
+	Lang            string `json:"lang"`
+	Title           string `json:"title"`
+	Excerpt         string `json:"excerpt"`
+	Content         string `json:"content"`
+	MetaTitle       string `json:"meta_title"`
+	MetaDescription string `json:"meta_description"`
+}
+
+// toAPIPost is the resource of p with its flat texts in lang.
+func toAPIPost(p *postRow, lang string) Post {
+	t := p.text(lang)
+	out := Post{
+		ID: p.ID, Slug: p.Slug, Status: p.Status, FeaturedImage: p.FeaturedImage,
+		PublishedAt: utc(p.PublishedAt), ScheduledAt: utc(p.ScheduledAt),
+		Lang: t.Lang, LanguageCode: p.Language,
+		Title: t.Title, Excerpt: t.Excerpt, Content: t.Content, MetaTitle: t.MetaTitle, MetaDescription: t.MetaDescription,
+		Category: p.Category, Tags: p.Tags, Translations: p.Texts,
+		CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(),
+	}
+	if out.Tags == nil {
+		out.Tags = []Term{}
+	}
+	if out.Translations == nil {
+		out.Translations = []Translation{}
+	}
+	return out
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
 
 // createRequest is the body of POST /blog-posts: type manual (the
 // default) takes the post's fields, type ai the generation's.
@@ -116,31 +187,35 @@ func (sv *Service) createManual(w http.ResponseWriter, r *http.Request, s *tenan
 	if err := v.Err(); err != nil {
 		return err
 	}
+	row := &postRow{Status: status, Language: lang, TagIDs: tags, FeaturedImage: req.FeaturedImage, ScheduledAt: at}
+	if req.CategoryID != nil {
+		row.Category = &Term{ID: *req.CategoryID}
+	}
 	text := req.onto(Translation{Lang: lang})
-	var out Post
-	err := s.Tx(r.Context(), func(tx pgx.Tx) (err error) {
-		ctx := r.Context()
-		if err := checkTerms(ctx, tx, req.CategoryID, tags); err != nil {
-			return err
-		}
-		row := &postRow{Status: status, Language: lang, TagIDs: tags, FeaturedImage: req.FeaturedImage, ScheduledAt: at}
-		if req.CategoryID != nil {
-			row.Category = &Term{ID: *req.CategoryID}
-		}
-		if row.Slug, err = pickSlug(ctx, tx, spacePost, req.Slug, text.Title, 0); err != nil {
-			return err
-		}
-		id, err := insertPost(ctx, tx, row, text)
-		if err != nil {
-			return err
-		}
-		out, err = sv.finishWrite(ctx, tx, s, id, status == StatusPublished, "")
-		return err
+	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) {
+		return sv.create(r.Context(), tx, s, row, req.Slug, text)
 	})
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusCreated, out)
+}
+
+// create stores a new post, its slug given or derived from its title, and
+// returns it.
+func (sv *Service) create(ctx context.Context, tx pgx.Tx, s *tenant.Scope, row *postRow, slug *string, text Translation) (Post, error) {
+	var catID *int64
+	if row.Category != nil {
+		catID = &row.Category.ID
+	}
+	if err := checkTerms(ctx, tx, catID, row.TagIDs); err != nil {
+		return Post{}, err
+	}
+	id, err := insertPost(ctx, tx, row, slug, text)
+	if err != nil {
+		return Post{}, err
+	}
+	return sv.finishWrite(ctx, tx, s, id, row.Status == StatusPublished, "")
 }
 
 // checkTerms answers 422 when the category or a tag does not exist. The
@@ -149,11 +224,7 @@ func (sv *Service) createManual(w http.ResponseWriter, r *http.Request, s *tenan
 func checkTerms(ctx context.Context, tx pgx.Tx, categoryID *int64, tagIDs []int64) error {
 	var v httpapi.Validator
 	check := func(kind, field string, ids []int64) error {
-		rows, err := tx.Query(ctx, `SELECT id FROM blog_terms WHERE kind = $1 AND id = ANY($2) FOR KEY SHARE`, kind, ids)
-		if err != nil {
-			return err
-		}
-		found, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		found, err := lockTerms(ctx, tx, kind, ids)
 		if err != nil {
 			return err
 		}
@@ -178,7 +249,7 @@ func checkTerms(ctx context.Context, tx pgx.Tx, categoryID *int64, tagIDs []int6
 // finishWrite reloads a written post, emits blog_post.published when the
 // write published it, and returns the post in lang.
 func (sv *Service) finishWrite(ctx context.Context, tx pgx.Tx, s *tenant.Scope, id int64, published bool, lang string) (Post, error) {
-	p, err := loadPost(ctx, tx, strconv.FormatInt(id, 10), false)
+	p, err := loadPostID(ctx, tx, id, false)
 	if err != nil {
 		return Post{}, err
 	}
@@ -196,10 +267,6 @@ func (sv *Service) listPosts(w http.ResponseWriter, r *http.Request, s *tenant.S
 
 // list serves the admin list and, with admin false, the public one.
 func (sv *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope, admin bool) error {
-	page, err := httpapi.ParsePage(r)
-	if err != nil {
-		return err
-	}
 	lang, err := langQuery(r)
 	if err != nil {
 		return err
@@ -208,22 +275,52 @@ func (sv *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope,
 	if err != nil {
 		return err
 	}
-	var rows []*postRow
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		rows, err = listPosts(r.Context(), tx, f, page.Cursor, page.Limit+1)
-		return err
-	})
+	decode, cursorOf := adminCursor, func(p Post) string { return httpapi.IDText(p.ID) }
+	if !admin {
+		decode, cursorOf = parsePublicCursor, publicCursor
+	}
+	list, err := httpapi.ListOf(r, decode, func(after *postCursor, limit int) ([]Post, error) {
+		rows, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]*postRow, error) {
+			return listPosts(r.Context(), tx, f, after, limit)
+		})
+		out := make([]Post, len(rows))
+		for i, p := range rows {
+			out[i] = toAPIPost(p, lang)
+		}
+		return out, err
+	}, cursorOf)
 	if err != nil {
 		return err
 	}
-	out := make([]Post, len(rows))
-	for i, p := range rows {
-		out[i] = toAPIPost(p, lang)
-	}
 	if admin {
-		return httpapi.JSON(w, http.StatusOK, httpapi.NewList(out, page.Limit, func(p Post) string { return strconv.FormatInt(p.ID, 10) }))
+		return httpapi.JSON(w, http.StatusOK, list)
 	}
-	return httpapi.PublicJSON(w, r, httpapi.NewList(out, page.Limit, publicCursor))
+	return httpapi.PublicJSON(w, r, list)
+}
+
+// adminCursor reads the admin list's cursor: the last post's id.
+func adminCursor(c string) (*postCursor, error) {
+	id, err := httpapi.CursorID(c)
+	if err != nil {
+		return nil, err
+	}
+	return &postCursor{ID: id}, nil
+}
+
+// The public list's cursor is the last post's publication time (Unix
+// microseconds, the database's precision) and id.
+func publicCursor(p Post) string {
+	return strconv.FormatInt(p.PublishedAt.UnixMicro(), 10) + ":" + strconv.FormatInt(p.ID, 10)
+}
+
+func parsePublicCursor(c string) (*postCursor, error) {
+	a, b, ok := strings.Cut(c, ":")
+	us, err1 := strconv.ParseInt(a, 10, 64)
+	id, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return nil, httpapi.BadCursor()
+	}
+	return &postCursor{PublishedAt: time.UnixMicro(us), ID: id}, nil
 }
 
 func (sv *Service) getPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
@@ -240,13 +337,7 @@ func (sv *Service) getPost(w http.ResponseWriter, r *http.Request, s *tenant.Sco
 
 // readPost reads the post ref names (loadPost) in a transaction of its own.
 func readPost(ctx context.Context, s *tenant.Scope, ref string) (*postRow, error) {
-	var p *postRow
-	err := s.Tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		p, err = loadPost(ctx, tx, ref, false)
-		return err
-	})
-	return p, err
+	return tenant.TxV(ctx, s, func(tx pgx.Tx) (*postRow, error) { return loadPost(ctx, tx, ref, false) })
 }
 
 // patchRequest is the body of PATCH /blog-posts/{id_or_slug}: the texts
@@ -263,7 +354,6 @@ type patchRequest struct {
 }
 
 func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	var req patchRequest
 	if err := decode(r, &req); err != nil {
 		return err
@@ -292,63 +382,8 @@ func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request, s *tenant.S
 	if err := v.Err(); err != nil {
 		return err
 	}
-	var out Post
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		ctx := r.Context()
-		p, err := loadPost(ctx, tx, chi.URLParam(r, "ref"), true)
-		if err != nil {
-			return err
-		}
-		var cat *int64
-		if req.CategoryID.Set && !req.CategoryID.Null {
-			cat = &req.CategoryID.V
-		}
-		if err := checkTerms(ctx, tx, cat, tags); err != nil {
-			return err
-		}
-		if req.Slug != nil && *req.Slug != p.Slug {
-			if _, err := pickSlug(ctx, tx, spacePost, req.Slug, "", p.ID); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `UPDATE blog_posts SET slug = $2 WHERE id = $1`, p.ID, *req.Slug); err != nil {
-				return err
-			}
-		}
-		if req.CategoryID.Set {
-			if _, err := tx.Exec(ctx, `UPDATE blog_posts SET category_id = $2 WHERE id = $1`, p.ID, cat); err != nil {
-				return err
-			}
-		}
-		if req.FeaturedImage.Set {
-			var img *string
-			if !req.FeaturedImage.Null {
-				img = &req.FeaturedImage.V
-			}
-			if _, err := tx.Exec(ctx, `UPDATE blog_posts SET featured_image = $2 WHERE id = $1`, p.ID, img); err != nil {
-				return err
-			}
-		}
-		if req.TagIDs != nil {
-			if err := setTags(ctx, tx, p.ID, tags); err != nil {
-				return err
-			}
-		}
-		if req.any() {
-			if err := putText(ctx, tx, p.ID, req.onto(p.text(p.Language))); err != nil {
-				return err
-			}
-		}
-		published := false
-		if req.Status != nil {
-			if published, err = setStatus(ctx, tx, p, *req.Status, at); err != nil {
-				return err
-			}
-		}
-		if err := touch(ctx, tx, p.ID); err != nil {
-			return err
-		}
-		out, err = sv.finishWrite(ctx, tx, s, p.ID, published, "")
-		return err
+	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) {
+		return sv.patch(r.Context(), tx, s, chi.URLParam(r, "ref"), &req, tags, at)
 	})
 	if err != nil {
 		return err
@@ -356,56 +391,60 @@ func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request, s *tenant.S
 	return httpapi.JSON(w, http.StatusOK, out)
 }
 
-// setStatus moves p to status (at: the time of a schedule) and reports
-// whether p became published. Publishing a published post changes
-// nothing. scheduled_at is kept only while a post is scheduled and, as a
-// record, once the scheduler published it.
-func setStatus(ctx context.Context, tx pgx.Tx, p *postRow, status string, at *time.Time) (bool, error) {
-	if p.Status == status && status != StatusScheduled {
-		return false, nil
+// patch applies a checked PATCH to the post ref names (tags: the tag ids
+// without duplicates, at: the schedule time) and returns the post.
+func (sv *Service) patch(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string, req *patchRequest, tags []int64, at *time.Time) (Post, error) {
+	p, err := loadPost(ctx, tx, ref, true)
+	if err != nil {
+		return Post{}, err
 	}
-	var q string
-	args := []any{p.ID}
-	switch status {
-	case StatusPublished:
-		q = `UPDATE blog_posts SET status = 'published', published_at = now(), scheduled_at = NULL, updated_at = now() WHERE id = $1`
-	case StatusScheduled:
-		q = `UPDATE blog_posts SET status = 'scheduled', scheduled_at = $2, published_at = NULL, updated_at = now() WHERE id = $1`
-		args = append(args, *at)
-	case StatusArchived:
-		q = `UPDATE blog_posts SET status = 'archived', scheduled_at = NULL, updated_at = now() WHERE id = $1`
-	case StatusDraft:
-		q = `UPDATE blog_posts SET status = 'draft', scheduled_at = NULL, published_at = NULL, updated_at = now() WHERE id = $1`
-	default:
-		return false, fmt.Errorf("blog: unknown status %q", status)
+	if err := checkTerms(ctx, tx, req.CategoryID.ptr(), tags); err != nil {
+		return Post{}, err
 	}
-	if _, err := tx.Exec(ctx, q, args...); err != nil {
-		return false, err
+	if req.Slug != nil && *req.Slug != p.Slug {
+		if _, err := pickSlug(ctx, tx, spacePost, req.Slug, "", p.ID); err != nil {
+			return Post{}, err
+		}
 	}
-	p.Status = status
-	return status == StatusPublished, nil
+	if err := updatePost(ctx, tx, p.ID, postChange{Slug: req.Slug, Category: req.CategoryID, Image: req.FeaturedImage, TagIDs: tags}); err != nil {
+		return Post{}, err
+	}
+	if req.any() {
+		if err := putText(ctx, tx, p.ID, req.onto(p.text(p.Language))); err != nil {
+			return Post{}, err
+		}
+	}
+	published := false
+	if req.Status != nil {
+		if published, err = setStatus(ctx, tx, p, *req.Status, at); err != nil {
+			return Post{}, err
+		}
+	}
+	return sv.finishWrite(ctx, tx, s, p.ID, published, "")
 }
 
 // transition serves publish, schedule and archive.
 func (sv *Service) transition(w http.ResponseWriter, r *http.Request, s *tenant.Scope, status string, at *time.Time) error {
-	var err error
-	var out Post
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		p, err := loadPost(r.Context(), tx, chi.URLParam(r, "ref"), true)
-		if err != nil {
-			return err
-		}
-		published, err := setStatus(r.Context(), tx, p, status, at)
-		if err != nil {
-			return err
-		}
-		out, err = sv.finishWrite(r.Context(), tx, s, p.ID, published, "")
-		return err
+	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) {
+		return sv.moveTo(r.Context(), tx, s, chi.URLParam(r, "ref"), status, at)
 	})
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, out)
+}
+
+// moveTo moves the post ref names to status (setStatus) and returns it.
+func (sv *Service) moveTo(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref, status string, at *time.Time) (Post, error) {
+	p, err := loadPost(ctx, tx, ref, true)
+	if err != nil {
+		return Post{}, err
+	}
+	published, err := setStatus(ctx, tx, p, status, at)
+	if err != nil {
+		return Post{}, err
+	}
+	return sv.finishWrite(ctx, tx, s, p.ID, published, "")
 }
 
 func (sv *Service) publishPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
@@ -435,16 +474,8 @@ func (sv *Service) schedulePost(w http.ResponseWriter, r *http.Request, s *tenan
 }
 
 func (sv *Service) deletePost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		p, err := loadPost(r.Context(), tx, chi.URLParam(r, "ref"), true)
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(r.Context(), `DELETE FROM blog_posts WHERE id = $1`, p.ID)
-		return err
-	})
-	if err != nil {
+	ref := chi.URLParam(r, "ref")
+	if err := s.Tx(r.Context(), func(tx pgx.Tx) error { return deletePost(r.Context(), tx, ref) }); err != nil {
 		return err
 	}
 	return httpapi.NoContent(w)
@@ -454,7 +485,6 @@ func (sv *Service) deletePost(w http.ResponseWriter, r *http.Request, s *tenant.
 // one included) from a body of textFields, title required, all fields at
 // once: an absent field is empty.
 func (sv *Service) putTranslation(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	lang := chi.URLParam(r, "lang")
 	var req textFields
 	if err := httpapi.Decode(r, &req); err != nil {
@@ -470,23 +500,24 @@ func (sv *Service) putTranslation(w http.ResponseWriter, r *http.Request, s *ten
 		return err
 	}
 	t := req.onto(Translation{Lang: lang})
-	var out Post
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		p, err := loadPost(r.Context(), tx, chi.URLParam(r, "ref"), true)
-		if err != nil {
-			return err
-		}
-		if err := putText(r.Context(), tx, p.ID, t); err != nil {
-			return err
-		}
-		if err := touch(r.Context(), tx, p.ID); err != nil {
-			return err
-		}
-		out, err = sv.finishWrite(r.Context(), tx, s, p.ID, false, lang)
-		return err
+	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) {
+		return sv.writeText(r.Context(), tx, s, chi.URLParam(r, "ref"), t)
 	})
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, out)
+}
+
+// writeText writes the text t of the post ref names and returns the post
+// in t's language.
+func (sv *Service) writeText(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string, t Translation) (Post, error) {
+	p, err := loadPost(ctx, tx, ref, true)
+	if err != nil {
+		return Post{}, err
+	}
+	if err := putText(ctx, tx, p.ID, t); err != nil {
+		return Post{}, err
+	}
+	return sv.finishWrite(ctx, tx, s, p.ID, false, t.Lang)
 }

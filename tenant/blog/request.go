@@ -44,6 +44,14 @@ func (n *nullable[T]) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &n.V)
 }
 
+// ptr is the value, nil when absent or null.
+func (n nullable[T]) ptr() *T {
+	if !n.Set || n.Null {
+		return nil
+	}
+	return &n.V
+}
+
 // clean returns *p sanitised by f (nil stays nil), so that what is
 // validated is what is stored.
 func clean(p *string, f func(string) string) *string {

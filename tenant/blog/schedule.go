@@ -2,7 +2,6 @@ package blog
 
 import (
 	"context"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -77,35 +76,27 @@ func (sv *Service) PublishAllDue(ctx context.Context) (int, error) {
 // schedulers run at once, in however many processes, each due post is
 // published, and announced, once.
 func (sv *Service) PublishDue(ctx context.Context, s *tenant.Scope, limit int) ([]Post, error) {
-	var out []Post
-	err := s.Tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `UPDATE blog_posts SET status = 'published', published_at = now(), updated_at = now()
-			WHERE id IN (SELECT id FROM blog_posts WHERE status = 'scheduled' AND scheduled_at <= now()
-				ORDER BY scheduled_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
-			RETURNING id`, limit)
+	out, err := tenant.TxV(ctx, s, func(tx pgx.Tx) ([]Post, error) {
+		ids, err := claimDue(ctx, tx, limit)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return err
-		}
-		out = make([]Post, 0, len(ids))
+		out := make([]Post, 0, len(ids))
 		for _, id := range ids {
-			p, err := loadPost(ctx, tx, strconv.FormatInt(id, 10), false)
+			p, err := loadPostID(ctx, tx, id, false)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			post := toAPIPost(p, p.Language)
 			if err := sv.emit(ctx, tx, s, TopicPublished, post); err != nil {
-				return err
+				return nil, err
 			}
 			out = append(out, post)
 		}
-		return nil
+		return out, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, err // the claim rolled back: nothing was published
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package blog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -14,55 +15,6 @@ import (
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/slug"
 )
-
-// Post statuses.
-const (
-	StatusDraft     = "draft"
-	StatusPublished = "published"
-	StatusScheduled = "scheduled"
-	StatusArchived  = "archived"
-)
-
-// Post is the Blog post resource. The flat texts are those of Lang: the
-// language asked for with ?lang when the post has it, else the post's
-// original language (LanguageCode).
-type Post struct {
-	ID              int64         `json:"id"`
-	Slug            string        `json:"slug"`
-	Status          string        `json:"status"`
-	FeaturedImage   *string       `json:"featured_image"`
-	PublishedAt     *time.Time    `json:"published_at"`
-	ScheduledAt     *time.Time    `json:"scheduled_at"`
-	Lang            string        `json:"lang"`
-	LanguageCode    string        `json:"language_code"`
-	Title           string        `json:"title"`
-	Excerpt         string        `json:"excerpt"`
-	Content         string        `json:"content"`
-	MetaTitle       string        `json:"meta_title"`
-	MetaDescription string        `json:"meta_description"`
-	Category        *Term         `json:"category"`
-	Tags            []Term        `json:"tags"`
-	Translations    []Translation `json:"translations"`
-	CreatedAt       time.Time     `json:"created_at"`
-	UpdatedAt       time.Time     `json:"updated_at"`
-}
-
-// Term is a category or a tag.
-type Term struct {
-	ID   int64  `json:"id"`
-	Name string `json:"name"`
-	Slug string `json:"slug"`
-}
-
-// Translation is a post's text in one language.
-type Translation struct {
-	Lang            string `json:"lang"`
-	Title           string `json:"title"`
-	Excerpt         string `json:"excerpt"`
-	Content         string `json:"content"`
-	MetaTitle       string `json:"meta_title"`
-	MetaDescription string `json:"meta_description"`
-}
 
 // postRow is a blog_posts row with its category and tags.
 type postRow struct {
@@ -93,34 +45,6 @@ func (p *postRow) text(lang string) Translation {
 		}
 	}
 	return orig
-}
-
-// toAPIPost is the resource of p with its flat texts in lang.
-func toAPIPost(p *postRow, lang string) Post {
-	t := p.text(lang)
-	out := Post{
-		ID: p.ID, Slug: p.Slug, Status: p.Status, FeaturedImage: p.FeaturedImage,
-		PublishedAt: utc(p.PublishedAt), ScheduledAt: utc(p.ScheduledAt),
-		Lang: t.Lang, LanguageCode: p.Language,
-		Title: t.Title, Excerpt: t.Excerpt, Content: t.Content, MetaTitle: t.MetaTitle, MetaDescription: t.MetaDescription,
-		Category: p.Category, Tags: p.Tags, Translations: p.Texts,
-		CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(),
-	}
-	if out.Tags == nil {
-		out.Tags = []Term{}
-	}
-	if out.Translations == nil {
-		out.Translations = []Translation{}
-	}
-	return out
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }
 
 const postColumns = `p.id, p.slug, p.status, p.language, p.texts, p.tag_ids, p.featured_image, p.published_at, p.scheduled_at,
@@ -163,7 +87,7 @@ func fill(ctx context.Context, tx pgx.Tx, posts []*postRow) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	rows, err := tx.Query(ctx, `SELECT id, name, slug FROM blog_terms WHERE kind = 'tag' AND id = ANY($1) ORDER BY name, id`, ids)
+	rows, err := tx.Query(ctx, `SELECT `+termColumns+` FROM blog_terms WHERE kind = 'tag' AND id = ANY($1) ORDER BY name, id`, ids)
 	if err != nil {
 		return err
 	}
@@ -181,12 +105,6 @@ func fill(ctx context.Context, tx pgx.Tx, posts []*postRow) error {
 	return nil
 }
 
-func scanTerm(row pgx.CollectableRow) (Term, error) {
-	var t Term
-	err := row.Scan(&t.ID, &t.Name, &t.Slug)
-	return t, err
-}
-
 // isID reports whether ref names a post by id (numeric) rather than slug.
 func isID(ref string) (int64, bool) {
 	if ref == "" || strings.TrimLeft(ref, "0123456789") != "" {
@@ -196,16 +114,21 @@ func isID(ref string) (int64, bool) {
 	return id, err == nil
 }
 
+// postWhere is the condition (on blog_posts p) and its argument that
+// select the post ref names: a numeric id or a slug.
+func postWhere(ref string) (string, any) {
+	if id, ok := isID(ref); ok {
+		return `p.id = $1`, id
+	}
+	return `p.slug = $1`, ref
+}
+
 // loadPost reads the post ref names (a numeric id or a slug), with lock
 // FOR UPDATE when forUpdate; httpapi.ErrNotFound when absent.
-func loadPost(ctx context.Context, tx pgx.Tx, ref string, forUpdate bool) (*postRow, error) {
-	q := `SELECT ` + postColumns + postFrom
-	var arg any
-	if id, ok := isID(ref); ok {
-		q, arg = q+` WHERE p.id = $1`, id
-	} else {
-		q, arg = q+` WHERE p.slug = $1`, ref
-	}
+func loadPost(ctx context.Context, tx pgx.Tx, ref string, forUpdate bool) (_ *postRow, err error) {
+	defer httpapi.Wrap(&err, "loadPost(%q)", ref)
+	where, arg := postWhere(ref)
+	q := `SELECT ` + postColumns + postFrom + ` WHERE ` + where
 	if forUpdate {
 		q += ` FOR UPDATE OF p`
 	}
@@ -217,6 +140,11 @@ func loadPost(ctx context.Context, tx pgx.Tx, ref string, forUpdate bool) (*post
 		return nil, err
 	}
 	return p, fill(ctx, tx, []*postRow{p})
+}
+
+// loadPostID is loadPost of the post with id.
+func loadPostID(ctx context.Context, tx pgx.Tx, id int64, forUpdate bool) (*postRow, error) {
+	return loadPost(ctx, tx, strconv.FormatInt(id, 10), forUpdate)
 }
 
 // postFilter selects posts of a list.
@@ -232,9 +160,16 @@ type postFilter struct {
 	Public bool
 }
 
-// listPosts returns up to limit posts after cursor (the cursor text of
-// the last post of the previous page).
-func listPosts(ctx context.Context, tx pgx.Tx, f postFilter, cursor string, limit int) ([]*postRow, error) {
+// postCursor is the last post of the previous page: its id and, in the
+// public list, its publication time.
+type postCursor struct {
+	PublishedAt time.Time
+	ID          int64
+}
+
+// listPosts returns up to limit posts after the post of cursor (nil: from
+// the first).
+func listPosts(ctx context.Context, tx pgx.Tx, f postFilter, after *postCursor, limit int) ([]*postRow, error) {
 	args := []any{f.Status, f.CategoryID, f.CategorySlug, f.TagID, f.TagSlug, f.IDs, limit}
 	q := `SELECT ` + postColumns + postFrom + `
 		WHERE ($1::text IS NULL OR p.status = $1)
@@ -245,23 +180,15 @@ func listPosts(ctx context.Context, tx pgx.Tx, f postFilter, cursor string, limi
 		AND ($6::bigint[] IS NULL OR p.id = ANY($6))`
 	if f.Public {
 		q += ` AND p.status = 'published'`
-		if cursor != "" {
-			at, id, err := parsePublicCursor(cursor)
-			if err != nil {
-				return nil, err
-			}
+		if after != nil {
 			q += ` AND (p.published_at, p.id) < ($8, $9)`
-			args = append(args, at, id)
+			args = append(args, after.PublishedAt, after.ID)
 		}
 		q += ` ORDER BY p.published_at DESC, p.id DESC LIMIT $7`
 	} else {
-		if cursor != "" {
-			before, err := httpapi.CursorID(cursor)
-			if err != nil {
-				return nil, err
-			}
+		if after != nil {
 			q += ` AND p.id < $8`
-			args = append(args, before)
+			args = append(args, after.ID)
 		}
 		q += ` ORDER BY p.id DESC LIMIT $7`
 	}
@@ -274,22 +201,6 @@ func listPosts(ctx context.Context, tx pgx.Tx, f postFilter, cursor string, limi
 		return nil, err
 	}
 	return posts, fill(ctx, tx, posts)
-}
-
-// The public list's cursor is the last post's publication time (Unix
-// microseconds, the database's precision) and id.
-func publicCursor(p Post) string {
-	return strconv.FormatInt(p.PublishedAt.UnixMicro(), 10) + ":" + strconv.FormatInt(p.ID, 10)
-}
-
-func parsePublicCursor(c string) (time.Time, int64, error) {
-	a, b, ok := strings.Cut(c, ":")
-	us, err1 := strconv.ParseInt(a, 10, 64)
-	id, err2 := strconv.ParseInt(b, 10, 64)
-	if !ok || err1 != nil || err2 != nil {
-		return time.Time{}, 0, httpapi.BadCursor()
-	}
-	return time.UnixMicro(us), id, nil
 }
 
 // Slug spaces: posts, and categories and tags apart.
@@ -307,9 +218,7 @@ func lockSlugs(ctx context.Context, tx pgx.Tx, space string) error {
 }
 
 // slugTaken reports whether another row (not except) of space has slug s.
-func slugTaken(ctx context.Context, tx pgx.Tx, space, s string, except int64) (bool, error) {
-	var taken bool
-	var err error
+func slugTaken(ctx context.Context, tx pgx.Tx, space, s string, except int64) (taken bool, err error) {
 	if space == spacePost {
 		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM blog_posts WHERE slug = $1 AND id <> $2)`, s, except).Scan(&taken)
 	} else {
@@ -363,9 +272,13 @@ func textJSON(t Translation) map[string]any {
 		"meta_title": t.MetaTitle, "meta_description": t.MetaDescription}}
 }
 
-// insertPost inserts a post with its text in its original language and
-// returns its id.
-func insertPost(ctx context.Context, tx pgx.Tx, p *postRow, text Translation) (int64, error) {
+// insertPost inserts a post with its text in its original language, under
+// the slug given or else one derived from its title (pickSlug), and
+// returns its id; p.Slug is set to the slug.
+func insertPost(ctx context.Context, tx pgx.Tx, p *postRow, given *string, text Translation) (id int64, err error) {
+	if p.Slug, err = pickSlug(ctx, tx, spacePost, given, text.Title, 0); err != nil {
+		return 0, err
+	}
 	var catID *int64
 	if p.Category != nil {
 		catID = &p.Category.ID
@@ -373,8 +286,7 @@ func insertPost(ctx context.Context, tx pgx.Tx, p *postRow, text Translation) (i
 	if p.TagIDs == nil {
 		p.TagIDs = []int64{}
 	}
-	var id int64
-	err := tx.QueryRow(ctx, `INSERT INTO blog_posts (slug, status, language, texts, category_id, tag_ids, featured_image, published_at, scheduled_at)
+	err = tx.QueryRow(ctx, `INSERT INTO blog_posts (slug, status, language, texts, category_id, tag_ids, featured_image, published_at, scheduled_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $2 = 'published' THEN now() END, $8) RETURNING id`,
 		p.Slug, p.Status, p.Language, textJSON(text), catID, p.TagIDs, p.FeaturedImage, p.ScheduledAt).Scan(&id)
 	return id, err
@@ -386,14 +298,78 @@ func putText(ctx context.Context, tx pgx.Tx, postID int64, t Translation) error 
 	return err
 }
 
-// setTags replaces the tags of a post.
-func setTags(ctx context.Context, tx pgx.Tx, postID int64, tagIDs []int64) error {
-	_, err := tx.Exec(ctx, `UPDATE blog_posts SET tag_ids = $2 WHERE id = $1`, postID, tagIDs)
+// postChange is what a PATCH changes of a post besides its texts and
+// status: nil and unset fields are left as they are.
+type postChange struct {
+	Slug     *string
+	Category nullable[int64]
+	Image    nullable[string]
+	TagIDs   []int64
+}
+
+// updatePost applies c to the post with id and bumps its updated_at.
+func updatePost(ctx context.Context, tx pgx.Tx, id int64, c postChange) error {
+	_, err := tx.Exec(ctx, `UPDATE blog_posts SET slug = COALESCE($2::text, slug),
+			category_id = CASE WHEN $3::boolean THEN $4::bigint ELSE category_id END,
+			featured_image = CASE WHEN $5::boolean THEN $6::text ELSE featured_image END,
+			tag_ids = COALESCE($7::bigint[], tag_ids), updated_at = now()
+		WHERE id = $1`, id, c.Slug, c.Category.Set, c.Category.ptr(), c.Image.Set, c.Image.ptr(), c.TagIDs)
 	return err
 }
 
-// touch bumps a post's updated_at.
-func touch(ctx context.Context, tx pgx.Tx, postID int64) error {
-	_, err := tx.Exec(ctx, `UPDATE blog_posts SET updated_at = now() WHERE id = $1`, postID)
-	return err
+// setStatus moves p to status (at: the time of a schedule) and reports
+// whether p became published. Publishing a published post changes
+// nothing. scheduled_at is kept only while a post is scheduled and, as a
+// record, once the scheduler published it.
+func setStatus(ctx context.Context, tx pgx.Tx, p *postRow, status string, at *time.Time) (bool, error) {
+	if p.Status == status && status != StatusScheduled {
+		return false, nil
+	}
+	var q string
+	args := []any{p.ID}
+	switch status {
+	case StatusPublished:
+		q = `UPDATE blog_posts SET status = 'published', published_at = now(), scheduled_at = NULL, updated_at = now() WHERE id = $1`
+	case StatusScheduled:
+		q = `UPDATE blog_posts SET status = 'scheduled', scheduled_at = $2, published_at = NULL, updated_at = now() WHERE id = $1`
+		args = append(args, *at)
+	case StatusArchived:
+		q = `UPDATE blog_posts SET status = 'archived', scheduled_at = NULL, updated_at = now() WHERE id = $1`
+	case StatusDraft:
+		q = `UPDATE blog_posts SET status = 'draft', scheduled_at = NULL, published_at = NULL, updated_at = now() WHERE id = $1`
+	default:
+		return false, fmt.Errorf("blog: unknown status %q", status)
+	}
+	if _, err := tx.Exec(ctx, q, args...); err != nil {
+		return false, err
+	}
+	p.Status = status
+	return status == StatusPublished, nil
+}
+
+// deletePost deletes the post ref names; httpapi.ErrNotFound when absent.
+func deletePost(ctx context.Context, tx pgx.Tx, ref string) (err error) {
+	defer httpapi.Wrap(&err, "deletePost(%q)", ref)
+	where, arg := postWhere(ref)
+	tag, err := tx.Exec(ctx, `DELETE FROM blog_posts p WHERE `+where, arg)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return httpapi.ErrNotFound
+	}
+	return nil
+}
+
+// claimDue publishes up to limit scheduled posts whose time has come,
+// skipping those another transaction holds, and returns their ids.
+func claimDue(ctx context.Context, tx pgx.Tx, limit int) ([]int64, error) {
+	rows, err := tx.Query(ctx, `UPDATE blog_posts SET status = 'published', published_at = now(), updated_at = now()
+			WHERE id IN (SELECT id FROM blog_posts WHERE status = 'scheduled' AND scheduled_at <= now()
+				ORDER BY scheduled_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
+			RETURNING id`, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }

@@ -3,7 +3,6 @@ package blog
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -40,33 +39,45 @@ const postFields = 5
 // submitTranslate starts translation.batch of a post: 7 credits per
 // language, charged now and refunded if the job fails.
 func (sv *Service) submitTranslate(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	var req translateRequest
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
 	}
-	var job jobs.Job
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		p, err := loadPost(r.Context(), tx, chi.URLParam(r, "ref"), false)
-		if err != nil {
-			return err
-		}
-		var v httpapi.Validator
-		v.Check(len(req.Languages) >= 1, "languages", "must list at least one language code")
-		checkLanguages(&v, "languages", req.Languages, p.Language)
-		if err := v.Err(); err != nil {
-			return err
-		}
-		job, err = jobs.Submit(r.Context(), tx, s, sv.river, jobs.Spec{
-			Type: TypeTranslate, Handler: handlerTranslate, Args: translateArgs{PostID: p.ID, Languages: req.Languages},
-			Charges: languageCharges(len(req.Languages)), Steps: req.Languages, WriteScope: "blog:write",
-		})
-		return err
+	job, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (jobs.Job, error) {
+		return sv.translate(r.Context(), tx, s, chi.URLParam(r, "ref"), req.Languages)
 	})
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusAccepted, job)
+}
+
+// translate checks langs against the post ref names (valid codes, none
+// twice, not the post's own language) and submits its translation.
+func (sv *Service) translate(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string, langs []string) (jobs.Job, error) {
+	p, err := loadPost(ctx, tx, ref, false)
+	if err != nil {
+		return jobs.Job{}, err
+	}
+	var v httpapi.Validator
+	v.Check(len(langs) >= 1, "languages", "must list at least one language code")
+	checkLanguages(&v, "languages", langs, p.Language)
+	if err := v.Err(); err != nil {
+		return jobs.Job{}, err
+	}
+	return jobs.Submit(ctx, tx, s, sv.river, jobs.Spec{
+		Type: TypeTranslate, Handler: handlerTranslate, Args: translateArgs{PostID: p.ID, Languages: langs},
+		Charges: languageCharges(len(langs)), Steps: langs, WriteScope: "blog:write",
+	})
+}
+
+// postGone is the job failure of a post deleted before its translation
+// was written; other errors are returned as they are.
+func postGone(err error) error {
+	if errors.Is(err, httpapi.ErrNotFound) {
+		return jobs.Fail(httpapi.CodeNotFound, "the post was deleted before it could be translated")
+	}
+	return err
 }
 
 // translateJob translates the post's original texts into each language
@@ -77,22 +88,11 @@ func (sv *Service) translateJob(ctx context.Context, run *jobs.Run) (jobs.Commit
 	if err := run.Decode(&a); err != nil {
 		return nil, jobs.Fail(jobs.CodeInvalid, "the job's arguments are unreadable: "+err.Error())
 	}
-	var src Translation
-	var from string
-	err := run.Scope.Tx(ctx, func(tx pgx.Tx) error {
-		p, err := loadPost(ctx, tx, fmt.Sprint(a.PostID), false)
-		if err != nil {
-			return err
-		}
-		from, src = p.Language, p.text(p.Language)
-		return nil
-	})
-	if errors.Is(err, httpapi.ErrNotFound) {
-		return nil, jobs.Fail(httpapi.CodeNotFound, "the post was deleted before it could be translated")
-	}
+	p, err := tenant.TxV(ctx, run.Scope, func(tx pgx.Tx) (*postRow, error) { return loadPostID(ctx, tx, a.PostID, false) })
 	if err != nil {
-		return nil, err
+		return nil, postGone(err)
 	}
+	from, src := p.Language, p.text(p.Language)
 	site := run.Scope.Project.Name
 	out := make([]Translation, len(a.Languages))
 	for i, lang := range a.Languages {
@@ -108,19 +108,13 @@ func (sv *Service) translateJob(ctx context.Context, run *jobs.Run) (jobs.Commit
 			MetaTitle: cleanText(tr[3]), MetaDescription: cleanText(tr[4])}
 	}
 	return func(ctx context.Context, tx pgx.Tx) (any, error) {
-		if _, err := loadPost(ctx, tx, fmt.Sprint(a.PostID), true); err != nil {
-			if errors.Is(err, httpapi.ErrNotFound) {
-				return nil, jobs.Fail(httpapi.CodeNotFound, "the post was deleted before it could be translated")
-			}
-			return nil, err
+		if _, err := loadPostID(ctx, tx, a.PostID, true); err != nil {
+			return nil, postGone(err)
 		}
 		for _, t := range out {
 			if err := putText(ctx, tx, a.PostID, t); err != nil {
 				return nil, err
 			}
-		}
-		if err := touch(ctx, tx, a.PostID); err != nil {
-			return nil, err
 		}
 		if err := sv.emitTranslated(ctx, tx, run.Scope, a.PostID, a.Languages); err != nil {
 			return nil, err

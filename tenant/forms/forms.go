@@ -1,7 +1,7 @@
 // Package forms is the lead-capture pillar: newsletter subscriptions and
 // contact messages posted by anonymous visitors of a project's site through
 // /v1/public/forms/*, and the admin list, delete and CSV export of them.
-// Forms cost no credits and raise no webhook events (api-v1.md, Events).
+// Forms cost no credits and raise no webhook events (docs/decisions.md section 7, Events).
 package forms
 
 import (
@@ -34,7 +34,7 @@ const (
 	MaxFieldValues = 50   // items of an array value in fields
 )
 
-// Submission is the form submission resource of decisions.md section 5.
+// Submission is the form submission resource of docs/decisions.md section 5.
 type Submission struct {
 	ID        int64           `json:"id"`
 	Type      string          `json:"type"`
@@ -48,13 +48,23 @@ type Submission struct {
 	CreatedAt time.Time       `json:"created_at"`
 }
 
-func toAPI(r row) Submission {
+// toSubmission is the resource of a stored row.
+func toSubmission(r row) Submission {
 	fields := json.RawMessage(r.Fields)
 	if len(fields) == 0 {
 		fields = json.RawMessage("{}")
 	}
 	return Submission{ID: r.ID, Type: r.Type, Email: r.Email, Name: r.Name, Subject: r.Subject, Message: r.Message,
 		Fields: fields, Source: r.Source, Spam: r.Spam, CreatedAt: r.CreatedAt.UTC()}
+}
+
+// toSubmissions is toSubmission of each row.
+func toSubmissions(rows []row) []Submission {
+	out := make([]Submission, len(rows))
+	for i, r := range rows {
+		out[i] = toSubmission(r)
+	}
+	return out
 }
 
 // newsletterRequest is the body of POST /v1/public/forms/newsletter.

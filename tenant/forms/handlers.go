@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -56,7 +57,9 @@ func submit(r *http.Request, s *tenant.Scope, in formRequest) (sent, saved row, 
 	if sent, err = in.validate(); err != nil {
 		return sent, saved, err
 	}
-	saved, err = save(r.Context(), s, sent)
+	saved, err = tenant.TxV(r.Context(), s, func(tx pgx.Tx) (row, error) {
+		return insert(r.Context(), tx, sent)
+	})
 	return sent, saved, err
 }
 
@@ -65,7 +68,7 @@ func subscribe(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	if err != nil {
 		return err
 	}
-	out := toAPI(saved)
+	out := toSubmission(saved)
 	// A repeated subscription answers with the existing row's id and date,
 	// but echoes only what this request sent: an anonymous caller must not
 	// read back a name or source stored by an earlier subscription.
@@ -78,7 +81,7 @@ func contact(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, http.StatusCreated, toAPI(saved))
+	return httpapi.JSON(w, http.StatusCreated, toSubmission(saved))
 }
 
 func listSubmissions(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
@@ -92,33 +95,27 @@ func listSubmissions(w http.ResponseWriter, r *http.Request, s *tenant.Scope) er
 		}
 		return exportCSV(w, r, s)
 	}
-	page, err := httpapi.ParsePage(r)
+	subs, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]Submission, error) {
+		rows, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]row, error) {
+			return list(r.Context(), tx, typ, before, limit)
+		})
+		return toSubmissions(rows), err
+	}, func(x Submission) string { return httpapi.IDText(x.ID) })
 	if err != nil {
 		return err
 	}
-	before, err := httpapi.CursorID(page.Cursor)
-	if err != nil {
-		return err
-	}
-	rows, err := list(r.Context(), s, typ, before, page.Limit+1)
-	if err != nil {
-		return err
-	}
-	out := make([]Submission, len(rows))
-	for i, row := range rows {
-		out[i] = toAPI(row)
-	}
-	return httpapi.JSON(w, http.StatusOK, httpapi.NewList(out, page.Limit, func(x Submission) string {
-		return strconv.FormatInt(x.ID, 10)
-	}))
+	return httpapi.JSON(w, http.StatusOK, subs)
 }
 
+// errNoSubmission answers a path id that is not a positive integer.
+var errNoSubmission = httpapi.NotFound("no form submission with this id")
+
 func deleteSubmission(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
-	if err != nil || id <= 0 {
-		return httpapi.NotFound("no form submission with this id")
+	id, err := httpapi.PathID(r, "id", errNoSubmission)
+	if err != nil {
+		return err
 	}
-	if err := remove(r.Context(), s, id); err != nil {
+	if err := s.Tx(r.Context(), func(tx pgx.Tx) error { return remove(r.Context(), tx, id) }); err != nil {
 		return err
 	}
 	return httpapi.NoContent(w)
@@ -168,13 +165,15 @@ func exportCSV(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 		w.WriteHeader(http.StatusOK)
 		return cw.Write([]string{"email", "name", "source", "created_at"})
 	}
-	err := eachSubscriber(r.Context(), s, func(sub subscriber) error {
-		if !started {
-			if err := start(); err != nil {
-				return err
+	err := s.Tx(r.Context(), func(tx pgx.Tx) error {
+		return eachSubscriber(r.Context(), tx, func(sub subscriber) error {
+			if !started {
+				if err := start(); err != nil {
+					return err
+				}
 			}
-		}
-		return cw.Write([]string{csvCell(sub.Email), csvCell(sub.Name), csvCell(sub.Source), sub.CreatedAt.UTC().Format(time.RFC3339Nano)})
+			return cw.Write([]string{csvCell(sub.Email), csvCell(sub.Name), csvCell(sub.Source), sub.CreatedAt.UTC().Format(time.RFC3339Nano)})
+		})
 	})
 	if err == nil && !started {
 		err = start()
@@ -191,9 +190,10 @@ func exportCSV(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 }
 
 // csvCell guards a visitor-supplied value against formula injection: a
-// spreadsheet would evaluate a cell starting with = + - @ (or a tab or
-// carriage return, per OWASP), so such a cell gets a leading single quote.
-// Quoting of commas, quotes and newlines is encoding/csv's job.
+// spreadsheet would evaluate a cell starting with = + - @, and some read
+// a leading tab or carriage return as the start of a formula too, so such
+// a cell gets a leading single quote. Quoting of commas, quotes and
+// newlines is encoding/csv's job.
 func csvCell(s string) string {
 	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
 		return "'" + s

@@ -7,7 +7,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
-	"github.com/plinth-dev/plinth/tenant"
 )
 
 // row is a form_submissions row.
@@ -47,53 +46,41 @@ ON CONFLICT (lower(email)) WHERE type = 'newsletter' AND NOT spam
 DO UPDATE SET name = coalesce(EXCLUDED.name, f.name), source = coalesce(EXCLUDED.source, f.source)
 RETURNING ` + columns
 
-// save stores a validated submission and returns the stored row.
-func save(ctx context.Context, s *tenant.Scope, in row) (row, error) {
-	var out row
-	err := s.Tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		if in.Type == TypeNewsletter && !in.Spam {
-			out, err = scanRow(tx.QueryRow(ctx, subscribeSQL, in.Email, in.Name, in.Source))
-		} else {
-			out, err = scanRow(tx.QueryRow(ctx, insertSQL, in.Type, in.Email, in.Name, in.Subject, in.Message, in.Fields, in.Source, in.Spam))
-		}
-		return err
-	})
-	return out, err
+// insert stores a validated submission and returns the stored row.
+func insert(ctx context.Context, tx pgx.Tx, in row) (row, error) {
+	if in.Type == TypeNewsletter && !in.Spam {
+		return scanRow(tx.QueryRow(ctx, subscribeSQL, in.Email, in.Name, in.Source))
+	}
+	return scanRow(tx.QueryRow(ctx, insertSQL, in.Type, in.Email, in.Name, in.Subject, in.Message, in.Fields, in.Source, in.Spam))
 }
 
-// listSQL pages newest first by id; $1 ” means every type, $2 0 the first page.
+// listSQL pages newest first by id; an empty $1 means every type, $2 0 the
+// first page.
 const listSQL = `SELECT ` + columns + ` FROM form_submissions
 WHERE ($1::text = '' OR type = $1) AND ($2::bigint = 0 OR id < $2)
 ORDER BY id DESC LIMIT $3`
 
 // list returns up to limit rows of typ ("" for all) older than the row
 // with id before (0 for the newest).
-func list(ctx context.Context, s *tenant.Scope, typ string, before int64, limit int) ([]row, error) {
-	var out []row
-	err := s.Tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, listSQL, typ, before, limit)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) { return scanRow(r) })
-		return err
-	})
-	return out, err
+func list(ctx context.Context, tx pgx.Tx, typ string, before int64, limit int) ([]row, error) {
+	rows, err := tx.Query(ctx, listSQL, typ, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) { return scanRow(r) })
 }
 
-// remove deletes one submission; an absent one is ErrNotFound.
-func remove(ctx context.Context, s *tenant.Scope, id int64) error {
-	return s.Tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM form_submissions WHERE id = $1`, id)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return httpapi.ErrNotFound
-		}
-		return nil
-	})
+// remove deletes one submission; an absent one is httpapi.ErrNotFound.
+func remove(ctx context.Context, tx pgx.Tx, id int64) (err error) {
+	defer httpapi.Wrap(&err, "remove(%d)", id)
+	tag, err := tx.Exec(ctx, `DELETE FROM form_submissions WHERE id = $1`, id)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return httpapi.ErrNotFound
+	}
+	return nil
 }
 
 // subscriber is one line of the newsletter export.
@@ -105,24 +92,22 @@ type subscriber struct {
 }
 
 // eachSubscriber calls fn for every genuine newsletter subscriber, newest
-// first, streaming the rows of one transaction.
-func eachSubscriber(ctx context.Context, s *tenant.Scope, fn func(subscriber) error) error {
-	return s.Tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT email, coalesce(name, ''), coalesce(source, ''), created_at
+// first, streaming the rows.
+func eachSubscriber(ctx context.Context, tx pgx.Tx, fn func(subscriber) error) error {
+	rows, err := tx.Query(ctx, `SELECT email, coalesce(name, ''), coalesce(source, ''), created_at
 FROM form_submissions WHERE type = 'newsletter' AND NOT spam ORDER BY id DESC`)
-		if err != nil {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var sub subscriber
+		if err := rows.Scan(&sub.Email, &sub.Name, &sub.Source, &sub.CreatedAt); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var sub subscriber
-			if err := rows.Scan(&sub.Email, &sub.Name, &sub.Source, &sub.CreatedAt); err != nil {
-				return err
-			}
-			if err := fn(sub); err != nil {
-				return err
-			}
+		if err := fn(sub); err != nil {
+			return err
 		}
-		return rows.Err()
-	})
+	}
+	return rows.Err()
 }

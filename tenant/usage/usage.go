@@ -37,7 +37,6 @@ func (*Service) Routes(r chi.Router) {
 // get answers ?period=current (the default) or ?period=previous with the
 // usage of the calling key's pool.
 func get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	var previous bool
 	switch r.URL.Query().Get("period") {
 	case "", "current":
@@ -46,10 +45,8 @@ func get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	default:
 		return httpapi.Invalid("period", "must be current or previous")
 	}
-	var u credits.Usage
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		u, err = credits.Report(r.Context(), tx, s, previous, time.Now())
-		return err
+	u, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (credits.Usage, error) {
+		return credits.Report(r.Context(), tx, s, previous, time.Now())
 	})
 	if err != nil {
 		return err
