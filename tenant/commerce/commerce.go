@@ -18,7 +18,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -143,32 +142,6 @@ func (s *Service) emit(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, topic s
 		return nil
 	}
 	return s.events.Emit(ctx, tx, sc, topic, data)
-}
-
-// pathID parses an integer path parameter; anything else is 404, as no
-// such resource can exist.
-func pathID(r *http.Request, name string) (int64, error) {
-	n, err := strconv.ParseInt(chi.URLParam(r, name), 10, 64)
-	if err != nil || n < 1 {
-		return 0, httpapi.NotFound("no such resource")
-	}
-	return n, nil
-}
-
-// deleteRow runs a DELETE meant to remove one row of the project and
-// answers 204, or 404 with notFound when it removed nothing.
-func deleteRow(w http.ResponseWriter, r *http.Request, sc *tenant.Scope, notFound, query string, args ...any) error {
-	err := sc.Tx(r.Context(), func(tx pgx.Tx) error {
-		tag, err := tx.Exec(r.Context(), query, args...)
-		if err == nil && tag.RowsAffected() == 0 {
-			return httpapi.NotFound(notFound)
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return httpapi.NoContent(w)
 }
 
 // input is a request body that validates itself, for a create or a PATCH.

@@ -72,22 +72,17 @@ func (s *Service) processorWebhook(w http.ResponseWriter, r *http.Request) error
 		s.logger.InfoContext(ctx, "processor event ignored", "event", ev.ID, "type", ev.Type, "account", ev.Account, "why", why)
 		return httpapi.JSON(w, 200, webhookAck{Received: true, Ignored: why})
 	}
-	dup := false
-	err = sc.Tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO payment_events (id, type) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, ev.ID, string(ev.Type))
-		if err != nil {
-			return err
+	fresh, err := tenant.TxV(ctx, sc, func(tx pgx.Tx) (bool, error) {
+		fresh, err := recordEvent(ctx, tx, ev.ID, string(ev.Type))
+		if err != nil || !fresh {
+			return false, err
 		}
-		if tag.RowsAffected() == 0 {
-			dup = true
-			return nil
-		}
-		return handle(s, ctx, tx, sc, ev)
+		return true, handle(s, ctx, tx, sc, ev)
 	})
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, 200, webhookAck{Received: true, Duplicate: dup})
+	return httpapi.JSON(w, 200, webhookAck{Received: true, Duplicate: !fresh})
 }
 
 // eventProject finds the project an event belongs to, or nil with the
@@ -181,7 +176,7 @@ func (s *Service) sessionOrder(ctx context.Context, tx pgx.Tx, obj sessionObject
 	if id := metaOrderID(obj.Metadata, obj.ClientReferenceID); id > 0 {
 		o, err = lockOrder(ctx, tx, id)
 	} else {
-		o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE payment_session_id = $1 FOR UPDATE`, obj.ID))
+		o, err = lockSessionOrder(ctx, tx, obj.ID)
 	}
 	if errors.Is(err, httpapi.ErrNotFound) {
 		return nil, nil
@@ -242,7 +237,7 @@ func (s *Service) onSessionEnded(ctx context.Context, tx pgx.Tx, sc *tenant.Scop
 // paymentOrder locks the order paid by a payment intent, else the one its
 // metadata names; nil when none.
 func paymentOrder(ctx context.Context, tx pgx.Tx, intent string, meta map[string]string) (*orderRow, error) {
-	o, err := scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE payment_intent_id = $1 FOR UPDATE`, intent))
+	o, err := lockIntentOrder(ctx, tx, intent)
 	if errors.Is(err, httpapi.ErrNotFound) {
 		if id := metaOrderID(meta, ""); id > 0 {
 			o, err = lockOrder(ctx, tx, id)
