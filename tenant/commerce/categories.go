@@ -105,20 +105,6 @@ func (s *Service) createCategory(w http.ResponseWriter, r *http.Request, sc *ten
 	return httpapi.JSON(w, 201, c)
 }
 
-func (s *Service) getCategory(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	id, err := httpapi.PathID(r, "id", errNoResource)
-	if err != nil {
-		return err
-	}
-	c, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) (*Category, error) {
-		return getCategory(r.Context(), tx, id)
-	})
-	if err != nil {
-		return err
-	}
-	return httpapi.JSON(w, 200, c)
-}
-
 func (s *Service) updateCategory(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	id, err := httpapi.PathID(r, "id", errNoResource)
 	if err != nil {
@@ -135,17 +121,4 @@ func (s *Service) updateCategory(w http.ResponseWriter, r *http.Request, sc *ten
 		return err
 	}
 	return httpapi.JSON(w, 200, c)
-}
-
-// deleteCategory removes a category: its children become roots and its
-// products lose their category.
-func (s *Service) deleteCategory(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	id, err := httpapi.PathID(r, "id", errNoResource)
-	if err != nil {
-		return err
-	}
-	if err := sc.Tx(r.Context(), func(tx pgx.Tx) error { return deleteCategory(r.Context(), tx, id) }); err != nil {
-		return err
-	}
-	return httpapi.NoContent(w)
 }

@@ -52,11 +52,8 @@ func errNotReady(a payments.Account) error {
 // order and frees the stock. A failed processor call frees it at once.
 func (s *Service) createCheckout(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	var in checkoutInput
-	if err := httpapi.Decode(r, &in); err != nil {
-		return err
-	}
 	var v httpapi.Validator
-	cust, err := checkOrder(in.Items, in.Customer, &v)
+	cust, err := decodeOrder(r, &in, &v)
 	if err != nil {
 		return err
 	}

@@ -124,10 +124,22 @@ func checkItems(items []orderItemInput, v *httpapi.Validator) error {
 	return nil
 }
 
-// checkOrder validates the lines and the customer of a new order (a
-// checkout or a manual order) and returns the customer, trimmed; field
-// errors are left in v.
-func checkOrder(items []orderItemInput, c *customerInput, v *httpapi.Validator) (Customer, error) {
+// orderBody is the body of a new order: a checkout or a manual order.
+type orderBody interface {
+	order() ([]orderItemInput, *customerInput)
+}
+
+func (in *manualOrderInput) order() ([]orderItemInput, *customerInput) { return in.Items, in.Customer }
+func (in *checkoutInput) order() ([]orderItemInput, *customerInput)    { return in.Items, in.Customer }
+
+// decodeOrder reads the body of a new order into in, validates its lines
+// and its customer, and returns the customer, trimmed; field errors are
+// left in v.
+func decodeOrder(r *http.Request, in orderBody, v *httpapi.Validator) (Customer, error) {
+	if err := httpapi.Decode(r, in); err != nil {
+		return Customer{}, err
+	}
+	items, c := in.order()
 	if err := checkItems(items, v); err != nil {
 		return Customer{}, err
 	}
@@ -260,11 +272,8 @@ type manualOrderInput struct {
 
 func (s *Service) createManualOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	var in manualOrderInput
-	if err := httpapi.Decode(r, &in); err != nil {
-		return err
-	}
 	var v httpapi.Validator
-	cust, err := checkOrder(in.Items, in.Customer, &v)
+	cust, err := decodeOrder(r, &in, &v)
 	if err != nil {
 		return err
 	}

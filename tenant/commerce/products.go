@@ -167,20 +167,6 @@ func (s *Service) createProduct(w http.ResponseWriter, r *http.Request, sc *tena
 	return httpapi.JSON(w, 201, p)
 }
 
-func (s *Service) getProduct(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	id, err := httpapi.PathID(r, "id", errNoResource)
-	if err != nil {
-		return err
-	}
-	p, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) (*Product, error) {
-		return loadProduct(r.Context(), tx, id)
-	})
-	if err != nil {
-		return err
-	}
-	return httpapi.JSON(w, 200, p)
-}
-
 func (s *Service) updateProduct(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 	id, err := httpapi.PathID(r, "id", errNoResource)
 	if err != nil {
@@ -197,18 +183,6 @@ func (s *Service) updateProduct(w http.ResponseWriter, r *http.Request, sc *tena
 		return err
 	}
 	return httpapi.JSON(w, 200, p)
-}
-
-// deleteProduct removes a product and its variants.
-func (s *Service) deleteProduct(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	id, err := httpapi.PathID(r, "id", errNoResource)
-	if err != nil {
-		return err
-	}
-	if err := sc.Tx(r.Context(), func(tx pgx.Tx) error { return deleteProduct(r.Context(), tx, id) }); err != nil {
-		return err
-	}
-	return httpapi.NoContent(w)
 }
 
 // productFilter is the query of a product list.

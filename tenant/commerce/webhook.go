@@ -168,9 +168,13 @@ func metaOrderID(meta map[string]string, ref string) int64 {
 	return 0
 }
 
-// sessionOrder locks the order of a checkout session, nil when the project
-// has none (a session this service did not create).
-func (s *Service) sessionOrder(ctx context.Context, tx pgx.Tx, obj sessionObject) (*orderRow, error) {
+// sessionOrder decodes the checkout session of ev into obj and locks its
+// order, nil when the project has none (a session this service did not
+// create).
+func (s *Service) sessionOrder(ctx context.Context, tx pgx.Tx, ev stripe.Event, obj *sessionObject) (*orderRow, error) {
+	if err := decodeObject(ev, obj); err != nil {
+		return nil, err
+	}
 	var o *orderRow
 	var err error
 	if id := metaOrderID(obj.Metadata, obj.ClientReferenceID); id > 0 {
@@ -195,10 +199,7 @@ func (s *Service) sessionOrder(ctx context.Context, tx pgx.Tx, obj sessionObject
 // payment that settles later (async) only records its payment intent.
 func (s *Service) onSessionCompleted(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, ev stripe.Event) error {
 	var obj sessionObject
-	if err := decodeObject(ev, &obj); err != nil {
-		return err
-	}
-	o, err := s.sessionOrder(ctx, tx, obj)
+	o, err := s.sessionOrder(ctx, tx, ev, &obj)
 	if err != nil || o == nil {
 		return err
 	}
@@ -220,10 +221,7 @@ func (s *Service) onSessionCompleted(ctx context.Context, tx pgx.Tx, sc *tenant.
 // delayed payment failed, and frees its stock.
 func (s *Service) onSessionEnded(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, ev stripe.Event) error {
 	var obj sessionObject
-	if err := decodeObject(ev, &obj); err != nil {
-		return err
-	}
-	o, err := s.sessionOrder(ctx, tx, obj)
+	o, err := s.sessionOrder(ctx, tx, ev, &obj)
 	if err != nil || o == nil {
 		return err
 	}
@@ -232,6 +230,24 @@ func (s *Service) onSessionEnded(ctx context.Context, tx pgx.Tx, sc *tenant.Scop
 	}
 	_, err = s.cancel(ctx, tx, sc, o)
 	return err
+}
+
+// paymentRef names the payment a charge or a refund belongs to.
+type paymentRef struct {
+	PaymentIntent expandable        `json:"payment_intent"`
+	Metadata      map[string]string `json:"metadata"`
+}
+
+func (p *paymentRef) ref() *paymentRef { return p }
+
+// paymentObjectOrder decodes the object of ev (a charge or a refund) into
+// obj and locks the order its payment paid; nil when none.
+func paymentObjectOrder(ctx context.Context, tx pgx.Tx, ev stripe.Event, obj interface{ ref() *paymentRef }) (*orderRow, error) {
+	if err := decodeObject(ev, obj); err != nil {
+		return nil, err
+	}
+	p := obj.ref()
+	return paymentOrder(ctx, tx, string(p.PaymentIntent), p.Metadata)
 }
 
 // paymentOrder locks the order paid by a payment intent, else the one its
@@ -253,20 +269,16 @@ func paymentOrder(ctx context.Context, tx pgx.Tx, intent string, meta map[string
 }
 
 type chargeObject struct {
-	ID             string            `json:"id"`
-	PaymentIntent  expandable        `json:"payment_intent"`
-	AmountRefunded int64             `json:"amount_refunded"`
-	Metadata       map[string]string `json:"metadata"`
+	ID string `json:"id"`
+	paymentRef
+	AmountRefunded int64 `json:"amount_refunded"`
 }
 
 // onChargeRefunded takes the processor's running refunded total of the
 // charge, which also covers refunds made outside this API.
 func (s *Service) onChargeRefunded(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, ev stripe.Event) error {
 	var obj chargeObject
-	if err := decodeObject(ev, &obj); err != nil {
-		return err
-	}
-	o, err := paymentOrder(ctx, tx, string(obj.PaymentIntent), obj.Metadata)
+	o, err := paymentObjectOrder(ctx, tx, ev, &obj)
 	if err != nil || o == nil {
 		return err
 	}
@@ -279,21 +291,17 @@ func (s *Service) onChargeRefunded(ctx context.Context, tx pgx.Tx, sc *tenant.Sc
 }
 
 type refundObject struct {
-	ID            string            `json:"id"`
-	Amount        int64             `json:"amount"`
-	Status        string            `json:"status"`
-	PaymentIntent expandable        `json:"payment_intent"`
-	Metadata      map[string]string `json:"metadata"`
+	ID     string `json:"id"`
+	Amount int64  `json:"amount"`
+	Status string `json:"status"`
+	paymentRef
 }
 
 // onRefund records a refund by its id: counted while pending or
 // succeeded, dropped when it failed or was cancelled.
 func (s *Service) onRefund(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, ev stripe.Event) error {
 	var obj refundObject
-	if err := decodeObject(ev, &obj); err != nil {
-		return err
-	}
-	o, err := paymentOrder(ctx, tx, string(obj.PaymentIntent), obj.Metadata)
+	o, err := paymentObjectOrder(ctx, tx, ev, &obj)
 	if err != nil || o == nil || obj.ID == "" {
 		return err
 	}
