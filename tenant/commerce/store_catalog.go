@@ -106,7 +106,8 @@ func categoryTree(ctx context.Context, tx pgx.Tx, activeOnly bool) ([]*Category,
 }
 
 // getCategory returns category id with its subtree.
-func getCategory(ctx context.Context, tx pgx.Tx, id int64) (*Category, error) {
+func getCategory(ctx context.Context, tx pgx.Tx, id int64) (_ *Category, err error) {
+	defer httpapi.Wrap(&err, "getCategory(%d)", id)
 	tree, err := categoryTree(ctx, tx, false)
 	if err != nil {
 		return nil, err
@@ -253,7 +254,8 @@ func getProduct(ctx context.Context, tx pgx.Tx, id int64) (*Product, error) {
 }
 
 // loadProduct reads product id with all its variants.
-func loadProduct(ctx context.Context, tx pgx.Tx, id int64) (*Product, error) {
+func loadProduct(ctx context.Context, tx pgx.Tx, id int64) (_ *Product, err error) {
+	defer httpapi.Wrap(&err, "loadProduct(%d)", id)
 	p, err := getProduct(ctx, tx, id)
 	if err != nil {
 		return nil, err
@@ -279,21 +281,25 @@ func productSlugTaken(ctx context.Context, tx pgx.Tx, sl string) (bool, error) {
 	return taken, err
 }
 
+// productSlug is the slug of a new product: the one sent, else one made
+// from its name that no product has yet.
+func productSlug(ctx context.Context, tx pgx.Tx, in productInput) (string, error) {
+	if in.Slug != nil {
+		return *in.Slug, nil
+	}
+	return slug.Unique(ctx, slug.Make(*in.Name), func(ctx context.Context, c string) (bool, error) {
+		return productSlugTaken(ctx, tx, c)
+	})
+}
+
 // insertProduct stores a new product and the variants it is created with.
 func insertProduct(ctx context.Context, tx pgx.Tx, in productInput) (*Product, error) {
 	if err := checkCategory(ctx, tx, in.CategoryID.Value); err != nil {
 		return nil, err
 	}
-	sl := ""
-	if in.Slug != nil {
-		sl = *in.Slug
-	} else {
-		var err error
-		if sl, err = slug.Unique(ctx, slug.Make(*in.Name), func(ctx context.Context, c string) (bool, error) {
-			return productSlugTaken(ctx, tx, c)
-		}); err != nil {
-			return nil, err
-		}
+	sl, err := productSlug(ctx, tx, in)
+	if err != nil {
+		return nil, err
 	}
 	images := []string{}
 	if in.Images != nil {
@@ -328,7 +334,8 @@ func insertProduct(ctx context.Context, tx pgx.Tx, in productInput) (*Product, e
 
 // updateProduct applies a PATCH to product id and returns it with its
 // variants.
-func updateProduct(ctx context.Context, tx pgx.Tx, id int64, in productInput) (*Product, error) {
+func updateProduct(ctx context.Context, tx pgx.Tx, id int64, in productInput) (_ *Product, err error) {
+	defer httpapi.Wrap(&err, "updateProduct(%d)", id)
 	if err := checkCategory(ctx, tx, in.CategoryID.Value); err != nil {
 		return nil, err
 	}
@@ -452,7 +459,8 @@ func getVariant(ctx context.Context, tx pgx.Tx, pid, vid int64) (*Variant, error
 
 // updateVariant applies a PATCH to variant vid of product pid, which it
 // marks updated.
-func updateVariant(ctx context.Context, tx pgx.Tx, pid, vid int64, in variantInput) (*Variant, error) {
+func updateVariant(ctx context.Context, tx pgx.Tx, pid, vid int64, in variantInput) (_ *Variant, err error) {
+	defer httpapi.Wrap(&err, "updateVariant(%d, %d)", pid, vid)
 	v, err := scanVariant(tx.QueryRow(ctx, `UPDATE product_variants SET
 			name = COALESCE($3, name), price = COALESCE($4, price), sku = COALESCE($5, sku),
 			stock_quantity = COALESCE($6, stock_quantity), options = COALESCE($7, options),

@@ -45,12 +45,14 @@ func scanOrder(row pgx.Row) (*orderRow, error) {
 }
 
 // getOrder reads order id.
-func getOrder(ctx context.Context, tx pgx.Tx, id int64) (*orderRow, error) {
+func getOrder(ctx context.Context, tx pgx.Tx, id int64) (_ *orderRow, err error) {
+	defer httpapi.Wrap(&err, "getOrder(%d)", id)
 	return scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE id = $1`, id))
 }
 
 // lockOrder reads an order and locks it for the transaction.
-func lockOrder(ctx context.Context, tx pgx.Tx, id int64) (*orderRow, error) {
+func lockOrder(ctx context.Context, tx pgx.Tx, id int64) (_ *orderRow, err error) {
+	defer httpapi.Wrap(&err, "lockOrder(%d)", id)
 	return scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE id = $1 FOR UPDATE`, id))
 }
 
@@ -108,7 +110,8 @@ func insertOrder(ctx context.Context, tx pgx.Tx, o *orderRow) (*orderRow, error)
 }
 
 // setOrder writes the mutable state of o and returns the row as stored.
-func setOrder(ctx context.Context, tx pgx.Tx, o *orderRow) (*orderRow, error) {
+func setOrder(ctx context.Context, tx pgx.Tx, o *orderRow) (_ *orderRow, err error) {
+	defer httpapi.Wrap(&err, "setOrder(%d)", o.ID)
 	return scanOrder(tx.QueryRow(ctx, `UPDATE orders SET status = $2, payment_status = $3, refunded_amount = $4, charge_refunded = $5,
 			reserved = $6, payment_session_id = $7, payment_intent_id = $8, refunds = $9, updated_at = now()
 		WHERE id = $1 RETURNING `+orderCols,

@@ -126,6 +126,7 @@ func (s *Service) eventProject(ctx context.Context, ev stripe.Event) (*tenant.Sc
 // as the expanded object.
 type expandable string
 
+// UnmarshalJSON reads the id of either form.
 func (e *expandable) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
