@@ -419,13 +419,16 @@ func checkText(v *httpapi.Validator, field, s string, max int) {
 	v.Check(!strings.ContainsRune(s, 0), field, "must not contain NUL characters")
 }
 
-// transitions lists, per action, the statuses it applies to, the status it
-// leads to and the event it fires.
-var transitions = map[string]struct {
+// transitionRule is one action's entry in transitions.
+type transitionRule struct {
 	from  []string
 	to    string
 	topic string
-}{
+}
+
+// transitions lists, per action, the statuses it applies to, the status it
+// leads to and the event it fires.
+var transitions = map[string]transitionRule{
 	"confirm":  {[]string{StatusPending}, StatusConfirmed, TopicConfirmed},
 	"cancel":   {[]string{StatusPending, StatusConfirmed}, StatusCancelled, TopicCancelled},
 	"complete": {[]string{StatusConfirmed}, StatusCompleted, TopicCompleted},

@@ -90,11 +90,8 @@ func getByID[T any](get func(ctx context.Context, tx pgx.Tx, id int64, lock bool
 		if err != nil {
 			return err
 		}
-		var v T
-		if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
-			v, err = get(r.Context(), tx, id, false)
-			return err
-		}); err != nil {
+		v, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (T, error) { return get(r.Context(), tx, id, false) })
+		if err != nil {
 			return err
 		}
 		return httpapi.JSON(w, 200, v)
@@ -104,42 +101,40 @@ func getByID[T any](get func(ctx context.Context, tx pgx.Tx, id int64, lock bool
 // ---- settings
 
 func (h *Pillar) getSettings(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
-	var set Settings
-	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
-		set, err = loadSettings(r.Context(), tx)
-		return err
-	}); err != nil {
+	set, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Settings, error) { return loadSettings(r.Context(), tx) })
+	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, 200, set.toJSON(s.Project.Timezone))
 }
 
 func (h *Pillar) patchSettings(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var err error
 	var p settingsPatch
 	if err := httpapi.Decode(r, &p); err != nil {
 		return err
 	}
-	var set Settings
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		ctx := r.Context()
-		if err := lockSettings(ctx, tx); err != nil {
-			return err
-		}
-		cur, err := loadSettings(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if set, err = p.apply(cur); err != nil {
-			return err
-		}
-		return saveSettings(ctx, tx, set)
-	})
+	set, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Settings, error) { return patchSettings(r.Context(), tx, p) })
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, 200, set.toJSON(s.Project.Timezone))
+}
+
+// patchSettings merges p into the stored settings, one PATCH at a time,
+// and stores the result.
+func patchSettings(ctx context.Context, tx pgx.Tx, p settingsPatch) (Settings, error) {
+	if err := lockSettings(ctx, tx); err != nil {
+		return Settings{}, err
+	}
+	cur, err := loadSettings(ctx, tx)
+	if err != nil {
+		return Settings{}, err
+	}
+	set, err := p.apply(cur)
+	if err != nil {
+		return Settings{}, err
+	}
+	return set, saveSettings(ctx, tx, set)
 }
 
 // ---- services
@@ -153,22 +148,14 @@ func (h *Pillar) publicServices(w http.ResponseWriter, r *http.Request, s *tenan
 }
 
 func (h *Pillar) serveServices(w http.ResponseWriter, r *http.Request, s *tenant.Scope, public bool) error {
-	page, err := httpapi.ParsePage(r)
+	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]Service, error) {
+		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Service, error) {
+			return listServices(r.Context(), tx, before, limit, public)
+		})
+	}, func(s Service) string { return httpapi.IDText(s.ID) })
 	if err != nil {
 		return err
 	}
-	before, err := httpapi.CursorID(page.Cursor)
-	if err != nil {
-		return err
-	}
-	var rows []Service
-	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
-		rows, err = listServices(r.Context(), tx, before, page.Limit, public)
-		return err
-	}); err != nil {
-		return err
-	}
-	list := httpapi.NewList(rows, page.Limit, func(s Service) string { return strconv.FormatInt(s.ID, 10) })
 	if public {
 		return httpapi.PublicJSON(w, r, list)
 	}
@@ -187,10 +174,8 @@ func (h *Pillar) createService(w http.ResponseWriter, r *http.Request, s *tenant
 	if err != nil {
 		return err
 	}
-	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
-		svc, err = insertService(r.Context(), tx, svc)
-		return err
-	}); err != nil {
+	svc, err = tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Service, error) { return insertService(r.Context(), tx, svc) })
+	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, 201, svc)
@@ -205,21 +190,24 @@ func (h *Pillar) updateService(w http.ResponseWriter, r *http.Request, s *tenant
 	if err := httpapi.Decode(r, &in); err != nil {
 		return err
 	}
-	var svc Service
-	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
-		cur, err := getService(r.Context(), tx, id, true)
-		if err != nil {
-			return err
-		}
-		if svc, err = in.apply(cur); err != nil {
-			return err
-		}
-		svc, err = updateService(r.Context(), tx, svc)
-		return err
-	}); err != nil {
+	svc, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Service, error) { return patchService(r.Context(), tx, id, in) })
+	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, 200, svc)
+}
+
+// patchService applies in to service id, locked while it is merged.
+func patchService(ctx context.Context, tx pgx.Tx, id int64, in serviceInput) (Service, error) {
+	cur, err := getService(ctx, tx, id, true)
+	if err != nil {
+		return Service{}, err
+	}
+	svc, err := in.apply(cur)
+	if err != nil {
+		return Service{}, err
+	}
+	return updateService(ctx, tx, svc)
 }
 
 func (h *Pillar) deleteService(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
@@ -257,37 +245,8 @@ func (h *Pillar) serveAvailability(w http.ResponseWriter, r *http.Request, s *te
 		return err
 	}
 	now := h.now()
-	slots := []Slot{}
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		ctx := r.Context()
-		set, err := loadSettings(ctx, tx)
-		if err != nil {
-			return err
-		}
-		svc, err := getService(ctx, tx, sid, false)
-		if errors.Is(err, httpapi.ErrNotFound) || err == nil && public && !svc.IsActive {
-			return httpapi.NotFound("no such service")
-		}
-		if err != nil {
-			return err
-		}
-		_, loc := set.zone(s.Project.Timezone)
-		from, to, err := parseRange(q, loc, now, true)
-		if err != nil {
-			return err
-		}
-		if !svc.IsActive { // not bookable: no slots
-			return nil
-		}
-		rl := rules(set, loc, svc)
-		busy, err := busySpans(ctx, tx, sid, from, to.Add(rl.Duration+rl.Buffer))
-		if err != nil {
-			return err
-		}
-		for _, sp := range Slots(rl, from, to, now, busy) {
-			slots = append(slots, Slot{sp.Start, sp.End})
-		}
-		return nil
+	slots, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Slot, error) {
+		return freeSlots(r.Context(), tx, s.Project.Timezone, sid, q, now, public)
 	})
 	if err != nil {
 		return err
@@ -297,6 +256,41 @@ func (h *Pillar) serveAvailability(w http.ResponseWriter, r *http.Request, s *te
 		return httpapi.PublicJSON(w, r, body)
 	}
 	return httpapi.JSON(w, 200, body)
+}
+
+// freeSlots returns the free slots of service sid in the range q asks
+// (parseRange), judged at now; projectTZ is the project's timezone. With
+// public, an inactive service does not exist.
+func freeSlots(ctx context.Context, tx pgx.Tx, projectTZ string, sid int64, q url.Values, now time.Time, public bool) ([]Slot, error) {
+	set, err := loadSettings(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := getService(ctx, tx, sid, false)
+	if errors.Is(err, httpapi.ErrNotFound) || err == nil && public && !svc.IsActive {
+		return nil, httpapi.NotFound("no such service")
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, loc := set.zone(projectTZ)
+	from, to, err := parseRange(q, loc, now, true)
+	if err != nil {
+		return nil, err
+	}
+	slots := []Slot{}
+	if !svc.IsActive { // not bookable: no slots
+		return slots, nil
+	}
+	rl := rules(set, loc, svc)
+	busy, err := busySpans(ctx, tx, sid, from, to.Add(rl.Duration+rl.Buffer))
+	if err != nil {
+		return nil, err
+	}
+	for _, sp := range Slots(rl, from, to, now, busy) {
+		slots = append(slots, Slot{sp.Start, sp.End})
+	}
+	return slots, nil
 }
 
 // queryID reads a positive integer id from the query.
@@ -376,47 +370,50 @@ func (h *Pillar) createBooking(w http.ResponseWriter, r *http.Request, s *tenant
 		return err
 	}
 	now := h.now()
-	var b Booking
-	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		ctx := r.Context()
-		set, err := loadSettings(ctx, tx)
-		if err != nil {
-			return err
-		}
-		svc, err := getService(ctx, tx, nb.ServiceID, false)
-		if errors.Is(err, httpapi.ErrNotFound) || err == nil && !svc.IsActive {
-			return httpapi.Invalid("service_id", "no active service has this id")
-		}
-		if err != nil {
-			return err
-		}
-		_, loc := set.zone(s.Project.Timezone)
-		rl := rules(set, loc, svc)
-		if !IsSlot(rl, nb.StartAt, now) {
-			return httpapi.Invalid("start_at", "is not a slot of this service's availability (weekly hours, notice, days ahead); see /booking/availability")
-		}
-		status := StatusPending
-		if set.AutoConfirm {
-			status = StatusConfirmed
-		}
-		end := nb.StartAt.Add(rl.Duration)
-		b, err = insertBooking(ctx, tx, nb, end, end.Add(rl.Buffer), status)
-		if errors.Is(err, errOverlap) {
-			return httpapi.Conflict(httpapi.CodeSlotUnavailable,
-				"the slot starting at "+nb.StartAt.Format(time.RFC3339)+" is no longer available; refresh the availability and choose another")
-		}
-		if err != nil {
-			return err
-		}
-		if status == StatusConfirmed {
-			return h.emit(ctx, tx, s, TopicConfirmed, b)
-		}
-		return nil
-	})
+	b, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Booking, error) { return h.book(r.Context(), tx, s, nb, now) })
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, 201, b)
+}
+
+// book stores booking nb if its start is a free slot of its active
+// service at now, confirmed at once when the settings say so (emitting
+// booking.confirmed), else pending.
+func (h *Pillar) book(ctx context.Context, tx pgx.Tx, s *tenant.Scope, nb newBooking, now time.Time) (Booking, error) {
+	set, err := loadSettings(ctx, tx)
+	if err != nil {
+		return Booking{}, err
+	}
+	svc, err := getService(ctx, tx, nb.ServiceID, false)
+	if errors.Is(err, httpapi.ErrNotFound) || err == nil && !svc.IsActive {
+		return Booking{}, httpapi.Invalid("service_id", "no active service has this id")
+	}
+	if err != nil {
+		return Booking{}, err
+	}
+	_, loc := set.zone(s.Project.Timezone)
+	rl := rules(set, loc, svc)
+	if !IsSlot(rl, nb.StartAt, now) {
+		return Booking{}, httpapi.Invalid("start_at", "is not a slot of this service's availability (weekly hours, notice, days ahead); see /booking/availability")
+	}
+	status := StatusPending
+	if set.AutoConfirm {
+		status = StatusConfirmed
+	}
+	end := nb.StartAt.Add(rl.Duration)
+	b, err := insertBooking(ctx, tx, nb, end, end.Add(rl.Buffer), status)
+	if errors.Is(err, errOverlap) {
+		return Booking{}, httpapi.Conflict(httpapi.CodeSlotUnavailable,
+			"the slot starting at "+nb.StartAt.Format(time.RFC3339)+" is no longer available; refresh the availability and choose another")
+	}
+	if err != nil {
+		return Booking{}, err
+	}
+	if status == StatusConfirmed {
+		return b, h.emit(ctx, tx, s, TopicConfirmed, b)
+	}
+	return b, nil
 }
 
 func (h *Pillar) emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, b Booking) error {
@@ -426,38 +423,40 @@ func (h *Pillar) emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic str
 var statuses = []string{StatusPending, StatusConfirmed, StatusCancelled, StatusCompleted}
 
 func (h *Pillar) listBookings(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	page, err := httpapi.ParsePage(r)
+	q := r.URL.Query()
+	status := q.Get("status")
+	if status != "" && !slices.Contains(statuses, status) {
+		return httpapi.Invalid("status", "must be one of "+strings.Join(statuses, ", "))
+	}
+	sid, err := queryID(q, "service_id", false)
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	f := bookingFilter{Status: q.Get("status")}
-	if f.Status != "" && !slices.Contains(statuses, f.Status) {
-		return httpapi.Invalid("status", "must be one of "+strings.Join(statuses, ", "))
-	}
-	if f.ServiceID, err = queryID(q, "service_id", false); err != nil {
+	f := bookingFilter{Status: status, ServiceID: sid}
+	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]Booking, error) {
+		f.Before = before
+		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Booking, error) {
+			return findBookings(r.Context(), tx, s.Project.Timezone, f, q, h.now(), limit)
+		})
+	}, func(b Booking) string { return httpapi.IDText(b.ID) })
+	if err != nil {
 		return err
 	}
-	if f.Before, err = httpapi.CursorID(page.Cursor); err != nil {
-		return err
+	return httpapi.JSON(w, 200, list)
+}
+
+// findBookings lists the bookings f selects in the range q asks, read in
+// the timezone in effect (parseRange, unbounded).
+func findBookings(ctx context.Context, tx pgx.Tx, projectTZ string, f bookingFilter, q url.Values, now time.Time, limit int) ([]Booking, error) {
+	set, err := loadSettings(ctx, tx)
+	if err != nil {
+		return nil, err
 	}
-	var rows []Booking
-	if err := s.Tx(r.Context(), func(tx pgx.Tx) error {
-		ctx := r.Context()
-		set, err := loadSettings(ctx, tx)
-		if err != nil {
-			return err
-		}
-		_, loc := set.zone(s.Project.Timezone)
-		if f.From, f.To, err = parseRange(q, loc, h.now(), false); err != nil {
-			return err
-		}
-		rows, err = listBookings(ctx, tx, f, page.Limit)
-		return err
-	}); err != nil {
-		return err
+	_, loc := set.zone(projectTZ)
+	if f.From, f.To, err = parseRange(q, loc, now, false); err != nil {
+		return nil, err
 	}
-	return httpapi.JSON(w, 200, httpapi.NewList(rows, page.Limit, func(b Booking) string { return strconv.FormatInt(b.ID, 10) }))
+	return listBookings(ctx, tx, f, limit)
 }
 
 // transition serves POST /bookings/{id}/{action}: a status change allowed
@@ -470,25 +469,27 @@ func (h *Pillar) transition(action string) tenant.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		var b Booking
-		err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-			ctx := r.Context()
-			cur, err := getBooking(ctx, tx, id, true)
-			if err != nil {
-				return err
-			}
-			if !slices.Contains(t.from, cur.Status) {
-				return httpapi.Conflict(httpapi.CodeConflict, fmt.Sprintf("the booking is %s; only a %s booking can be %s",
-					cur.Status, strings.Join(t.from, " or "), t.to))
-			}
-			if b, err = setStatus(ctx, tx, id, t.to); err != nil {
-				return err
-			}
-			return h.emit(ctx, tx, s, t.topic, b)
-		})
+		b, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Booking, error) { return h.move(r.Context(), tx, s, id, t) })
 		if err != nil {
 			return err
 		}
 		return httpapi.JSON(w, 200, b)
 	}
+}
+
+// move applies transition t to booking id, locked, and fires its event.
+func (h *Pillar) move(ctx context.Context, tx pgx.Tx, s *tenant.Scope, id int64, t transitionRule) (Booking, error) {
+	cur, err := getBooking(ctx, tx, id, true)
+	if err != nil {
+		return Booking{}, err
+	}
+	if !slices.Contains(t.from, cur.Status) {
+		return Booking{}, httpapi.Conflict(httpapi.CodeConflict, fmt.Sprintf("the booking is %s; only a %s booking can be %s",
+			cur.Status, strings.Join(t.from, " or "), t.to))
+	}
+	b, err := setStatus(ctx, tx, id, t.to)
+	if err != nil {
+		return Booking{}, err
+	}
+	return b, h.emit(ctx, tx, s, t.topic, b)
 }

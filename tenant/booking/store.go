@@ -68,7 +68,9 @@ func scanService(row pgx.Row) (Service, error) {
 	return s, err
 }
 
-func getService(ctx context.Context, tx pgx.Tx, id int64, lock bool) (Service, error) {
+// getService reads service id (locked for the transaction with lock).
+func getService(ctx context.Context, tx pgx.Tx, id int64, lock bool) (_ Service, err error) {
+	defer httpapi.Wrap(&err, "getService(%d)", id)
 	q := `SELECT ` + serviceCols + ` FROM booking_services WHERE id = $1 AND deleted_at IS NULL`
 	if lock {
 		q += ` FOR UPDATE`
@@ -95,7 +97,9 @@ func insertService(ctx context.Context, tx pgx.Tx, s Service) (Service, error) {
 		s.Name, s.Description, s.DurationMinutes, s.BufferMinutes, s.Price, s.Currency, s.IsActive))
 }
 
-func updateService(ctx context.Context, tx pgx.Tx, s Service) (Service, error) {
+// updateService stores the fields of service s.
+func updateService(ctx context.Context, tx pgx.Tx, s Service) (_ Service, err error) {
+	defer httpapi.Wrap(&err, "updateService(%d)", s.ID)
 	return scanService(tx.QueryRow(ctx, `UPDATE booking_services SET name = $2, description = $3,
 		duration_minutes = $4, buffer_minutes = $5, price = $6, currency = $7, is_active = $8, updated_at = now()
 		WHERE id = $1 AND deleted_at IS NULL RETURNING `+serviceCols,
@@ -103,7 +107,8 @@ func updateService(ctx context.Context, tx pgx.Tx, s Service) (Service, error) {
 }
 
 // deleteService hides the service; its bookings stay (they reference it).
-func deleteService(ctx context.Context, tx pgx.Tx, id int64) error {
+func deleteService(ctx context.Context, tx pgx.Tx, id int64) (err error) {
+	defer httpapi.Wrap(&err, "deleteService(%d)", id)
 	tag, err := tx.Exec(ctx, `UPDATE booking_services SET deleted_at = now(), is_active = false, updated_at = now()
 		WHERE id = $1 AND deleted_at IS NULL`, id)
 	if err == nil && tag.RowsAffected() == 0 {
@@ -140,7 +145,9 @@ func insertBooking(ctx context.Context, tx pgx.Tx, nb newBooking, end, blockedUn
 	return b, err
 }
 
-func getBooking(ctx context.Context, tx pgx.Tx, id int64, lock bool) (Booking, error) {
+// getBooking reads booking id (locked for the transaction with lock).
+func getBooking(ctx context.Context, tx pgx.Tx, id int64, lock bool) (_ Booking, err error) {
+	defer httpapi.Wrap(&err, "getBooking(%d)", id)
 	q := `SELECT ` + bookingCols + ` FROM bookings WHERE id = $1`
 	if lock {
 		q += ` FOR UPDATE`
@@ -148,7 +155,9 @@ func getBooking(ctx context.Context, tx pgx.Tx, id int64, lock bool) (Booking, e
 	return scanBooking(tx.QueryRow(ctx, q, id))
 }
 
-func setStatus(ctx context.Context, tx pgx.Tx, id int64, status string) (Booking, error) {
+// setStatus moves booking id to status.
+func setStatus(ctx context.Context, tx pgx.Tx, id int64, status string) (_ Booking, err error) {
+	defer httpapi.Wrap(&err, "setStatus(%d, %s)", id, status)
 	return scanBooking(tx.QueryRow(ctx, `UPDATE bookings SET status = $2, updated_at = now() WHERE id = $1
 		RETURNING `+bookingCols, id, status))
 }

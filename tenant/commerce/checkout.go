@@ -31,7 +31,7 @@ type checkoutInput struct {
 }
 
 // errNotReady is the 409 of a checkout before the project's account can
-// take charges (decisions.md section 2 settles it as 409).
+// take charges (docs/decisions.md section 2 settles it as 409).
 func errNotReady(a payments.Account) error {
 	if a.ID == "" {
 		return httpapi.Conflict(httpapi.CodeConnectNotReady,
@@ -51,16 +51,12 @@ func errNotReady(a payments.Account) error {
 // never got created because the process stopped), the job settles the
 // order and frees the stock. A failed processor call frees it at once.
 func (s *Service) createCheckout(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	var err error
 	var in checkoutInput
-	if err := httpapi.Decode(r, &in); err != nil {
-		return err
-	}
 	var v httpapi.Validator
-	if err := checkItems(in.Items, &v); err != nil {
+	cust, err := decodeOrder(r, &in, &v)
+	if err != nil {
 		return err
 	}
-	cust := in.Customer.check(&v)
 	v.Check(validURL(in.SuccessURL), "success_url", "must be an absolute http(s) URL")
 	v.Check(validURL(in.CancelURL), "cancel_url", "must be an absolute http(s) URL")
 	if err := v.Err(); err != nil {
@@ -74,36 +70,13 @@ func (s *Service) createCheckout(w http.ResponseWriter, r *http.Request, sc *ten
 	}
 	ctx := r.Context()
 	expires := s.now().Add(CheckoutTTL).Truncate(time.Second)
-	var o *orderRow
-	var account string
-	err = sc.Tx(ctx, func(tx pgx.Tx) error {
-		a, err := loadAccount(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if a.ID == "" || !a.ChargesEnabled {
-			return errNotReady(a)
-		}
-		account = a.ID
-		lines, cur, sub, err := resolveLines(ctx, tx, in.Items, true)
-		if err != nil {
-			return err
-		}
-		if err := reserve(ctx, tx, lines); err != nil {
-			return err
-		}
-		o, err = insertOrder(ctx, tx, &orderRow{Order: Order{Status: StatusPending, PaymentStatus: PaymentUnpaid, Subtotal: sub,
-			Currency: cur, Customer: cust}, lines: lines, source: "checkout", reserved: true, expiresAt: &expires})
-		if err != nil {
-			return err
-		}
-		_, err = s.queue.InsertTx(ctx, tx, ReleaseArgs{ProjectID: sc.Project.ID, OrderID: o.ID},
-			&river.InsertOpts{ScheduledAt: expires.Add(releaseGrace)})
-		return err
+	oa, err := tenant.TxV(ctx, sc, func(tx pgx.Tx) (orderAccount, error) {
+		return s.reserveCheckout(ctx, tx, sc, in.Items, cust, expires)
 	})
 	if err != nil {
 		return err
 	}
+	o, account := oa.order, oa.account.ID
 
 	items := make([]payments.LineItem, len(o.lines))
 	for i, l := range o.lines {
@@ -122,36 +95,72 @@ func (s *Service) createCheckout(w http.ResponseWriter, r *http.Request, sc *ten
 		return err
 	}
 
-	cancelled := false
-	err = sc.Tx(ctx, func(tx pgx.Tx) error {
-		if o, err = lockOrder(ctx, tx, o.ID); err != nil {
-			return err
-		}
-		if o.Status == StatusCancelled && o.PaymentStatus == PaymentUnpaid {
-			cancelled = true // cancelled while the session was being made
-			return nil
-		}
-		if o.PaymentSessionID == nil {
-			o.PaymentSessionID = &sess.ID
-			if o, err = setOrder(ctx, tx, o); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.Exec(ctx, `UPDATE orders SET expires_at = $2 WHERE id = $1`, o.ID, sess.ExpiresAt); err != nil {
-			return err
-		}
-		return s.emit(ctx, tx, sc, TopicOrderCreated, o.Order)
-	})
+	o, err = tenant.TxV(ctx, sc, func(tx pgx.Tx) (*orderRow, error) { return s.attachSession(ctx, tx, sc, o.ID, sess) })
 	if err != nil {
 		return err
 	}
-	if cancelled {
+	if cancelledUnpaid(o) { // cancelled while the session was being made
 		if err := s.pay.ExpireCheckout(context.WithoutCancel(ctx), account, sess.ID); err != nil && !errors.Is(err, payments.ErrSessionClosed) {
 			s.logger.ErrorContext(ctx, "expiring the session of a cancelled order", "project", sc.Project.ID, "order", o.ID, "err", err)
 		}
 		return httpapi.Conflict(httpapi.CodeConflict, "the order was cancelled while its checkout was being created")
 	}
 	return httpapi.JSON(w, 201, CheckoutSession{OrderID: o.ID, PaymentSessionID: sess.ID, CheckoutURL: sess.URL, ExpiresAt: sess.ExpiresAt.UTC()})
+}
+
+// reserveCheckout checks that the project's account can take charges,
+// prices the lines, reserves their stock, stores the pending order and
+// schedules its release job; it returns the order and the account.
+func (s *Service) reserveCheckout(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, items []orderItemInput, cust Customer,
+	expires time.Time,
+) (orderAccount, error) {
+	a, err := loadAccount(ctx, tx)
+	if err != nil {
+		return orderAccount{}, err
+	}
+	if a.ID == "" || !a.ChargesEnabled {
+		return orderAccount{}, errNotReady(a)
+	}
+	lines, cur, sub, err := resolveLines(ctx, tx, items, true)
+	if err != nil {
+		return orderAccount{}, err
+	}
+	if err := reserve(ctx, tx, lines); err != nil {
+		return orderAccount{}, err
+	}
+	o, err := insertOrder(ctx, tx, &orderRow{Order: Order{Status: StatusPending, PaymentStatus: PaymentUnpaid, Subtotal: sub,
+		Currency: cur, Customer: cust}, lines: lines, source: "checkout", reserved: true, expiresAt: &expires})
+	if err != nil {
+		return orderAccount{}, err
+	}
+	_, err = s.queue.InsertTx(ctx, tx, ReleaseArgs{ProjectID: sc.Project.ID, OrderID: o.ID},
+		&river.InsertOpts{ScheduledAt: expires.Add(releaseGrace)})
+	return orderAccount{order: o, account: a}, err
+}
+
+// cancelledUnpaid reports whether o was cancelled before it was paid.
+func cancelledUnpaid(o *orderRow) bool {
+	return o.Status == StatusCancelled && o.PaymentStatus == PaymentUnpaid
+}
+
+// attachSession records checkout session sess on order id and emits
+// order.created; an order cancelled meanwhile (cancelledUnpaid) is
+// returned unchanged.
+func (s *Service) attachSession(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, id int64, sess payments.Session) (*orderRow, error) {
+	o, err := lockOrder(ctx, tx, id)
+	if err != nil || cancelledUnpaid(o) {
+		return o, err
+	}
+	if o.PaymentSessionID == nil {
+		o.PaymentSessionID = &sess.ID
+		if o, err = setOrder(ctx, tx, o); err != nil {
+			return nil, err
+		}
+	}
+	if err := setOrderExpiry(ctx, tx, o.ID, sess.ExpiresAt); err != nil {
+		return nil, err
+	}
+	return o, s.emit(ctx, tx, sc, TopicOrderCreated, o.Order)
 }
 
 // abandon removes a checkout order whose session could not be created,
@@ -170,7 +179,6 @@ func (s *Service) abandon(ctx context.Context, sc *tenant.Scope, orderID int64) 
 				return err
 			}
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM orders WHERE id = $1`, orderID)
-		return err
+		return deleteOrder(ctx, tx, orderID)
 	})
 }

@@ -18,7 +18,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -89,15 +88,15 @@ func (s *Service) Routes(r chi.Router) {
 		r.Use(tenant.ReadWrite("commerce"))
 		r.Get("/product-categories", tenant.Handle(s.listCategories))
 		r.Post("/product-categories", tenant.Handle(s.createCategory))
-		r.Get("/product-categories/{id}", tenant.Handle(s.getCategory))
+		r.Get("/product-categories/{id}", tenant.Handle(getByID(getCategory)))
 		r.Patch("/product-categories/{id}", tenant.Handle(s.updateCategory))
-		r.Delete("/product-categories/{id}", tenant.Handle(s.deleteCategory))
+		r.Delete("/product-categories/{id}", tenant.Handle(deleteByID(deleteCategory)))
 
 		r.Get("/products", tenant.Handle(s.listProducts))
 		r.Post("/products", tenant.Handle(s.createProduct))
-		r.Get("/products/{id}", tenant.Handle(s.getProduct))
+		r.Get("/products/{id}", tenant.Handle(getByID(loadProduct)))
 		r.Patch("/products/{id}", tenant.Handle(s.updateProduct))
-		r.Delete("/products/{id}", tenant.Handle(s.deleteProduct))
+		r.Delete("/products/{id}", tenant.Handle(deleteByID(deleteProduct)))
 		r.Get("/products/{id}/variants", tenant.Handle(s.listVariants))
 		r.Post("/products/{id}/variants", tenant.Handle(s.createVariant))
 		r.Get("/products/{id}/variants/{variant_id}", tenant.Handle(s.getVariant))
@@ -145,30 +144,34 @@ func (s *Service) emit(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, topic s
 	return s.events.Emit(ctx, tx, sc, topic, data)
 }
 
-// pathID parses an integer path parameter; anything else is 404, as no
-// such resource can exist.
-func pathID(r *http.Request, name string) (int64, error) {
-	n, err := strconv.ParseInt(chi.URLParam(r, name), 10, 64)
-	if err != nil || n < 1 {
-		return 0, httpapi.NotFound("no such resource")
+// getByID serves GET of one row by the id of its path, read by get.
+func getByID[T any](get func(ctx context.Context, tx pgx.Tx, id int64) (T, error)) tenant.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+		id, err := httpapi.PathID(r, "id", errNoResource)
+		if err != nil {
+			return err
+		}
+		v, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) (T, error) { return get(r.Context(), tx, id) })
+		if err != nil {
+			return err
+		}
+		return httpapi.JSON(w, 200, v)
 	}
-	return n, nil
 }
 
-// deleteRow runs a DELETE meant to remove one row of the project and
-// answers 204, or 404 with notFound when it removed nothing.
-func deleteRow(w http.ResponseWriter, r *http.Request, sc *tenant.Scope, notFound, query string, args ...any) error {
-	err := sc.Tx(r.Context(), func(tx pgx.Tx) error {
-		tag, err := tx.Exec(r.Context(), query, args...)
-		if err == nil && tag.RowsAffected() == 0 {
-			return httpapi.NotFound(notFound)
+// deleteByID serves DELETE of one row by the id of its path, removed by
+// del: 204, or del's not-found failure.
+func deleteByID(del func(ctx context.Context, tx pgx.Tx, id int64) error) tenant.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+		id, err := httpapi.PathID(r, "id", errNoResource)
+		if err != nil {
+			return err
 		}
-		return err
-	})
-	if err != nil {
-		return err
+		if err := sc.Tx(r.Context(), func(tx pgx.Tx) error { return del(r.Context(), tx, id) }); err != nil {
+			return err
+		}
+		return httpapi.NoContent(w)
 	}
-	return httpapi.NoContent(w)
 }
 
 // input is a request body that validates itself, for a create or a PATCH.

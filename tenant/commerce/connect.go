@@ -2,7 +2,6 @@ package commerce
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/jackc/pgx/v5"
@@ -30,30 +29,10 @@ func toConnect(a payments.Account) Connect {
 	return c
 }
 
-// loadAccount reads the project's connected account (ID empty when the
-// project has none).
-func loadAccount(ctx context.Context, tx pgx.Tx) (payments.Account, error) {
-	return readAccount(ctx, tx, `SELECT account_id, charges_enabled, payouts_enabled, details_submitted FROM payment_account`)
-}
-
-func readAccount(ctx context.Context, tx pgx.Tx, query string) (payments.Account, error) {
-	var a payments.Account
-	var id *string
-	err := tx.QueryRow(ctx, query).
-		Scan(&id, &a.ChargesEnabled, &a.PayoutsEnabled, &a.DetailsSubmitted)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return payments.Account{}, nil
-	}
-	if id != nil {
-		a.ID = *id
-	}
-	return a, err
-}
-
 // storeAccount records the status of the project's account a and emits
 // connect.account_updated when it changed.
 func (s *Service) storeAccount(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, a payments.Account) error {
-	old, err := readAccount(ctx, tx, `SELECT account_id, charges_enabled, payouts_enabled, details_submitted FROM payment_account FOR UPDATE`)
+	old, err := lockAccount(ctx, tx)
 	if err != nil {
 		return err
 	}
@@ -63,8 +42,7 @@ func (s *Service) storeAccount(ctx context.Context, tx pgx.Tx, sc *tenant.Scope,
 	if old == a {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `UPDATE payment_account SET charges_enabled = $1, payouts_enabled = $2, details_submitted = $3, updated_at = now()`,
-		a.ChargesEnabled, a.PayoutsEnabled, a.DetailsSubmitted); err != nil {
+	if err := saveAccount(ctx, tx, a); err != nil {
 		return err
 	}
 	return s.emit(ctx, tx, sc, TopicConnectUpdated, toConnect(a))
@@ -82,7 +60,6 @@ type onboardInput struct {
 // to the project centrally for the processor's webhooks, and answers with
 // a hosted onboarding link.
 func (s *Service) onboard(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	var err error
 	var in onboardInput
 	if err := httpapi.Decode(r, &in); err != nil {
 		return err
@@ -97,31 +74,7 @@ func (s *Service) onboard(w http.ResponseWriter, r *http.Request, sc *tenant.Sco
 		return payments.ErrNotConfigured
 	}
 	ctx := r.Context()
-	var account string
-	err = sc.Tx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO payment_account DEFAULT VALUES ON CONFLICT DO NOTHING`); err != nil {
-			return err
-		}
-		var id *string
-		if err := tx.QueryRow(ctx, `SELECT account_id FROM payment_account FOR UPDATE`).Scan(&id); err != nil {
-			return err
-		}
-		if id != nil {
-			account = *id
-			return nil
-		}
-		a, err := s.pay.CreateAccount(ctx, sc.Project.ID, "plinth-connect-"+sc.Project.ID)
-		if err != nil {
-			return err
-		}
-		if err := s.plane.LinkPaymentAccount(ctx, sc.Project.ID, a.ID); err != nil {
-			return err
-		}
-		account = a.ID
-		_, err = tx.Exec(ctx, `UPDATE payment_account SET account_id = $1, charges_enabled = $2, payouts_enabled = $3, details_submitted = $4, updated_at = now()`,
-			a.ID, a.ChargesEnabled, a.PayoutsEnabled, a.DetailsSubmitted)
-		return err
-	})
+	account, err := tenant.TxV(ctx, sc, func(tx pgx.Tx) (string, error) { return s.ensureAccount(ctx, tx, sc) })
 	if err != nil {
 		return err
 	}
@@ -132,17 +85,33 @@ func (s *Service) onboard(w http.ResponseWriter, r *http.Request, sc *tenant.Sco
 	return httpapi.JSON(w, 200, map[string]string{"url": link})
 }
 
+// ensureAccount returns the id of the project's connected account,
+// creating it at the processor and linking it to the project on first use.
+func (s *Service) ensureAccount(ctx context.Context, tx pgx.Tx, sc *tenant.Scope) (string, error) {
+	cur, err := lockNewAccount(ctx, tx)
+	if err != nil || cur.ID != "" {
+		return cur.ID, err
+	}
+	a, err := s.pay.CreateAccount(ctx, sc.Project.ID, "plinth-connect-"+sc.Project.ID)
+	if err != nil {
+		return "", err
+	}
+	if err := s.plane.LinkPaymentAccount(ctx, sc.Project.ID, a.ID); err != nil {
+		return "", err
+	}
+	return a.ID, saveAccount(ctx, tx, a)
+}
+
 // getConnect answers the account's status, refreshed from the processor
 // (a change is stored and emitted); should the processor be unreachable,
 // the last known status is served.
 func (s *Service) getConnect(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	var err error
 	if !s.pay.Enabled() {
 		return payments.ErrNotConfigured
 	}
 	ctx := r.Context()
-	var a payments.Account
-	if err := sc.Tx(ctx, func(tx pgx.Tx) error { a, err = loadAccount(ctx, tx); return err }); err != nil {
+	a, err := tenant.TxV(ctx, sc, func(tx pgx.Tx) (payments.Account, error) { return loadAccount(ctx, tx) })
+	if err != nil {
 		return err
 	}
 	if a.ID == "" {

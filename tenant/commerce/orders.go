@@ -18,7 +18,7 @@ import (
 	"github.com/plinth-dev/plinth/tenant"
 )
 
-// Order states and payment states (decisions.md section 5).
+// Order states and payment states (docs/decisions.md section 5).
 const (
 	StatusPending    = "pending"
 	StatusPaid       = "paid"
@@ -87,45 +87,6 @@ type orderRow struct {
 // Number formats the display number of an order id.
 func Number(id int64) string { return fmt.Sprintf("ORD-%06d", id) }
 
-const orderCols = `id, status, payment_status, items, subtotal, total, refunded_amount, refunds, charge_refunded, currency,
-	customer_name, customer_email, source, reserved, payment_session_id, payment_intent_id, expires_at, created_at, updated_at`
-
-func scanOrder(row pgx.Row) (*orderRow, error) {
-	o := &orderRow{}
-	err := row.Scan(&o.ID, &o.Status, &o.PaymentStatus, &o.lines, &o.Subtotal, &o.Total, &o.RefundedAmount, &o.refunds, &o.chargeRefunded,
-		&o.Currency, &o.Customer.Name, &o.Customer.Email, &o.source, &o.reserved, &o.PaymentSessionID, &o.intentID,
-		&o.expiresAt, &o.CreatedAt, &o.UpdatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, httpapi.NotFound("no such order")
-	}
-	if err != nil {
-		return nil, err
-	}
-	o.Number = Number(o.ID)
-	if o.refunds == nil {
-		o.refunds = map[string]int64{}
-	}
-	o.Items = make([]Item, len(o.lines))
-	for i, l := range o.lines {
-		o.Items[i] = l.Item
-	}
-	o.CreatedAt, o.UpdatedAt = o.CreatedAt.UTC(), o.UpdatedAt.UTC()
-	return o, nil
-}
-
-// lockOrder reads an order and locks it for the transaction.
-func lockOrder(ctx context.Context, tx pgx.Tx, id int64) (*orderRow, error) {
-	return scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE id = $1 FOR UPDATE`, id))
-}
-
-// setOrder writes the mutable state of o and returns the row as stored.
-func setOrder(ctx context.Context, tx pgx.Tx, o *orderRow) (*orderRow, error) {
-	return scanOrder(tx.QueryRow(ctx, `UPDATE orders SET status = $2, payment_status = $3, refunded_amount = $4, charge_refunded = $5,
-			reserved = $6, payment_session_id = $7, payment_intent_id = $8, refunds = $9, updated_at = now()
-		WHERE id = $1 RETURNING `+orderCols,
-		o.ID, o.Status, o.PaymentStatus, o.RefundedAmount, o.chargeRefunded, o.reserved, o.PaymentSessionID, o.intentID, o.refunds))
-}
-
 // orderItemInput is a requested line: a product, optionally one of its
 // variants, and a quantity.
 type orderItemInput struct {
@@ -163,6 +124,28 @@ func checkItems(items []orderItemInput, v *httpapi.Validator) error {
 	return nil
 }
 
+// orderBody is the body of a new order: a checkout or a manual order.
+type orderBody interface {
+	order() ([]orderItemInput, *customerInput)
+}
+
+func (in *manualOrderInput) order() ([]orderItemInput, *customerInput) { return in.Items, in.Customer }
+func (in *checkoutInput) order() ([]orderItemInput, *customerInput)    { return in.Items, in.Customer }
+
+// decodeOrder reads the body of a new order into in, validates its lines
+// and its customer, and returns the customer, trimmed; field errors are
+// left in v.
+func decodeOrder(r *http.Request, in orderBody, v *httpapi.Validator) (Customer, error) {
+	if err := httpapi.Decode(r, in); err != nil {
+		return Customer{}, err
+	}
+	items, c := in.order()
+	if err := checkItems(items, v); err != nil {
+		return Customer{}, err
+	}
+	return c.check(v), nil
+}
+
 func (c *customerInput) check(v *httpapi.Validator) Customer {
 	var out Customer
 	if c == nil {
@@ -189,74 +172,52 @@ func resolveLines(ctx context.Context, tx pgx.Tx, items []orderItemInput, forSal
 	var subtotal int64
 	for i, it := range items {
 		f := "items[" + strconv.Itoa(i) + "]."
-		var name, sku, status, cur string
-		var price int64
-		var tracked bool
-		err := tx.QueryRow(ctx, `SELECT name, sku, status, price, currency, track_inventory FROM products WHERE id = $1`, *it.ProductID).
-			Scan(&name, &sku, &status, &price, &cur, &tracked)
-		if errors.Is(err, pgx.ErrNoRows) {
+		p, err := getSaleProduct(ctx, tx, *it.ProductID)
+		if errors.Is(err, httpapi.ErrNotFound) {
 			v.Check(false, f+"product_id", "no such product")
 			continue
 		}
 		if err != nil {
 			return nil, "", 0, err
 		}
-		if forSale && status != "active" || status == "archived" {
-			v.Check(false, f+"product_id", "the product is not for sale (status "+status+")")
+		if forSale && p.status != "active" || p.status == "archived" {
+			v.Check(false, f+"product_id", "the product is not for sale (status "+p.status+")")
 			continue
 		}
+		name, sku, price := p.name, p.sku, p.price
 		if it.VariantID != nil {
-			var vname, vsku string
-			var active bool
-			err := tx.QueryRow(ctx, `SELECT name, sku, price, is_active FROM product_variants WHERE id = $1 AND product_id = $2`,
-				*it.VariantID, *it.ProductID).Scan(&vname, &vsku, &price, &active)
-			if errors.Is(err, pgx.ErrNoRows) {
+			pv, err := getSaleVariant(ctx, tx, *it.ProductID, *it.VariantID)
+			if errors.Is(err, httpapi.ErrNotFound) {
 				v.Check(false, f+"variant_id", "no such variant of this product")
 				continue
 			}
 			if err != nil {
 				return nil, "", 0, err
 			}
-			if forSale && !active {
+			if forSale && !pv.active {
 				v.Check(false, f+"variant_id", "the variant is not for sale")
 				continue
 			}
-			name = name + " - " + vname
-			if vsku != "" {
-				sku = vsku
+			name, price = name+" - "+pv.name, pv.price
+			if pv.sku != "" {
+				sku = pv.sku
 			}
 		}
 		if currency == "" {
-			currency = cur
-		} else if cur != currency {
+			currency = p.currency
+		} else if p.currency != currency {
 			v.Check(false, f+"product_id", "all items must be in one currency ("+currency+")")
 			continue
 		}
 		total := price * *it.Quantity
 		subtotal += total
 		lines = append(lines, line{Item: Item{ProductID: *it.ProductID, VariantID: it.VariantID, Name: name, SKU: sku,
-			Quantity: *it.Quantity, UnitPrice: price, Total: total}, Tracked: tracked})
+			Quantity: *it.Quantity, UnitPrice: price, Total: total}, Tracked: p.tracked})
 	}
 	return lines, currency, subtotal, v.Err()
 }
 
-// insertOrder stores a new order.
-func insertOrder(ctx context.Context, tx pgx.Tx, o *orderRow) (*orderRow, error) {
-	return scanOrder(tx.QueryRow(ctx, `INSERT INTO orders (status, payment_status, items, subtotal, total, currency,
-			customer_name, customer_email, source, reserved, expires_at)
-		VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9, $10) RETURNING `+orderCols,
-		o.Status, o.PaymentStatus, o.lines, o.Subtotal, o.Currency, o.Customer.Name, o.Customer.Email, o.source, o.reserved, o.expiresAt))
-}
-
 func (s *Service) listOrders(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	page, err := httpapi.ParsePage(r)
-	if err != nil {
-		return err
-	}
-	after, err := httpapi.CursorID(page.Cursor)
-	if err != nil {
-		return err
-	}
 	var v httpapi.Validator
 	var status, payment *string
 	if st := r.URL.Query().Get("status"); st != "" {
@@ -270,27 +231,11 @@ func (s *Service) listOrders(w http.ResponseWriter, r *http.Request, sc *tenant.
 	if err := v.Err(); err != nil {
 		return err
 	}
-	var list httpapi.List[Order]
-	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
-		rows, err := tx.Query(r.Context(), `SELECT `+orderCols+` FROM orders
-			WHERE ($1::bigint = 0 OR id < $1) AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR payment_status = $3)
-			ORDER BY id DESC LIMIT $4`, after, status, payment, page.Limit+1)
-		if err != nil {
-			return err
-		}
-		orders, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Order, error) {
-			o, err := scanOrder(r)
-			if err != nil {
-				return Order{}, err
-			}
-			return o.Order, nil
+	list, err := httpapi.ListOf(r, httpapi.CursorID, func(after int64, limit int) ([]Order, error) {
+		return tenant.TxV(r.Context(), sc, func(tx pgx.Tx) ([]Order, error) {
+			return listOrders(r.Context(), tx, after, status, payment, limit)
 		})
-		if err != nil {
-			return err
-		}
-		list = httpapi.NewList(orders, page.Limit, func(o Order) string { return strconv.FormatInt(o.ID, 10) })
-		return nil
-	})
+	}, func(o Order) string { return httpapi.IDText(o.ID) })
 	if err != nil {
 		return err
 	}
@@ -303,14 +248,12 @@ var (
 )
 
 func (s *Service) getOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	oid, err := pathID(r, "id")
+	oid, err := httpapi.PathID(r, "id", errNoResource)
 	if err != nil {
 		return err
 	}
-	var o *orderRow
-	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
-		o, err = scanOrder(tx.QueryRow(r.Context(), `SELECT `+orderCols+` FROM orders WHERE id = $1`, oid))
-		return err
+	o, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) (*orderRow, error) {
+		return getOrder(r.Context(), tx, oid)
 	})
 	if err != nil {
 		return err
@@ -328,16 +271,12 @@ type manualOrderInput struct {
 }
 
 func (s *Service) createManualOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	var err error
 	var in manualOrderInput
-	if err := httpapi.Decode(r, &in); err != nil {
-		return err
-	}
 	var v httpapi.Validator
-	if err := checkItems(in.Items, &v); err != nil {
+	cust, err := decodeOrder(r, &in, &v)
+	if err != nil {
 		return err
 	}
-	cust := in.Customer.check(&v)
 	paid := false
 	if in.PaymentStatus != nil {
 		v.Check(*in.PaymentStatus == PaymentUnpaid || *in.PaymentStatus == PaymentPaid, "payment_status", "must be unpaid or paid")
@@ -346,39 +285,43 @@ func (s *Service) createManualOrder(w http.ResponseWriter, r *http.Request, sc *
 	if err := v.Err(); err != nil {
 		return err
 	}
-	ctx := r.Context()
-	var o *orderRow
-	err = sc.Tx(ctx, func(tx pgx.Tx) error {
-		lines, cur, sub, err := resolveLines(ctx, tx, in.Items, false)
-		if err != nil {
-			return err
-		}
-		o = &orderRow{Order: Order{Status: StatusPending, PaymentStatus: PaymentUnpaid, Subtotal: sub, Currency: cur, Customer: cust},
-			lines: lines, source: "manual", reserved: !paid}
-		if paid {
-			o.Status, o.PaymentStatus = StatusPaid, PaymentPaid
-			err = take(ctx, tx, lines)
-		} else {
-			err = reserve(ctx, tx, lines)
-		}
-		if err != nil {
-			return err
-		}
-		if o, err = insertOrder(ctx, tx, o); err != nil {
-			return err
-		}
-		if err := s.emit(ctx, tx, sc, TopicOrderCreated, o.Order); err != nil {
-			return err
-		}
-		if paid {
-			return s.emit(ctx, tx, sc, TopicOrderPaid, o.Order)
-		}
-		return nil
+	o, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) (*orderRow, error) {
+		return s.manualOrder(r.Context(), tx, sc, in.Items, cust, paid)
 	})
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, 201, o.Order)
+}
+
+// manualOrder stores an order taken outside checkout, paid (its stock
+// sold) or pending (its stock reserved), and emits its events.
+func (s *Service) manualOrder(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, items []orderItemInput, cust Customer, paid bool) (*orderRow, error) {
+	lines, cur, sub, err := resolveLines(ctx, tx, items, false)
+	if err != nil {
+		return nil, err
+	}
+	o := &orderRow{Order: Order{Status: StatusPending, PaymentStatus: PaymentUnpaid, Subtotal: sub, Currency: cur, Customer: cust},
+		lines: lines, source: "manual", reserved: !paid}
+	if paid {
+		o.Status, o.PaymentStatus = StatusPaid, PaymentPaid
+		err = take(ctx, tx, lines)
+	} else {
+		err = reserve(ctx, tx, lines)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o, err = insertOrder(ctx, tx, o); err != nil {
+		return nil, err
+	}
+	if err := s.emit(ctx, tx, sc, TopicOrderCreated, o.Order); err != nil {
+		return nil, err
+	}
+	if paid {
+		return o, s.emit(ctx, tx, sc, TopicOrderPaid, o.Order)
+	}
+	return o, nil
 }
 
 // refused is the 409 of a transition the order's state does not allow.
@@ -394,14 +337,12 @@ type orderChange func(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, o *order
 // change and answers the order as it leaves it.
 func changeOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Scope, oid int64, change orderChange) error {
 	ctx := r.Context()
-	var o *orderRow
-	err := sc.Tx(ctx, func(tx pgx.Tx) error {
+	o, err := tenant.TxV(ctx, sc, func(tx pgx.Tx) (*orderRow, error) {
 		locked, err := lockOrder(ctx, tx, oid)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		o, err = change(ctx, tx, sc, locked)
-		return err
+		return change(ctx, tx, sc, locked)
 	})
 	if err != nil {
 		return err
@@ -411,7 +352,7 @@ func changeOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Scope, oid i
 
 // fulfillOrder marks a paid order delivered.
 func (s *Service) fulfillOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	oid, err := pathID(r, "id")
+	oid, err := httpapi.PathID(r, "id", errNoResource)
 	if err != nil {
 		return err
 	}
@@ -435,29 +376,21 @@ func (s *Service) fulfill(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, o *o
 // checkout's session is expired at the processor first, so it can no
 // longer be paid; one the buyer already completed cannot be cancelled.
 func (s *Service) cancelOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	oid, err := pathID(r, "id")
+	oid, err := httpapi.PathID(r, "id", errNoResource)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	var o *orderRow
-	var account string
-	err = sc.Tx(ctx, func(tx pgx.Tx) error {
-		if o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE id = $1`, oid)); err != nil {
-			return err
-		}
-		a, err := loadAccount(ctx, tx)
-		account = a.ID
-		return err
-	})
+	oa, err := tenant.TxV(ctx, sc, func(tx pgx.Tx) (orderAccount, error) { return getOrderAccount(ctx, tx, oid) })
 	if err != nil {
 		return err
 	}
+	o := oa.order
 	if o.Status == StatusDelivered || o.Status == StatusCancelled {
 		return refused(o, "cancelled")
 	}
 	if o.Status == StatusPending && o.PaymentSessionID != nil {
-		if err := s.closeSession(ctx, account, *o.PaymentSessionID); err != nil {
+		if err := s.closeSession(ctx, oa.account.ID, *o.PaymentSessionID); err != nil {
 			return err
 		}
 	}
@@ -583,7 +516,7 @@ type refundInput struct {
 // on the connected account for a checkout payment, as a record for a
 // manual order paid outside it.
 func (s *Service) refundOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	oid, err := pathID(r, "id")
+	oid, err := httpapi.PathID(r, "id", errNoResource)
 	if err != nil {
 		return err
 	}

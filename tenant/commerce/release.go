@@ -10,6 +10,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/payments"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // ReleaseArgs is the job scheduled with every checkout for some time after
@@ -56,21 +57,14 @@ func (s *Service) Release(ctx context.Context, a ReleaseArgs) error {
 	if err != nil {
 		return err
 	}
-	var o *orderRow
-	var acct payments.Account
-	err = sc.Tx(ctx, func(tx pgx.Tx) error {
-		if o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE id = $1`, a.OrderID)); err != nil {
-			return err
-		}
-		acct, err = loadAccount(ctx, tx)
-		return err
-	})
+	oa, err := tenant.TxV(ctx, sc, func(tx pgx.Tx) (orderAccount, error) { return getOrderAccount(ctx, tx, a.OrderID) })
 	if errors.Is(err, httpapi.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	o, acct := oa.order, oa.account
 	if o.Status != StatusPending || o.PaymentStatus != PaymentUnpaid {
 		return nil
 	}

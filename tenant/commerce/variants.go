@@ -1,7 +1,6 @@
 package commerce
 
 import (
-	"context"
 	"net/http"
 	"unicode/utf8"
 
@@ -58,44 +57,24 @@ func (in *variantInput) check(v *httpapi.Validator, prefix string, create bool) 
 	}
 }
 
-func insertVariant(ctx context.Context, tx pgx.Tx, p *Product, in variantInput) (*Variant, error) {
-	opts := map[string]string{}
-	if in.Options != nil && *in.Options != nil {
-		opts = *in.Options
-	}
-	return scanVariant(tx.QueryRow(ctx, `INSERT INTO product_variants (product_id, name, price, sku, stock_quantity, options, sort_order, is_active)
-		VALUES ($1, $2, COALESCE($3::bigint, $4::bigint), COALESCE($5, ''), COALESCE($6, 0), $7, COALESCE($8, 0), COALESCE($9, true))
-		RETURNING `+variantCols, p.ID, *in.Name, in.Price, p.Price, in.SKU, in.StockQuantity, opts, in.SortOrder, in.IsActive))
-}
-
 // variantPath parses the product and variant ids of a variant route.
 func variantPath(r *http.Request) (pid, vid int64, err error) {
-	if pid, err = pathID(r, "id"); err != nil {
+	if pid, err = httpapi.PathID(r, "id", errNoResource); err != nil {
 		return 0, 0, err
 	}
-	if vid, err = pathID(r, "variant_id"); err != nil {
+	if vid, err = httpapi.PathID(r, "variant_id", errNoResource); err != nil {
 		return 0, 0, err
 	}
 	return pid, vid, nil
 }
 
-// productOf loads the product of a variant route (404 when absent).
-func productOf(ctx context.Context, tx pgx.Tx, r *http.Request) (*Product, error) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return nil, err
-	}
-	return scanProduct(tx.QueryRow(ctx, `SELECT `+productCols+` FROM products WHERE id = $1`, id))
-}
-
 func (s *Service) listVariants(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	var err error
-	var p *Product
-	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
-		if p, err = productOf(r.Context(), tx, r); err != nil {
-			return err
-		}
-		return withVariants(r.Context(), tx, []*Product{p}, false)
+	pid, err := httpapi.PathID(r, "id", errNoResource)
+	if err != nil {
+		return err
+	}
+	p, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) (*Product, error) {
+		return loadProduct(r.Context(), tx, pid)
 	})
 	if err != nil {
 		return err
@@ -104,24 +83,21 @@ func (s *Service) listVariants(w http.ResponseWriter, r *http.Request, sc *tenan
 }
 
 func (s *Service) createVariant(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	var err error
 	var in variantInput
 	if err := decodeInput(r, &in, true); err != nil {
 		return err
 	}
-	var out *Variant
-	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
-		p, err := productOf(r.Context(), tx, r)
-		if err != nil {
-			return err
-		}
-		out, err = insertVariant(r.Context(), tx, p, in)
+	pid, err := httpapi.PathID(r, "id", errNoResource)
+	if err != nil {
 		return err
+	}
+	v, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) (*Variant, error) {
+		return addVariant(r.Context(), tx, pid, in)
 	})
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, 201, out)
+	return httpapi.JSON(w, 201, v)
 }
 
 func (s *Service) getVariant(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
@@ -129,15 +105,13 @@ func (s *Service) getVariant(w http.ResponseWriter, r *http.Request, sc *tenant.
 	if err != nil {
 		return err
 	}
-	var out *Variant
-	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
-		out, err = scanVariant(tx.QueryRow(r.Context(), `SELECT `+variantCols+` FROM product_variants WHERE id = $1 AND product_id = $2`, vid, pid))
-		return err
+	v, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) (*Variant, error) {
+		return getVariant(r.Context(), tx, pid, vid)
 	})
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, 200, out)
+	return httpapi.JSON(w, 200, v)
 }
 
 func (s *Service) updateVariant(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
@@ -149,24 +123,13 @@ func (s *Service) updateVariant(w http.ResponseWriter, r *http.Request, sc *tena
 	if err := decodeInput(r, &in, false); err != nil {
 		return err
 	}
-	var out *Variant
-	err = sc.Tx(r.Context(), func(tx pgx.Tx) error {
-		out, err = scanVariant(tx.QueryRow(r.Context(), `UPDATE product_variants SET
-				name = COALESCE($3, name), price = COALESCE($4, price), sku = COALESCE($5, sku),
-				stock_quantity = COALESCE($6, stock_quantity), options = COALESCE($7, options),
-				sort_order = COALESCE($8, sort_order), is_active = COALESCE($9, is_active)
-			WHERE id = $1 AND product_id = $2 RETURNING `+variantCols,
-			vid, pid, in.Name, in.Price, in.SKU, in.StockQuantity, in.Options, in.SortOrder, in.IsActive))
-		if err != nil {
-			return stockBelowReserved(err)
-		}
-		_, err = tx.Exec(r.Context(), `UPDATE products SET updated_at = now() WHERE id = $1`, pid)
-		return err
+	v, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) (*Variant, error) {
+		return updateVariant(r.Context(), tx, pid, vid, in)
 	})
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, 200, out)
+	return httpapi.JSON(w, 200, v)
 }
 
 func (s *Service) deleteVariant(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
@@ -174,5 +137,8 @@ func (s *Service) deleteVariant(w http.ResponseWriter, r *http.Request, sc *tena
 	if err != nil {
 		return err
 	}
-	return deleteRow(w, r, sc, "no such variant", `DELETE FROM product_variants WHERE id = $1 AND product_id = $2`, vid, pid)
+	if err := sc.Tx(r.Context(), func(tx pgx.Tx) error { return deleteVariant(r.Context(), tx, pid, vid) }); err != nil {
+		return err
+	}
+	return httpapi.NoContent(w)
 }

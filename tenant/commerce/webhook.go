@@ -72,22 +72,17 @@ func (s *Service) processorWebhook(w http.ResponseWriter, r *http.Request) error
 		s.logger.InfoContext(ctx, "processor event ignored", "event", ev.ID, "type", ev.Type, "account", ev.Account, "why", why)
 		return httpapi.JSON(w, 200, webhookAck{Received: true, Ignored: why})
 	}
-	dup := false
-	err = sc.Tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO payment_events (id, type) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, ev.ID, string(ev.Type))
-		if err != nil {
-			return err
+	fresh, err := tenant.TxV(ctx, sc, func(tx pgx.Tx) (bool, error) {
+		fresh, err := recordEvent(ctx, tx, ev.ID, string(ev.Type))
+		if err != nil || !fresh {
+			return false, err
 		}
-		if tag.RowsAffected() == 0 {
-			dup = true
-			return nil
-		}
-		return handle(s, ctx, tx, sc, ev)
+		return true, handle(s, ctx, tx, sc, ev)
 	})
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, 200, webhookAck{Received: true, Duplicate: dup})
+	return httpapi.JSON(w, 200, webhookAck{Received: true, Duplicate: !fresh})
 }
 
 // eventProject finds the project an event belongs to, or nil with the
@@ -131,6 +126,7 @@ func (s *Service) eventProject(ctx context.Context, ev stripe.Event) (*tenant.Sc
 // as the expanded object.
 type expandable string
 
+// UnmarshalJSON reads the id of either form.
 func (e *expandable) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
@@ -173,15 +169,19 @@ func metaOrderID(meta map[string]string, ref string) int64 {
 	return 0
 }
 
-// sessionOrder locks the order of a checkout session, nil when the project
-// has none (a session this service did not create).
-func (s *Service) sessionOrder(ctx context.Context, tx pgx.Tx, obj sessionObject) (*orderRow, error) {
+// sessionOrder decodes the checkout session of ev into obj and locks its
+// order, nil when the project has none (a session this service did not
+// create).
+func (s *Service) sessionOrder(ctx context.Context, tx pgx.Tx, ev stripe.Event, obj *sessionObject) (*orderRow, error) {
+	if err := decodeObject(ev, obj); err != nil {
+		return nil, err
+	}
 	var o *orderRow
 	var err error
 	if id := metaOrderID(obj.Metadata, obj.ClientReferenceID); id > 0 {
 		o, err = lockOrder(ctx, tx, id)
 	} else {
-		o, err = scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE payment_session_id = $1 FOR UPDATE`, obj.ID))
+		o, err = lockSessionOrder(ctx, tx, obj.ID)
 	}
 	if errors.Is(err, httpapi.ErrNotFound) {
 		return nil, nil
@@ -200,10 +200,7 @@ func (s *Service) sessionOrder(ctx context.Context, tx pgx.Tx, obj sessionObject
 // payment that settles later (async) only records its payment intent.
 func (s *Service) onSessionCompleted(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, ev stripe.Event) error {
 	var obj sessionObject
-	if err := decodeObject(ev, &obj); err != nil {
-		return err
-	}
-	o, err := s.sessionOrder(ctx, tx, obj)
+	o, err := s.sessionOrder(ctx, tx, ev, &obj)
 	if err != nil || o == nil {
 		return err
 	}
@@ -225,10 +222,7 @@ func (s *Service) onSessionCompleted(ctx context.Context, tx pgx.Tx, sc *tenant.
 // delayed payment failed, and frees its stock.
 func (s *Service) onSessionEnded(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, ev stripe.Event) error {
 	var obj sessionObject
-	if err := decodeObject(ev, &obj); err != nil {
-		return err
-	}
-	o, err := s.sessionOrder(ctx, tx, obj)
+	o, err := s.sessionOrder(ctx, tx, ev, &obj)
 	if err != nil || o == nil {
 		return err
 	}
@@ -239,10 +233,28 @@ func (s *Service) onSessionEnded(ctx context.Context, tx pgx.Tx, sc *tenant.Scop
 	return err
 }
 
+// paymentRef names the payment a charge or a refund belongs to.
+type paymentRef struct {
+	PaymentIntent expandable        `json:"payment_intent"`
+	Metadata      map[string]string `json:"metadata"`
+}
+
+func (p *paymentRef) ref() *paymentRef { return p }
+
+// paymentObjectOrder decodes the object of ev (a charge or a refund) into
+// obj and locks the order its payment paid; nil when none.
+func paymentObjectOrder(ctx context.Context, tx pgx.Tx, ev stripe.Event, obj interface{ ref() *paymentRef }) (*orderRow, error) {
+	if err := decodeObject(ev, obj); err != nil {
+		return nil, err
+	}
+	p := obj.ref()
+	return paymentOrder(ctx, tx, string(p.PaymentIntent), p.Metadata)
+}
+
 // paymentOrder locks the order paid by a payment intent, else the one its
 // metadata names; nil when none.
 func paymentOrder(ctx context.Context, tx pgx.Tx, intent string, meta map[string]string) (*orderRow, error) {
-	o, err := scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE payment_intent_id = $1 FOR UPDATE`, intent))
+	o, err := lockIntentOrder(ctx, tx, intent)
 	if errors.Is(err, httpapi.ErrNotFound) {
 		if id := metaOrderID(meta, ""); id > 0 {
 			o, err = lockOrder(ctx, tx, id)
@@ -258,20 +270,16 @@ func paymentOrder(ctx context.Context, tx pgx.Tx, intent string, meta map[string
 }
 
 type chargeObject struct {
-	ID             string            `json:"id"`
-	PaymentIntent  expandable        `json:"payment_intent"`
-	AmountRefunded int64             `json:"amount_refunded"`
-	Metadata       map[string]string `json:"metadata"`
+	ID string `json:"id"`
+	paymentRef
+	AmountRefunded int64 `json:"amount_refunded"`
 }
 
 // onChargeRefunded takes the processor's running refunded total of the
 // charge, which also covers refunds made outside this API.
 func (s *Service) onChargeRefunded(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, ev stripe.Event) error {
 	var obj chargeObject
-	if err := decodeObject(ev, &obj); err != nil {
-		return err
-	}
-	o, err := paymentOrder(ctx, tx, string(obj.PaymentIntent), obj.Metadata)
+	o, err := paymentObjectOrder(ctx, tx, ev, &obj)
 	if err != nil || o == nil {
 		return err
 	}
@@ -284,21 +292,17 @@ func (s *Service) onChargeRefunded(ctx context.Context, tx pgx.Tx, sc *tenant.Sc
 }
 
 type refundObject struct {
-	ID            string            `json:"id"`
-	Amount        int64             `json:"amount"`
-	Status        string            `json:"status"`
-	PaymentIntent expandable        `json:"payment_intent"`
-	Metadata      map[string]string `json:"metadata"`
+	ID     string `json:"id"`
+	Amount int64  `json:"amount"`
+	Status string `json:"status"`
+	paymentRef
 }
 
 // onRefund records a refund by its id: counted while pending or
 // succeeded, dropped when it failed or was cancelled.
 func (s *Service) onRefund(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, ev stripe.Event) error {
 	var obj refundObject
-	if err := decodeObject(ev, &obj); err != nil {
-		return err
-	}
-	o, err := paymentOrder(ctx, tx, string(obj.PaymentIntent), obj.Metadata)
+	o, err := paymentObjectOrder(ctx, tx, ev, &obj)
 	if err != nil || o == nil || obj.ID == "" {
 		return err
 	}
