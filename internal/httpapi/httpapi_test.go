@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/plinth-dev/plinth/central/apitest"
@@ -309,6 +310,22 @@ func TestListOf(t *testing.T) {
 	for _, q := range []string{"limit=0", "limit=101", "cursor=***", "cursor=" + "eA"} {
 		if _, err := list(q); httpapi.AsError(err).Status != 422 {
 			t.Errorf("%s: %v, want 422", q, err)
+		}
+	}
+}
+
+// TestPathID: only the decimal digits of a positive integer name a row.
+func TestPathID(t *testing.T) {
+	missing := errors.New("missing")
+	for in, want := range map[string]int64{"1": 1, "42": 42, "007": 7, "0": 0, "+5": 0, "-5": 0, " 5": 0, "5.0": 0, "x": 0, "": 0,
+		"9223372036854775807": 9223372036854775807, "9223372036854775808": 0} {
+		r := httptest.NewRequest("GET", "/", nil)
+		rc := chi.NewRouteContext()
+		rc.URLParams.Add("id", in)
+		r = r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, rc))
+		got, err := httpapi.PathID(r, "id", missing)
+		if got != want || (want == 0) != (err == missing) {
+			t.Errorf("%q: %d, %v; want %d", in, got, err, want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -75,10 +76,14 @@ func NewList[T any](rows []T, limit int, cursorOf func(T) string) List[T] {
 }
 
 // PathID reads the integer path parameter name (a row's id). Anything but
-// a positive integer names no row: it returns notFound, the caller's
-// not-found failure.
+// the decimal digits of a positive integer ("+5", " 5", "5.0") names no
+// row: it returns notFound, the caller's not-found failure.
 func PathID(r *http.Request, name string, notFound error) (int64, error) {
-	n, err := strconv.ParseInt(chi.URLParam(r, name), 10, 64)
+	s := chi.URLParam(r, name)
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return 0, notFound
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 1 {
 		return 0, notFound
 	}
@@ -107,6 +112,10 @@ func ListOf[C, T any](r *http.Request, decode func(string) (C, error), query fun
 	}
 	return NewList(rows, page.Limit, cursorOf), nil
 }
+
+// CursorText decodes the cursor of a list ordered by a text key (a
+// prefixed id): the text itself.
+func CursorText(cursor string) (string, error) { return cursor, nil }
 
 // IDText is the cursor text of a row of a list ordered by id.
 func IDText(id int64) string { return strconv.FormatInt(id, 10) }

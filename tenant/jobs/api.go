@@ -81,7 +81,7 @@ var statuses = map[string]bool{StatusPending: true, StatusProcessing: true, Stat
 
 func (a *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	f := Filter{Status: r.URL.Query().Get("status"), Type: r.URL.Query().Get("type")}
-	page, err := httpapi.ListOf(r, jobCursor, func(after string, limit int) ([]Job, error) {
+	page, err := httpapi.ListOf(r, httpapi.CursorText, func(after string, limit int) ([]Job, error) {
 		if f.Status != "" && !statuses[f.Status] {
 			return nil, httpapi.Invalid("status", "must be one of pending, processing, completed, failed, cancelled")
 		}
@@ -92,10 +92,6 @@ func (a *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) 
 	}
 	return httpapi.JSON(w, 200, page)
 }
-
-// jobCursor reads the cursor of the jobs' list: the id of the last job
-// shown, taken as it is.
-func jobCursor(cursor string) (string, error) { return cursor, nil }
 
 func (a *Service) get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	j, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (*row, error) { return get(r.Context(), tx, chi.URLParam(r, "id")) })

@@ -285,7 +285,7 @@ func (sv *Service) saveAccount(ctx context.Context, s *tenant.Scope, platform st
 }
 
 func (sv *Service) listAccounts(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	list, err := httpapi.ListOf(r, accountCursor, func(after string, limit int) ([]Account, error) {
+	list, err := httpapi.ListOf(r, httpapi.CursorText, func(after string, limit int) ([]Account, error) {
 		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Account, error) { return listAccounts(r.Context(), tx, after, limit) })
 	}, func(a Account) string { return a.ID })
 	if err != nil {
@@ -293,10 +293,6 @@ func (sv *Service) listAccounts(w http.ResponseWriter, r *http.Request, s *tenan
 	}
 	return httpapi.JSON(w, http.StatusOK, list)
 }
-
-// accountCursor reads the cursor of the accounts' list: the id of the
-// last account shown, taken as it is.
-func accountCursor(cursor string) (string, error) { return cursor, nil }
 
 // deleteAccount disconnects an account: the row and its tokens are gone.
 func (sv *Service) deleteAccount(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {

@@ -181,7 +181,7 @@ func (h *Service) create(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 }
 
 func (h *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	list, err := httpapi.ListOf(r, idCursor, func(after string, limit int) ([]Endpoint, error) {
+	list, err := httpapi.ListOf(r, httpapi.CursorText, func(after string, limit int) ([]Endpoint, error) {
 		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Endpoint, error) { return listEndpoints(r.Context(), tx, after, limit) })
 	}, func(e Endpoint) string { return e.ID })
 	if err != nil {
@@ -189,10 +189,6 @@ func (h *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) 
 	}
 	return httpapi.JSON(w, http.StatusOK, list)
 }
-
-// idCursor reads the cursor of a list ordered by a string id: the id of
-// the last row shown, taken as it is.
-func idCursor(cursor string) (string, error) { return cursor, nil }
 
 func (h *Service) get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	eid, err := endpointID(r, "id")
@@ -271,7 +267,7 @@ func (h *Service) deliveries(w http.ResponseWriter, r *http.Request, s *tenant.S
 		return err
 	}
 	status := r.URL.Query().Get("status")
-	list, err := httpapi.ListOf(r, idCursor, func(after string, limit int) ([]Delivery, error) {
+	list, err := httpapi.ListOf(r, httpapi.CursorText, func(after string, limit int) ([]Delivery, error) {
 		if status != "" && !slices.Contains(deliveryStatuses, status) {
 			return nil, httpapi.Invalid("status", "must be pending, succeeded or failed")
 		}
