@@ -29,7 +29,7 @@ type APIKey struct {
 	CreatedAt  time.Time  `json:"created_at"`
 }
 
-// Permissions of each pillar (decisions.md section 3 and the scope table).
+// Permissions of each pillar (docs/decisions.md section 3 and the scope table).
 var Permissions = map[string][]string{
 	"project":   {"read", "write", "admin"},
 	"content":   {"read", "write"},

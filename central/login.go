@@ -15,7 +15,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/httpapi"
 )
 
-// Dashboard login (decisions.md section 4).
+// Dashboard login (docs/decisions.md section 4).
 const (
 	// TokenTTL is the lifetime of a dashboard token.
 	TokenTTL = 12 * time.Hour

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Config is every setting of decisions.md section 1, with its default.
+// Config is every setting of docs/decisions.md section 1, with its default.
 type Config struct {
 	DatabaseURL       string
 	Addr              string

@@ -12,7 +12,7 @@ import (
 )
 
 // AICeiling is the most AI work (hundredths) a pool may be charged within
-// any one minute: 300 credits (decisions.md section 5).
+// any one minute: 300 credits (docs/decisions.md section 5).
 const AICeiling int64 = 300 * Unit
 
 // MinAIRetryAfter is the shortest Retry-After the AI ceiling answers

@@ -1,6 +1,6 @@
 // Package idempotency makes mutating requests safe to retry: a request
 // with an Idempotency-Key header runs at most once per project and key for
-// 24 hours, and its retries get the stored response (decisions.md
+// 24 hours, and its retries get the stored response (docs/decisions.md
 // section 6).
 //
 // The key is reserved in its own short transaction (INSERT ... ON

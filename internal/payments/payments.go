@@ -34,7 +34,7 @@ var ErrNotConfigured = httpapi.Fail(httpapi.ErrUnavailable,
 var ErrWebhookNotConfigured = httpapi.Fail(httpapi.ErrUnavailable,
 	"payment webhooks are not configured on this server: set STRIPE_WEBHOOK_SECRET")
 
-// Config is the processor configuration (decisions.md section 1).
+// Config is the processor configuration (docs/decisions.md section 1).
 type Config struct {
 	SecretKey     string // STRIPE_SECRET_KEY
 	WebhookSecret string // STRIPE_WEBHOOK_SECRET
