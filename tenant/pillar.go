@@ -33,3 +33,16 @@ type Pillar interface {
 type Emitter interface {
 	Emit(ctx context.Context, tx pgx.Tx, s *Scope, topic string, data any) error
 }
+
+// Base is embedded by a pillar for the Pillar methods it has nothing to
+// do in: no public routes, no keyless routes, no workers of its own.
+type Base struct{}
+
+// PublicRoutes mounts nothing.
+func (Base) PublicRoutes(chi.Router) {}
+
+// KeylessRoutes mounts nothing.
+func (Base) KeylessRoutes(chi.Router) {}
+
+// Workers adds nothing.
+func (Base) Workers(*river.Workers) {}

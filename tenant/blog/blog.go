@@ -62,6 +62,7 @@ type Deps struct {
 
 // Service is the blog pillar.
 type Service struct {
+	tenant.Base
 	river    *queue.Client
 	ai       ai.Provider
 	media    storage.Store
@@ -110,9 +111,6 @@ func (sv *Service) PublicRoutes(r chi.Router) {
 	r.Get("/blog-posts", tenant.Handle(sv.publicList))
 	r.Get("/blog-posts/{slug}", tenant.Handle(sv.publicGet))
 }
-
-// KeylessRoutes mounts nothing: every blog route has a key or is public.
-func (sv *Service) KeylessRoutes(chi.Router) {}
 
 // Workers adds the scheduler's worker.
 func (sv *Service) Workers(w *river.Workers) { river.AddWorker(w, &ScheduleWorker{sv: sv}) }

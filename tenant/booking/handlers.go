@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
@@ -30,6 +29,7 @@ type Deps struct {
 
 // Pillar is the booking pillar (Service is the bookable service).
 type Pillar struct {
+	tenant.Base
 	events tenant.Emitter
 	now    func() time.Time
 }
@@ -75,12 +75,6 @@ func (h *Pillar) PublicRoutes(r chi.Router) {
 	r.Get("/booking/availability", tenant.Handle(h.publicAvailability))
 	r.Post("/bookings", tenant.Handle(h.createBooking))
 }
-
-// KeylessRoutes mounts nothing: every booking route has a key or is public.
-func (h *Pillar) KeylessRoutes(chi.Router) {}
-
-// Workers adds nothing: booking runs no jobs.
-func (h *Pillar) Workers(*river.Workers) {}
 
 // getByID serves GET of one service or booking by the id of its path, read
 // by get without a lock.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/queue"
@@ -36,6 +35,7 @@ type Deps struct {
 
 // Service is the content pillar.
 type Service struct {
+	tenant.Base
 	ai        ai.Provider
 	media     storage.Store
 	river     *queue.Client
@@ -116,12 +116,6 @@ func (sv *Service) PublicRoutes(r chi.Router) {
 	r.Get("/galleries/{slug}", tenant.Handle(sv.publicGallery))
 	r.Get("/media/{project}/{key}", tenant.Handle(sv.serveMedia))
 }
-
-// KeylessRoutes mounts nothing: every content route has a key or is public.
-func (sv *Service) KeylessRoutes(chi.Router) {}
-
-// Workers adds nothing: the pillar's work runs as jobs of the jobs pillar.
-func (sv *Service) Workers(*river.Workers) {}
 
 // KeyPattern is the pattern of content keys and image keys.
 var KeyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,199}$`)

@@ -10,14 +10,13 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
 // Service is the forms pillar. It needs nothing but the project's scope.
-type Service struct{}
+type Service struct{ tenant.Base }
 
 // New builds the pillar.
 func New() *Service { return &Service{} }
@@ -29,12 +28,6 @@ func (*Service) PublicRoutes(r chi.Router) {
 	r.Post("/forms/newsletter", tenant.Handle(subscribe))
 	r.Post("/forms/contact", tenant.Handle(contact))
 }
-
-// KeylessRoutes mounts nothing.
-func (*Service) KeylessRoutes(chi.Router) {}
-
-// Workers adds nothing: forms run no jobs.
-func (*Service) Workers(*river.Workers) {}
 
 // Routes mounts the admin endpoints: forms:read to list and export,
 // forms:write to delete.

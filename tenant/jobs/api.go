@@ -37,6 +37,7 @@ type Deps struct {
 // Service is the jobs pillar: the runner every pillar's job types run on,
 // the hub that wakes SSE streams, and /jobs (list, read, cancel, stream).
 type Service struct {
+	tenant.Base
 	runner    *Runner
 	hub       *Hub
 	river     *queue.Client
@@ -55,12 +56,6 @@ func (a *Service) Runner() *Runner { return a.runner }
 
 // Hub wakes SSE streams on job events from any instance; Run it.
 func (a *Service) Hub() *Hub { return a.hub }
-
-// PublicRoutes mounts nothing: jobs are read with a key.
-func (a *Service) PublicRoutes(chi.Router) {}
-
-// KeylessRoutes mounts nothing.
-func (a *Service) KeylessRoutes(chi.Router) {}
 
 // Workers adds the runner, which works every job type.
 func (a *Service) Workers(w *river.Workers) { river.AddWorker(w, a.runner) }

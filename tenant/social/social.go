@@ -71,6 +71,7 @@ type Deps struct {
 
 // Service is the social pillar.
 type Service struct {
+	tenant.Base
 	plane tenant.ControlPlane
 	// apps are the platforms with an OAuth app configured, by name.
 	apps   map[string]*App
@@ -136,9 +137,6 @@ func (sv *Service) Routes(r chi.Router) {
 	posts.Delete("/social-posts/{id}", tenant.Handle(sv.deletePost))
 	r.With(tenant.RequireScope("social:publish")).Post("/social-posts/{id}/publish", tenant.Handle(sv.publish))
 }
-
-// PublicRoutes mounts nothing: no social route is public.
-func (sv *Service) PublicRoutes(chi.Router) {}
 
 // Workers adds the publisher and the scheduler.
 func (sv *Service) Workers(w *river.Workers) {

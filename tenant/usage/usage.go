@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -15,19 +14,10 @@ import (
 )
 
 // Service is the usage report; it needs nothing but the project's scope.
-type Service struct{}
+type Service struct{ tenant.Base }
 
 // New builds the pillar.
 func New() *Service { return &Service{} }
-
-// PublicRoutes mounts nothing.
-func (*Service) PublicRoutes(chi.Router) {}
-
-// KeylessRoutes mounts nothing.
-func (*Service) KeylessRoutes(chi.Router) {}
-
-// Workers adds nothing.
-func (*Service) Workers(*river.Workers) {}
 
 // Routes mounts GET /projects/me/usage.
 func (*Service) Routes(r chi.Router) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/id"
@@ -38,6 +37,7 @@ type Deps struct {
 // Service is the webhooks pillar: the endpoints a project subscribes and
 // their deliveries (internal/webhook delivers them).
 type Service struct {
+	tenant.Base
 	outbox  *webhook.Outbox
 	secrets *webhook.Secrets
 	dev     bool
@@ -63,16 +63,6 @@ func (h *Service) Routes(r chi.Router) {
 		r.Post("/{id}/deliveries/{delivery_id}/redeliver", tenant.Handle(h.redeliver))
 	})
 }
-
-// PublicRoutes mounts nothing: endpoints are managed with a key.
-func (h *Service) PublicRoutes(chi.Router) {}
-
-// KeylessRoutes mounts nothing.
-func (h *Service) KeylessRoutes(chi.Router) {}
-
-// Workers adds nothing: internal/webhook's delivery worker is the
-// process's, shared by every pillar that emits events.
-func (h *Service) Workers(*river.Workers) {}
 
 // Endpoint is the webhook endpoint resource.
 type Endpoint struct {
