@@ -21,9 +21,11 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/config"
+	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/pgtest"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
@@ -456,4 +458,32 @@ func (r *Resp) CheckProblem(status int, code string) (map[string]any, error) {
 		return nil, fmt.Errorf("problem fields wrong: %s", r.Body)
 	}
 	return m, nil
+}
+
+// WaitJob polls GET /v1/jobs/{id} with key until the job is completed,
+// failed or cancelled (at most 60 s) and returns it.
+func (e *Env) WaitJob(t testing.TB, key, id string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		j := e.Do("GET", "/v1/jobs/"+id, key, nil).Expect(t, 200).JSON(t)
+		if s := j["status"]; s == "completed" || s == "failed" || s == "cancelled" {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still %v after 60 s: %v", id, j["status"], j)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Balance is the credits left to the project's live pool, in hundredths.
+func (p *Project) Balance(t testing.TB) int64 {
+	t.Helper()
+	ctx := context.Background()
+	b, err := tenant.TxV(ctx, p.Scope, func(tx pgx.Tx) (int64, error) { return credits.Balance(ctx, tx, p.Scope) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

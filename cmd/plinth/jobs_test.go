@@ -22,7 +22,6 @@ import (
 
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/ai"
-	"github.com/plinth-dev/plinth/internal/credits"
 )
 
 // runAsPlinthIfAsked makes the test binary the plinth binary: with
@@ -97,7 +96,7 @@ func TestWorkerKilledMidJobCompletesOnce(t *testing.T) {
 
 	env := apitest.New(t) // the API, without workers
 	p := env.NewProject("build")
-	before := balanceOf(t, p)
+	before := p.Balance(t)
 	job := env.Do("POST", "/v1/images", p.Key, map[string]any{"prompt": "A kite over the dunes"}).Expect(t, 202).JSON(t)
 	jobID := job["id"].(string)
 
@@ -136,7 +135,7 @@ func TestWorkerKilledMidJobCompletesOnce(t *testing.T) {
 		t.Fatalf("result: %v", res)
 	}
 	// One charge, never refunded; one image; the River job on attempt 2.
-	if after := balanceOf(t, p); before-after != 1000 {
+	if after := p.Balance(t); before-after != 1000 {
 		t.Fatalf("charged %d hundredths, want 1000", before-after)
 	}
 	var ledgerRows, images, attempt int
@@ -243,18 +242,4 @@ func decodeJSON(t *testing.T, res *http.Response, v any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%v: %s", err, b)
 	}
-}
-
-func balanceOf(t *testing.T, p *apitest.Project) int64 {
-	t.Helper()
-	var b int64
-	err := p.Scope.Tx(context.Background(), func(tx pgx.Tx) error {
-		var err error
-		b, err = credits.Balance(context.Background(), tx, p.Scope)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

@@ -57,7 +57,7 @@ func TestTranslatedEvents(t *testing.T) {
 	m := post(t, env, p.Key, map[string]any{"title": "Hello", "language_code": "en"})
 	env.Do("PUT", "/v1/blog-posts/"+idOf(m)+"/translations/it", p.Key, map[string]any{"title": "Ciao"}).Expect(t, 200)
 	j := env.Do("POST", "/v1/blog-posts/"+idOf(m)+"/translate", p.Key, map[string]any{"languages": []string{"fr", "es"}}).Expect(t, 202).JSON(t)
-	require.Equal(t, "completed", waitJob(t, env, p.Key, j["id"].(string))["status"])
+	require.Equal(t, "completed", env.WaitJob(t, p.Key, j["id"].(string))["status"])
 	evs := events(t, p, "blog_post.translated")
 	require.Len(t, evs, 2)
 	for i, lang := range []string{"fr", "es"} {
@@ -70,7 +70,7 @@ func TestTranslatedEvents(t *testing.T) {
 
 	// Generation: one per target language, and the post stays a draft.
 	j = env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"type": "ai", "topic": "Ciabatta", "target_languages": []string{"de"}}).Expect(t, 202).JSON(t)
-	job := waitJob(t, env, p.Key, j["id"].(string))
+	job := env.WaitJob(t, p.Key, j["id"].(string))
 	require.Equal(t, "completed", job["status"])
 	evs = events(t, p, "blog_post.translated")
 	require.Len(t, evs, 3)

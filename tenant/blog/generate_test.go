@@ -176,7 +176,7 @@ func TestGenerateOffline(t *testing.T) {
 	// Without target languages: the translate step passes, 60 credits.
 	j = env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"type": "ai", "topic": "Baking sourdough bread at home"}).Expect(t, 202).JSON(t)
 	require.Equal(t, map[string]int64{"blog_post": 6000}, ledger(t, p, j["id"].(string)))
-	second := generated(t, env, p, waitJob(t, env, p.Key, j["id"].(string)), nil)
+	second := generated(t, env, p, env.WaitJob(t, p.Key, j["id"].(string)), nil)
 	require.NotEqual(t, m["slug"], second["slug"], "the same title gets its own slug")
 	require.NotEqual(t, m["featured_image"], second["featured_image"])
 }
@@ -298,7 +298,7 @@ func TestGenerateOpenAI(t *testing.T) {
 	subscribe(t, env, p, "")
 	j := env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"type": "ai", "topic": "Sourdough", "target_languages": []string{"fr"}}).Expect(t, 202).JSON(t)
 	stepOrder(t, streamJob(t, env, p.Key, j["id"].(string)), steps)
-	job := waitJob(t, env, p.Key, j["id"].(string))
+	job := env.WaitJob(t, p.Key, j["id"].(string))
 	m := generated(t, env, p, job, []string{"fr"})
 	require.Equal(t, map[string]any{"post_id": m["id"], "slug": "sourdough-at-home", "title": "Sourdough at Home"}, job["result"])
 	require.Equal(t, "Bake your first loaf.", m["excerpt"])
@@ -329,7 +329,7 @@ func TestGenerateUpstreamFailure(t *testing.T) {
 	p := env.NewProject("build")
 	subscribe(t, env, p, "")
 	j := env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"type": "ai", "topic": "Sourdough", "target_languages": []string{"fr"}}).Expect(t, 202).JSON(t)
-	job := waitJob(t, env, p.Key, j["id"].(string))
+	job := env.WaitJob(t, p.Key, j["id"].(string))
 	require.Equal(t, "failed", job["status"])
 	require.Empty(t, events(t, p, "blog_post.translated"), "a failed job fires nothing")
 	require.Equal(t, "upstream_unavailable", job["error"].(map[string]any)["code"])

@@ -82,22 +82,6 @@ func langs(m map[string]any) []string {
 	return out
 }
 
-// waitJob polls GET /jobs/{id} until the job is final.
-func waitJob(t *testing.T, env *apitest.Env, key, id string) map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		j := env.Do("GET", "/v1/jobs/"+id, key, nil).Expect(t, 200).JSON(t)
-		if s := j["status"]; s == "completed" || s == "failed" || s == "cancelled" {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: %v", id, j)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
 // ledger returns the net charge and the rows under ref by op.
 func ledger(t *testing.T, p *apitest.Project, ref string) map[string]int64 {
 	t.Helper()

@@ -22,7 +22,7 @@ func TestTranslatePost(t *testing.T) {
 	require.Equal(t, map[string]int64{"translate_language": 1400}, ledger(t, p, j["id"].(string)), "7 credits per language")
 
 	stepOrder(t, streamJob(t, env, p.Key, j["id"].(string)), []string{"fr", "es"})
-	job := waitJob(t, env, p.Key, j["id"].(string))
+	job := env.WaitJob(t, p.Key, j["id"].(string))
 	require.Equal(t, "completed", job["status"], "job: %v", job)
 	require.Equal(t, map[string]any{"keys_translated": float64(5), "locales": []any{"fr", "es"}, "post_id": m["id"]}, job["result"])
 
@@ -39,7 +39,7 @@ func TestTranslatePost(t *testing.T) {
 	// Translating again replaces the language's text.
 	env.Do("PATCH", "/v1/blog-posts/"+id, p.Key, map[string]any{"title": "Hello v2"}).Expect(t, 200)
 	j = env.Do("POST", "/v1/blog-posts/hello/translate", p.Key, map[string]any{"languages": []string{"fr"}}).Expect(t, 202).JSON(t)
-	require.Equal(t, "completed", waitJob(t, env, p.Key, j["id"].(string))["status"])
+	require.Equal(t, "completed", env.WaitJob(t, p.Key, j["id"].(string))["status"])
 	require.Equal(t, "[fr] Hello v2", env.Do("GET", "/v1/blog-posts/"+id+"?lang=fr", p.Key, nil).Expect(t, 200).JSON(t)["title"])
 }
 
@@ -94,7 +94,7 @@ func TestTranslateDeletedPost(t *testing.T) {
 	j := env.Do("POST", "/v1/blog-posts/"+idOf(m)+"/translate", p.Key, map[string]any{"languages": []string{"fr"}}).Expect(t, 202).JSON(t)
 	env.Do("DELETE", "/v1/blog-posts/"+idOf(m), p.Key, nil).Expect(t, 204)
 	env.Instance(apitest.WithWorkers())
-	job := waitJob(t, env, p.Key, j["id"].(string))
+	job := env.WaitJob(t, p.Key, j["id"].(string))
 	require.Equal(t, "failed", job["status"])
 	require.Equal(t, "not_found", job["error"].(map[string]any)["code"])
 	require.Equal(t, int64(0), ledger(t, p, j["id"].(string))["translate_language"], "refunded")

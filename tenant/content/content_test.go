@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -45,21 +44,6 @@ func values(t *testing.T, p *apitest.Project, lang string) map[string]string {
 	return out
 }
 
-func waitDone(t *testing.T, env *apitest.Env, key, id string) map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		j := env.Do("GET", "/v1/jobs/"+id, key, nil).Expect(t, 200).JSON(t)
-		if s := j["status"]; s == "completed" || s == "failed" || s == "cancelled" {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: %v", id, j)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestTranslateContentKeys(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t, apitest.WithWorkers())
@@ -79,7 +63,7 @@ func TestTranslateContentKeys(t *testing.T) {
 	if err != nil || charged != 1400 || rows != 2 {
 		t.Fatalf("charge: %d in %d rows (%v), want 7 credits per language", charged, rows, err)
 	}
-	done := waitDone(t, env, p.Key, j["id"].(string))
+	done := env.WaitJob(t, p.Key, j["id"].(string))
 	if done["status"] != "completed" || fmt.Sprint(done["result"]) != "map[keys_translated:2 locales:[fr de]]" {
 		t.Fatalf("job: %v", done)
 	}
@@ -96,7 +80,7 @@ func TestTranslateContentKeys(t *testing.T) {
 
 	// Without keys: every key with a default-language value.
 	j = env.Do("POST", "/v1/content/translate", p.Key, map[string]any{"languages": []string{"es"}}).Expect(t, 202).JSON(t)
-	done = waitDone(t, env, p.Key, j["id"].(string))
+	done = env.WaitJob(t, p.Key, j["id"].(string))
 	if fmt.Sprint(done["result"]) != "map[keys_translated:3 locales:[es]]" || values(t, p, "es")["footer.note"] != "[es] Thanks for visiting" {
 		t.Fatalf("all keys: %v", done)
 	}

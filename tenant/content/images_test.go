@@ -151,7 +151,7 @@ func TestGeneratedImage(t *testing.T) {
 	p := env.NewProject("build")
 	subscribe(t, env, p)
 	j := env.Do("POST", "/v1/images", p.Key, map[string]any{"prompt": "A lighthouse at dawn", "width": 96, "height": 64}).Expect(t, 202).JSON(t)
-	done := waitDone(t, env, p.Key, j["id"].(string))
+	done := env.WaitJob(t, p.Key, j["id"].(string))
 	res, _ := done["result"].(map[string]any)
 	if done["status"] != "completed" || res["width"] != float64(96) || res["height"] != float64(64) {
 		t.Fatalf("job: %v", done)

@@ -104,7 +104,7 @@ func TestFairness(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("B's job did not start within 10s")
 	}
-	if got := waitJob(t, env, b.Key, bj.ID); got["status"] != "completed" {
+	if got := env.WaitJob(t, b.Key, bj.ID); got["status"] != "completed" {
 		t.Fatalf("B's job: %v", got)
 	}
 	// A's waiting jobs are admitted as its running ones finish.
@@ -145,7 +145,7 @@ func TestAdmissionDrains(t *testing.T) {
 		if j.ID == last {
 			want = "cancelled"
 		}
-		if got := waitJob(t, env, p.Key, j.ID); got["status"] != want {
+		if got := env.WaitJob(t, p.Key, j.ID); got["status"] != want {
 			t.Fatalf("job %s: %v", j.ID, got)
 		}
 	}

@@ -166,10 +166,10 @@ func TestCancelPending(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t) // no workers: the job stays pending
 	p := env.NewProject("build")
-	before := balance(t, p)
+	before := p.Balance(t)
 	j := env.Do("POST", "/v1/images", p.Key, map[string]any{"prompt": "never drawn"}).Expect(t, 202).JSON(t)
 	id := j["id"].(string)
-	if before-balance(t, p) != 1000 {
+	if before-p.Balance(t) != 1000 {
 		t.Fatal("submit must charge 10 credits")
 	}
 
@@ -184,7 +184,7 @@ func TestCancelPending(t *testing.T) {
 	if c["status"] != "cancelled" || c["id"] != id {
 		t.Fatalf("cancel: %v", c)
 	}
-	if b := balance(t, p); b != before {
+	if b := p.Balance(t); b != before {
 		t.Fatalf("balance %d after the refund, want %d", b, before)
 	}
 	if net, rows := ledger(t, p, id); net != 0 || rows != 2 {
@@ -227,7 +227,7 @@ func TestCancelProcessing(t *testing.T) {
 	})
 	for _, typ := range []string{"test.wait", "test.busy"} {
 		t.Run(typ, func(t *testing.T) {
-			before := balance(t, p)
+			before := p.Balance(t)
 			j := submit(t, env, p, jobs.Spec{Type: typ, Charges: []jobs.Charge{{Op: "image", Cost: 300}}})
 			select {
 			case <-started:
@@ -238,11 +238,11 @@ func TestCancelProcessing(t *testing.T) {
 			if c["status"] != "processing" && c["status"] != "cancelled" {
 				t.Fatalf("cancel of a processing job: %v", c)
 			}
-			got := waitJob(t, env, p.Key, j.ID)
+			got := env.WaitJob(t, p.Key, j.ID)
 			if got["status"] != "cancelled" {
 				t.Fatalf("job: %v", got)
 			}
-			if b := balance(t, p); b != before {
+			if b := p.Balance(t); b != before {
 				t.Fatalf("balance %d, want %d (refunded)", b, before)
 			}
 			if net, _ := ledger(t, p, j.ID); net != 0 {
@@ -269,16 +269,16 @@ func TestFailureAndRetry(t *testing.T) {
 		return func(ctx context.Context, tx pgx.Tx) (any, error) { return map[string]any{"attempt": run.Attempt}, nil }, nil
 	})
 
-	before := balance(t, p)
+	before := p.Balance(t)
 	f := submit(t, env, p, jobs.Spec{Type: "test.fail", Charges: []jobs.Charge{{Op: "content_plan", Cost: 2000}}})
-	got := waitJob(t, env, p.Key, f.ID)
+	got := env.WaitJob(t, p.Key, f.ID)
 	if got["status"] != "failed" || fmt.Sprint(got["error"]) != "map[code:validation_failed message:the brief is empty]" {
 		t.Fatalf("failed job: %v", got)
 	}
 	if _, ok := got["result"]; ok {
 		t.Fatalf("a failed job has no result: %v", got)
 	}
-	if b := balance(t, p); b != before {
+	if b := p.Balance(t); b != before {
 		t.Fatalf("balance %d, want %d (refunded)", b, before)
 	}
 	evs := streamAll(t, env.URL, p.Key, f.ID, "0")
@@ -300,7 +300,7 @@ func TestFailureAndRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := waitJob(t, env, p.Key, tj.ID); got["status"] != "failed" {
+	if got := env.WaitJob(t, p.Key, tj.ID); got["status"] != "failed" {
 		t.Fatalf("test-key job: %v", got)
 	}
 	var pools string
@@ -313,7 +313,7 @@ func TestFailureAndRetry(t *testing.T) {
 	}
 
 	fl := submit(t, env, p, jobs.Spec{Type: "test.flaky"})
-	got = waitJob(t, env, p.Key, fl.ID)
+	got = env.WaitJob(t, p.Key, fl.ID)
 	if got["status"] != "completed" || fmt.Sprint(got["result"]) != "map[attempt:2]" || tries.Load() != 2 {
 		t.Fatalf("flaky job: %v after %d tries", got, tries.Load())
 	}
@@ -334,13 +334,13 @@ func TestFailureAndRetry(t *testing.T) {
 		return nil, nil
 	})
 	pj := submit(t, env, p, jobs.Spec{Type: "test.panic"})
-	if got := waitJob(t, env, p.Key, pj.ID); got["status"] != "completed" || panics.Load() != 2 {
+	if got := env.WaitJob(t, p.Key, pj.ID); got["status"] != "completed" || panics.Load() != 2 {
 		t.Fatalf("panicking job: %v after %d runs", got, panics.Load())
 	}
 
 	// A job type no worker knows fails instead of retrying forever.
 	u := submit(t, env, p, jobs.Spec{Type: "test.unknown"})
-	if got := waitJob(t, env, p.Key, u.ID); got["status"] != "failed" || got["error"].(map[string]any)["code"] != "internal_error" {
+	if got := env.WaitJob(t, p.Key, u.ID); got["status"] != "failed" || got["error"].(map[string]any)["code"] != "internal_error" {
 		t.Fatalf("unknown type: %v", got)
 	}
 }
@@ -387,7 +387,7 @@ func TestUpstreamThroughJobs(t *testing.T) {
 		p := env.NewProject("build")
 		start := time.Now()
 		j := env.Do("POST", "/v1/images", p.Key, map[string]any{"prompt": "retry me"}).Expect(t, 202).JSON(t)
-		got := waitJob(t, env, p.Key, j["id"].(string))
+		got := env.WaitJob(t, p.Key, j["id"].(string))
 		if got["status"] != "completed" || calls.Load() != 2 || time.Since(start) < time.Second {
 			t.Fatalf("job %v after %d calls in %s", got, calls.Load(), time.Since(start))
 		}
@@ -404,9 +404,9 @@ func TestUpstreamThroughJobs(t *testing.T) {
 		})
 		env := apitest.New(t, apitest.WithWorkers(), apitest.WithEnv("PLINTH_AI_PROVIDER", "openai", "OPENAI_BASE_URL", up.URL+"/v1", "OPENAI_API_KEY", "sk-test"))
 		p := env.NewProject("build")
-		before := balance(t, p)
+		before := p.Balance(t)
 		j := env.Do("POST", "/v1/images", p.Key, map[string]any{"prompt": "never"}).Expect(t, 202).JSON(t)
-		got := waitJob(t, env, p.Key, j["id"].(string))
+		got := env.WaitJob(t, p.Key, j["id"].(string))
 		e, _ := got["error"].(map[string]any)
 		if got["status"] != "failed" || e["code"] != "upstream_unavailable" || !strings.Contains(e["message"].(string), "500") ||
 			strings.Contains(e["message"].(string), "the server had an error") {
@@ -415,7 +415,7 @@ func TestUpstreamThroughJobs(t *testing.T) {
 		if calls.Load() != 5 {
 			t.Fatalf("%d calls, want 5 attempts", calls.Load())
 		}
-		if b := balance(t, p); b != before {
+		if b := p.Balance(t); b != before {
 			t.Fatalf("balance %d, want %d (refunded)", b, before)
 		}
 		var n int
@@ -442,10 +442,10 @@ func TestSpecHandler(t *testing.T) {
 	})
 	own := submit(t, env, p, jobs.Spec{Type: "test.shared"})
 	other := submit(t, env, p, jobs.Spec{Type: "test.shared", Handler: "test.shared.other"})
-	if got := waitJob(t, env, p.Key, own.ID); fmt.Sprint(got["result"]) != "map[by:type]" {
+	if got := env.WaitJob(t, p.Key, own.ID); fmt.Sprint(got["result"]) != "map[by:type]" {
 		t.Fatalf("own handler: %v", got)
 	}
-	if got := waitJob(t, env, p.Key, other.ID); got["type"] != "test.shared" || fmt.Sprint(got["result"]) != "map[by:test.shared]" {
+	if got := env.WaitJob(t, p.Key, other.ID); got["type"] != "test.shared" || fmt.Sprint(got["result"]) != "map[by:test.shared]" {
 		t.Fatalf("named handler: %v", got)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/pgtest"
 	"github.com/plinth-dev/plinth/tenant"
@@ -89,22 +88,6 @@ func streamAll(t testing.TB, baseURL, key, jobID, lastEventID string) []sseEvent
 	return readEvents(t, openStream(t, ctx, baseURL, key, jobID, lastEventID), nil)
 }
 
-// waitJob polls GET /jobs/{id} until the job is final.
-func waitJob(t testing.TB, env *apitest.Env, key, jobID string) map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		j := env.Do("GET", "/v1/jobs/"+jobID, key, nil).Expect(t, 200).JSON(t)
-		if jobs.Final(j["status"].(string)) {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s still %s after 30s: %v", jobID, j["status"], j)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // ledger returns the net amount and the rows charged under ref.
 func ledger(t testing.TB, p *apitest.Project, ref string) (net int64, rows int) {
 	t.Helper()
@@ -115,20 +98,6 @@ func ledger(t testing.TB, p *apitest.Project, ref string) (net int64, rows int) 
 		t.Fatal(err)
 	}
 	return net, rows
-}
-
-func balance(t testing.TB, p *apitest.Project) int64 {
-	t.Helper()
-	var b int64
-	err := p.Scope.Tx(context.Background(), func(tx pgx.Tx) error {
-		var err error
-		b, err = credits.Balance(context.Background(), tx, p.Scope)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // riverState is the state of the River job behind a Job.

@@ -19,7 +19,7 @@ func TestLifecycleImageJob(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t, apitest.WithWorkers())
 	p := env.NewProject("build")
-	before := balance(t, p)
+	before := p.Balance(t)
 
 	sub := env.Do("POST", "/v1/images", p.Key, map[string]any{"prompt": "A lighthouse at dawn", "width": 320, "height": 200}).Expect(t, 202).JSON(t)
 	jobID, _ := sub["id"].(string)
@@ -97,7 +97,7 @@ func TestLifecycleImageJob(t *testing.T) {
 	if net, rows := ledger(t, p, jobID); net != 1000 || rows != 1 {
 		t.Fatalf("ledger: net %d in %d rows, want 1000 in 1", net, rows)
 	}
-	if after := balance(t, p); before-after != 1000 {
+	if after := p.Balance(t); before-after != 1000 {
 		t.Fatalf("balance went from %d to %d", before, after)
 	}
 	if s := riverState(t, env, p, jobID); s != "completed" {
@@ -136,7 +136,7 @@ func TestLifecycleImageJob(t *testing.T) {
 
 	// The list: newest first, with pagination and filters.
 	second := env.Do("POST", "/v1/images", p.Key, map[string]any{"prompt": "Second"}).Expect(t, 202).JSON(t)
-	waitJob(t, env, p.Key, second["id"].(string))
+	env.WaitJob(t, p.Key, second["id"].(string))
 	l := env.Do("GET", "/v1/jobs?limit=1", p.Key, nil).Expect(t, 200).JSON(t)
 	data := l["data"].([]any)
 	if len(data) != 1 || data[0].(map[string]any)["id"] != second["id"] || l["has_more"] != true {

@@ -11,21 +11,6 @@ import (
 	"github.com/plinth-dev/plinth/tenant/social"
 )
 
-func waitJob(t testing.TB, env *apitest.Env, key, id string) map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		j := env.Do("GET", "/v1/jobs/"+id, key, nil).Expect(t, 200).JSON(t)
-		if s := j["status"]; s == "completed" || s == "failed" || s == "cancelled" {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: %v", id, j)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestGenerateCost(t *testing.T) {
 	for _, c := range []struct{ images, videos, premium, want int }{
 		{0, 0, 0, 5}, {1, 0, 0, 8}, {4, 0, 0, 17}, {0, 1, 0, 45}, {0, 0, 1, 305}, {2, 1, 1, 351},
@@ -57,7 +42,7 @@ func TestGenerate(t *testing.T) {
 	if charged != 1100 || op != "social_post" {
 		t.Fatalf("charged %d under %s, want 11 credits (5 + 2 images x 3) under social_post", charged, op)
 	}
-	done := waitJob(t, env, p.Key, job["id"].(string))
+	done := env.WaitJob(t, p.Key, job["id"].(string))
 	res, _ := done["result"].(map[string]any)
 	if done["status"] != "completed" || len(res) != 3 || res["title"] == "" || jsonString(res["platforms"]) != `["instagram","twitter"]` {
 		t.Fatalf("job: %v", done)
@@ -93,7 +78,7 @@ func TestGenerate(t *testing.T) {
 	if charged != 500 {
 		t.Fatalf("charged %d, want 500", charged)
 	}
-	if done := waitJob(t, env, p.Key, job["id"].(string)); done["status"] != "completed" {
+	if done := env.WaitJob(t, p.Key, job["id"].(string)); done["status"] != "completed" {
 		t.Fatalf("job: %v", done)
 	}
 }
