@@ -185,6 +185,7 @@ func Unauthorized(detail string) *httpapi.Error {
 // Resolve maps a presented key to its scope: from the cache when fresh,
 // else by hash from the database.
 func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error) {
+	c.resolves.Add(1)
 	test, ok := ParseKey(key)
 	if !ok {
 		return nil, Unauthorized("the API key is malformed")

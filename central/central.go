@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,6 +33,9 @@ type Central struct {
 	logger *slog.Logger
 	keys   *keyCache
 	login  loginState
+	// resolves counts the keys resolved, to show each request resolves
+	// its key once.
+	resolves atomic.Int64
 }
 
 // Open loads (or, on first start, generates and stores) the server secret.

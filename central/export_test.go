@@ -6,3 +6,6 @@ var (
 	ResolveSQL  = resolveSQL
 	ScanProject = scanProject
 )
+
+// Resolves is how many keys c has resolved.
+func (c *Central) Resolves() int64 { return c.resolves.Load() }
