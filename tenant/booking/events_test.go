@@ -13,12 +13,8 @@ import (
 
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
-	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/booking"
 )
-
-// emitter is the event outbox the clocked server uses: the server's own.
-func emitter(env *apitest.Env) tenant.Emitter { return env.Server.Outbox }
 
 // eventWatch observes the booking events of a project through its outbox:
 // with an endpoint subscribed to the booking topics, every emitted event is
