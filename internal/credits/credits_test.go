@@ -38,12 +38,7 @@ func widget(env *apitest.Env, key, op string, cost int64, idem string) *apitest.
 // widgetRequest is the request of widget, for env.TrySend off the test
 // goroutine.
 func widgetRequest(key, op string, cost int64, idem string) apitest.Request {
-	h := map[string]string{}
-	if idem != "" {
-		h["Idempotency-Key"] = idem
-	}
-	return apitest.Request{Method: "POST", Path: "/v1/test/widgets", Key: key, Header: h,
-		Body: map[string]any{"name": op, "op": op, "cost": cost}}
+	return apitest.PostWidget(key, idem, map[string]any{"name": op, "op": op, "cost": cost})
 }
 
 // sendAtOnce sends req n times concurrently and returns the answers in
