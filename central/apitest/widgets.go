@@ -85,6 +85,16 @@ func createWidget(w http.ResponseWriter, r *http.Request, s *tenant.Scope, hook 
 	return httpapi.JSON(w, http.StatusCreated, map[string]any{"id": id, "name": req.Name})
 }
 
+// PostWidget is a request to the test route POST /v1/test/widgets with the
+// key, and the Idempotency-Key idemKey unless it is empty.
+func PostWidget(key, idemKey string, body any) Request {
+	h := map[string]string{}
+	if idemKey != "" {
+		h["Idempotency-Key"] = idemKey
+	}
+	return Request{Method: "POST", Path: "/v1/test/widgets", Key: key, Body: body, Header: h}
+}
+
 // EnableWidgets creates the widgets table of the test route in the
 // project's schema.
 func (p *Project) EnableWidgets() {

@@ -22,6 +22,15 @@ func setup(t *testing.T, plan string) (*apitest.Env, *apitest.Project) {
 	return env, p
 }
 
+// freeWithTopUp is a new project on the free plan (100 credits) with
+// credit of top-ups on its live pool.
+func freeWithTopUp(t *testing.T, credit int64) *apitest.Project {
+	t.Helper()
+	_, p := setup(t, "free")
+	topUp(t, p.Scope, credit)
+	return p
+}
+
 func widget(env *apitest.Env, key, op string, cost int64, idem string) *apitest.Resp {
 	return env.Send(widgetRequest(key, op, cost, idem))
 }
@@ -29,17 +38,74 @@ func widget(env *apitest.Env, key, op string, cost int64, idem string) *apitest.
 // widgetRequest is the request of widget, for env.TrySend off the test
 // goroutine.
 func widgetRequest(key, op string, cost int64, idem string) apitest.Request {
-	h := map[string]string{}
-	if idem != "" {
-		h["Idempotency-Key"] = idem
+	return apitest.PostWidget(key, idem, map[string]any{"name": op, "op": op, "cost": cost})
+}
+
+// sendAtOnce sends req n times concurrently and returns the answers in
+// order; a request that fails to send fails the test, on the test
+// goroutine once all are back.
+func sendAtOnce(t *testing.T, env *apitest.Env, req apitest.Request, n int) []*apitest.Resp {
+	t.Helper()
+	resps := make([]*apitest.Resp, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := env.TrySend(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resps[i] = r
+		}()
 	}
-	return apitest.Request{Method: "POST", Path: "/v1/test/widgets", Key: key, Header: h,
-		Body: map[string]any{"name": op, "op": op, "cost": cost}}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	return resps
+}
+
+// tally counts the 201s and the answers of status refused among resps,
+// checking each of the latter with check; any other status fails the test.
+func tally(t *testing.T, resps []*apitest.Resp, refused int, check func(*apitest.Resp)) (ok, no int) {
+	t.Helper()
+	for _, r := range resps {
+		switch r.Status {
+		case 201:
+			ok++
+		case refused:
+			check(r)
+			no++
+		default:
+			t.Fatalf("status %d: %s", r.Status, r.Body)
+		}
+	}
+	return ok, no
 }
 
 func charge(t *testing.T, s *tenant.Scope, op string, cost int64, ref string) {
 	t.Helper()
 	err := s.Tx(context.Background(), func(tx pgx.Tx) error { return credits.Charge(context.Background(), tx, s, op, cost, ref) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// topUp adds credits of top-up to the scope's pool.
+func topUp(t *testing.T, s *tenant.Scope, credit int64) {
+	t.Helper()
+	err := s.Tx(context.Background(), func(tx pgx.Tx) error { return credits.TopUp(context.Background(), tx, s, credit) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refund refunds the charges made under ref.
+func refund(t *testing.T, s *tenant.Scope, ref string) {
+	t.Helper()
+	err := s.Tx(context.Background(), func(tx pgx.Tx) error { return credits.Refund(context.Background(), tx, s, ref) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,40 +135,13 @@ func TestConcurrentWritesAtBalanceFive(t *testing.T) {
 	usage := func() []byte { return env.Do("GET", "/v1/projects/me/usage", p.Key, nil).Expect(t, 200).Body }
 	before := usage()
 
-	const n = 20
-	resps := make([]*apitest.Resp, n)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, err := env.TrySend(widgetRequest(p.Key, "content_update", credits.Unit, ""))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			resps[i] = r
-		}()
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
-	ok, short := 0, 0
-	for _, r := range resps {
-		switch r.Status {
-		case 201:
-			ok++
-		case 402:
-			m := r.Problem(t, 402, "insufficient_credits")
-			if m["cost"] != float64(1) || m["balance"] != float64(0) {
-				t.Fatalf("402 must carry integer cost 1 and balance 0: %s", r.Body)
-			}
-			short++
-		default:
-			t.Fatalf("status %d: %s", r.Status, r.Body)
+	resps := sendAtOnce(t, env, widgetRequest(p.Key, "content_update", credits.Unit, ""), 20)
+	ok, short := tally(t, resps, 402, func(r *apitest.Resp) {
+		m := r.Problem(t, 402, "insufficient_credits")
+		if m["cost"] != float64(1) || m["balance"] != float64(0) {
+			t.Fatalf("402 must carry integer cost 1 and balance 0: %s", r.Body)
 		}
-	}
+	})
 	if ok != 5 || short != 15 {
 		t.Fatalf("%d successes and %d 402s, want 5 and 15", ok, short)
 	}
@@ -138,41 +177,14 @@ func TestConcurrentWritesAtBalanceFive(t *testing.T) {
 func TestAICeiling(t *testing.T) {
 	t.Parallel()
 	env, p := setup(t, "scale")
-	const n = 10
-	resps := make([]*apitest.Resp, n)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, err := env.TrySend(widgetRequest(p.Key, "blog_post", 60*credits.Unit, ""))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			resps[i] = r
-		}()
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
-	ok, limited := 0, 0
-	for _, r := range resps {
-		switch r.Status {
-		case 201:
-			ok++
-		case 429:
-			r.Problem(t, 429, "rate_limited")
-			ra, err := strconv.Atoi(r.Header.Get("Retry-After"))
-			if err != nil || ra < credits.MinAIRetryAfter || ra > 60 {
-				t.Fatalf("AI ceiling Retry-After %q", r.Header.Get("Retry-After"))
-			}
-			limited++
-		default:
-			t.Fatalf("status %d: %s", r.Status, r.Body)
+	resps := sendAtOnce(t, env, widgetRequest(p.Key, "blog_post", 60*credits.Unit, ""), 10)
+	ok, limited := tally(t, resps, 429, func(r *apitest.Resp) {
+		r.Problem(t, 429, "rate_limited")
+		ra, err := strconv.Atoi(r.Header.Get("Retry-After"))
+		if err != nil || ra < credits.MinAIRetryAfter || ra > 60 {
+			t.Fatalf("AI ceiling Retry-After %q", r.Header.Get("Retry-After"))
 		}
-	}
+	})
 	if ok != 5 || limited != 5 {
 		t.Fatalf("%d blog posts charged and %d limited, want 5 and 5 (300 credits a minute)", ok, limited)
 	}
@@ -202,10 +214,7 @@ func TestAICeiling(t *testing.T) {
 	charge(t, p.Scope, "website", 200*credits.Unit, "job_1")
 	charge(t, p.Scope, "website", 100*credits.Unit, "job_2")
 	widget(env, p.Key, "image", 10*credits.Unit, "").Problem(t, 429, "rate_limited")
-	err := p.Scope.Tx(context.Background(), func(tx pgx.Tx) error { return credits.Refund(context.Background(), tx, p.Scope, "job_1") })
-	if err != nil {
-		t.Fatal(err)
-	}
+	refund(t, p.Scope, "job_1")
 	widget(env, p.Key, "image", 10*credits.Unit, "").Expect(t, 201)
 }
 

@@ -48,16 +48,13 @@ func tx(t *testing.T, s *tenant.Scope, fn func(pgx.Tx) error) error {
 // from their own pool without top-ups; refunds give credits back.
 func TestAllowanceTopupAndTestPool(t *testing.T) {
 	t.Parallel()
-	_, p := setup(t, "free") // 100 credits
+	p := freeWithTopUp(t, 50)
 	live := p.Scope
 	test, err := tenant.NewScope(live.Pool(), live.Project, &tenant.Key{ID: "key_test", Scopes: []string{"*"}, Test: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := tx(t, live, func(tx pgx.Tx) error { return credits.TopUp(ctx, tx, live, 50) }); err != nil {
-		t.Fatal(err)
-	}
 	charge(t, live, "content_update", 90*credits.Unit, "")
 	if b := balance(t, live); b != 60*credits.Unit {
 		t.Fatalf("balance %d, want 60 credits (10 allowance + 50 top-up)", b)
@@ -93,9 +90,7 @@ func TestAllowanceTopupAndTestPool(t *testing.T) {
 		t.Fatalf("test charges touched the live pool: %d", b)
 	}
 	// a refund returns both parts
-	if err := tx(t, live, func(tx pgx.Tx) error { return credits.Refund(ctx, tx, live, "ref-1") }); err != nil {
-		t.Fatal(err)
-	}
+	refund(t, live, "ref-1")
 	if b := balance(t, live); b != 60*credits.Unit {
 		t.Fatalf("after a refund: %d, want 60 credits", b)
 	}
@@ -105,13 +100,9 @@ func TestAllowanceTopupAndTestPool(t *testing.T) {
 // and keeps top-ups.
 func TestPeriodRollover(t *testing.T) {
 	t.Parallel()
-	_, p := setup(t, "free")
-	live := p.Scope
+	live := freeWithTopUp(t, 5).Scope
 	test, _ := tenant.NewScope(live.Pool(), live.Project, &tenant.Key{ID: "key_test", Test: true})
 	ctx := context.Background()
-	if err := tx(t, live, func(tx pgx.Tx) error { return credits.TopUp(ctx, tx, live, 5) }); err != nil {
-		t.Fatal(err)
-	}
 	charge(t, live, "content_update", 100*credits.Unit, "")
 	charge(t, test, "content_update", 100*credits.Unit, "")
 	if b := balance(t, live); b != 5*credits.Unit {
@@ -138,12 +129,8 @@ func TestPeriodRollover(t *testing.T) {
 // cannot be paid writes nothing; the test pool never spends top-ups.
 func TestChargeEach(t *testing.T) {
 	t.Parallel()
-	_, p := setup(t, "free") // 100 credits
-	live := p.Scope
+	live := freeWithTopUp(t, 1).Scope
 	ctx := context.Background()
-	if err := tx(t, live, func(tx pgx.Tx) error { return credits.TopUp(ctx, tx, live, 1) }); err != nil {
-		t.Fatal(err)
-	}
 	charge(t, live, "content_update", 99*credits.Unit+50, "") // 0.50 left in the allowance, 1 in top-ups
 	refs := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	var n int
@@ -214,12 +201,8 @@ func TestChargeEach(t *testing.T) {
 // refund of the same ref does nothing.
 func TestRefundToExpiredPeriod(t *testing.T) {
 	t.Parallel()
-	_, p := setup(t, "free") // 100 credits
-	live := p.Scope
+	live := freeWithTopUp(t, 20).Scope
 	ctx := context.Background()
-	if err := tx(t, live, func(tx pgx.Tx) error { return credits.TopUp(ctx, tx, live, 20) }); err != nil {
-		t.Fatal(err)
-	}
 	charge(t, live, "content_update", 90*credits.Unit, "")
 	charge(t, live, "website", 20*credits.Unit, "job_old") // 10 from the allowance, 10 from top-ups
 
@@ -273,17 +256,11 @@ func TestRefundToExpiredPeriod(t *testing.T) {
 		}
 		return l
 	}
-	refund := func() {
-		t.Helper()
-		if err := tx(t, live, func(tx pgx.Tx) error { return credits.Refund(ctx, tx, live, "job_old") }); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if got := readPool(); !got.Start.Equal(cur) || got.PlanUsed != 30*credits.Unit || got.Topup != 10*credits.Unit {
 		t.Fatalf("before the refund: %+v, want period %v, 30 credits used, 10 of top-ups", got, cur)
 	}
 
-	refund()
+	refund(t, live, "job_old")
 	want := pool{Start: cur, PlanUsed: 30 * credits.Unit, Topup: 20 * credits.Unit}
 	if got := readPool(); !got.Start.Equal(want.Start) || got.PlanUsed != want.PlanUsed || got.Topup != want.Topup {
 		t.Fatalf("after the refund: %+v, want %+v (the top-up part back, the expired plan part not into the new period)", got, want)
@@ -307,7 +284,7 @@ func TestRefundToExpiredPeriod(t *testing.T) {
 	}
 
 	// Refunding again changes nothing.
-	refund()
+	refund(t, live, "job_old")
 	if got := readPool(); got.PlanUsed != want.PlanUsed || got.Topup != want.Topup {
 		t.Fatalf("a second refund changed the pool: %+v", got)
 	}

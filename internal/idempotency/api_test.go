@@ -23,17 +23,7 @@ import (
 )
 
 func post(env *apitest.Env, key, idemKey string, body any) *apitest.Resp {
-	return env.Send(postRequest(key, idemKey, body))
-}
-
-// postRequest is the request of post, for env.TrySend off the test
-// goroutine.
-func postRequest(key, idemKey string, body any) apitest.Request {
-	h := map[string]string{}
-	if idemKey != "" {
-		h["Idempotency-Key"] = idemKey
-	}
-	return apitest.Request{Method: "POST", Path: "/v1/test/widgets", Key: key, Body: body, Header: h}
+	return env.Send(apitest.PostWidget(key, idemKey, body))
 }
 
 func setup(t *testing.T, hook apitest.WidgetHook, opts ...apitest.Option) (*apitest.Env, *apitest.Project) {
@@ -137,7 +127,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 			// spread over twice the handler's time: most overlap the
 			// first request, the last ones come after it
 			time.Sleep(time.Duration(i) * 2 * time.Duration(sleep) * time.Millisecond / n)
-			r, err := env.TrySend(postRequest(p.Key, "same-key", body))
+			r, err := env.TrySend(apitest.PostWidget(p.Key, "same-key", body))
 			if err != nil {
 				t.Error(err)
 				return
@@ -214,7 +204,7 @@ func TestBackendKilled(t *testing.T) {
 	body := map[string]any{"name": "w", "tag": "hold"}
 	done := make(chan *apitest.Resp, 1)
 	go func() {
-		r, err := env.TrySend(postRequest(p.Key, "fault-1", body))
+		r, err := env.TrySend(apitest.PostWidget(p.Key, "fault-1", body))
 		if err != nil {
 			t.Error(err)
 		}

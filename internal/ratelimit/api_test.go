@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,25 +14,8 @@ import (
 	"github.com/plinth-dev/plinth/internal/redistest"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func simulated(t *testing.T, opts ...apitest.Option) (*apitest.Env, *clock) {
-	c := &clock{t: time.Now()}
+func simulated(t *testing.T, opts ...apitest.Option) (*apitest.Env, *ratelimit.FakeClock) {
+	c := ratelimit.NewFakeClock(time.Now())
 	return apitest.New(t, append(opts, apitest.WithRateLimits(ratelimit.NewMemory(c.Now), c.Now))...), c
 }
 

@@ -13,30 +13,11 @@ import (
 	"github.com/plinth-dev/plinth/internal/redistest"
 )
 
-// fakeClock is a simulated clock, safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // TestMemoryAccuracy is the limit-accuracy must-show on a simulated clock:
 // at 60 rpm with burst 10, 4 requests per second for 30 s get 40 ± 1.
 func TestMemoryAccuracy(t *testing.T) {
 	t.Parallel()
-	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
-	m := NewMemory(clock.Now)
+	m, clock := simulatedMemory()
 	l := Limit{RPM: 60, Burst: 10}
 	accepted := 0
 	for i := 0; i < 120; i++ {
@@ -55,8 +36,7 @@ func TestMemoryAccuracy(t *testing.T) {
 
 func TestMemoryBurstPeekAndReset(t *testing.T) {
 	t.Parallel()
-	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
-	m := NewMemory(clock.Now)
+	m, clock := simulatedMemory()
 	l := Limit{RPM: 30, Burst: 3} // one request per 2 s
 	ctx := context.Background()
 
@@ -99,8 +79,7 @@ func TestMemoryBurstPeekAndReset(t *testing.T) {
 
 func TestMemoryForgetsFullBuckets(t *testing.T) {
 	t.Parallel()
-	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
-	m := NewMemory(clock.Now)
+	m, clock := simulatedMemory()
 	l := Limit{RPM: 60, Burst: 10}
 	keys := make([]string, 200_000)
 	for i := range keys {
@@ -123,8 +102,7 @@ func TestMemoryForgetsFullBuckets(t *testing.T) {
 
 func TestMemoryConcurrent(t *testing.T) {
 	t.Parallel()
-	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
-	m := NewMemory(clock.Now)
+	m, _ := simulatedMemory()
 	l := Limit{RPM: 60, Burst: 100}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
