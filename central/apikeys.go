@@ -176,19 +176,13 @@ func (c *Central) RevokeKey(ctx context.Context, projectID, keyID string) error 
 	return nil
 }
 
-// Unauthorized is the 401 with its WWW-Authenticate challenge.
-func Unauthorized(detail string) *httpapi.Error {
-	e := httpapi.NewError(401, httpapi.CodeUnauthorized, detail)
-	return e.WithHeader("WWW-Authenticate", `Bearer realm="plinth"`)
-}
-
 // Resolve maps a presented key to its scope: from the cache when fresh,
 // else by hash from the database.
 func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error) {
 	c.resolves.Add(1)
 	test, ok := ParseKey(key)
 	if !ok {
-		return nil, Unauthorized("the API key is malformed")
+		return nil, httpapi.Unauthorized("the API key is malformed")
 	}
 	hash := HashKey(c.secret, key)
 	hk := string(hash)
@@ -200,16 +194,16 @@ func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error
 	var revoked *time.Time
 	p, err := scanProject(c.pool.QueryRow(ctx, resolveSQL, hash), &k.ID, &k.Scopes, &k.Test, &revoked)
 	if errors.Is(err, httpapi.ErrNotFound) {
-		return nil, Unauthorized("the API key is not valid")
+		return nil, httpapi.Unauthorized("the API key is not valid")
 	}
 	if err != nil {
 		return nil, err
 	}
 	if revoked != nil {
-		return nil, Unauthorized("the API key has been revoked")
+		return nil, httpapi.Unauthorized("the API key has been revoked")
 	}
 	if k.Test != test {
-		return nil, Unauthorized("the API key is not valid")
+		return nil, httpapi.Unauthorized("the API key is not valid")
 	}
 	pool, err := c.ShardPool(p.Shard)
 	if err != nil {

@@ -92,7 +92,7 @@ func (c *Central) DashboardAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := BearerToken(r)
 		if !ok {
-			httpapi.WriteError(w, r, Unauthorized("a dashboard token is required: Authorization: Bearer <token from POST /central/api/login>"))
+			httpapi.WriteError(w, r, httpapi.Unauthorized("a dashboard token is required: Authorization: Bearer <token from POST /central/api/login>"))
 			return
 		}
 		claims, err := c.ParseToken(tok)
@@ -102,7 +102,7 @@ func (c *Central) DashboardAuth(next http.Handler) http.Handler {
 		}
 		s, err := c.session(r.Context(), claims.UserID(), claims.TenantID)
 		if errors.Is(err, httpapi.ErrNotFound) {
-			err = Unauthorized("the user of this dashboard token no longer exists")
+			err = httpapi.Unauthorized("the user of this dashboard token no longer exists")
 		}
 		if err != nil {
 			httpapi.WriteError(w, r, err)

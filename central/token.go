@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
 )
 
 // tokenLeeway absorbs clock skew between instances.
@@ -69,9 +71,9 @@ func (c *Central) ParseToken(token string) (*TokenClaims, error) {
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(tokenLeeway))
 	switch {
 	case errors.Is(err, jwt.ErrTokenExpired):
-		return nil, Unauthorized("the dashboard token has expired; log in again")
+		return nil, httpapi.Unauthorized("the dashboard token has expired; log in again")
 	case err != nil:
-		return nil, Unauthorized("the dashboard token is not valid")
+		return nil, httpapi.Unauthorized("the dashboard token is not valid")
 	}
 	return claims, nil
 }

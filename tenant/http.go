@@ -38,11 +38,6 @@ func WithAuthError(ctx context.Context, err error) context.Context {
 // ErrNoScope is returned when a tenant route runs without a resolved project.
 var ErrNoScope = errors.New("tenant: no project scope on the request")
 
-// ErrNoKey is the answer to a request without credentials on a route that
-// requires a key.
-var ErrNoKey = httpapi.NewError(401, httpapi.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <key>").
-	WithHeader("WWW-Authenticate", `Bearer realm="plinth"`)
-
 // Authenticated is middleware letting through only requests whose key the
 // identify step resolved; the others get the reason it recorded, or 401.
 func Authenticated(next http.Handler) http.Handler {
@@ -53,7 +48,7 @@ func Authenticated(next http.Handler) http.Handler {
 		}
 		err, _ := r.Context().Value(authErrKey).(error)
 		if err == nil {
-			err = ErrNoKey
+			err = httpapi.Unauthorized("a valid API key is required: Authorization: Bearer <key>")
 		}
 		httpapi.WriteError(w, r, err)
 	})

@@ -145,6 +145,13 @@ func NewError(status int, code, detail string) *Error {
 // BadRequest is a 400 bad_request.
 func BadRequest(detail string) *Error { return NewError(400, CodeBadRequest, detail) }
 
+// Unauthorized is a 401 with its WWW-Authenticate challenge: missing,
+// malformed, unknown or revoked credentials (API keys and dashboard
+// tokens alike).
+func Unauthorized(detail string) *Error {
+	return NewError(401, CodeUnauthorized, detail).WithHeader("WWW-Authenticate", `Bearer realm="plinth"`)
+}
+
 // NotFound is an ErrNotFound failure (404 not_found).
 func NotFound(detail string) *Failure { return Fail(ErrNotFound, detail) }
 
