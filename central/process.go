@@ -56,6 +56,7 @@ func OpenDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger) (
 		// A fixed port lets psql find the cluster; another process on it
 		// (a second checkout, say) makes this one pick a free port.
 		c.Port = privatePort
+		c.Durable = true // it holds the operator's data
 		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.Port)); err != nil {
 			c.Port = 0
 		} else {

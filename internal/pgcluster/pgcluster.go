@@ -25,6 +25,11 @@ import (
 type Cluster struct {
 	Dir  string
 	Port int
+	// Durable keeps PostgreSQL's crash safety (fsync, full-page writes,
+	// synchronous commit), for the cluster `plinth serve` keeps data in.
+	// Without it the cluster trades them for speed: test clusters, whose
+	// data is thrown away.
+	Durable bool
 	bin  string
 	cred *syscall.Credential
 	uid  int
@@ -118,7 +123,11 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 // already running. It returns whether this call started the server.
 func (c *Cluster) Start(ctx context.Context) (started bool, err error) {
 	if _, err := os.Stat(filepath.Join(c.dataDir(), "PG_VERSION")); err != nil {
-		if err := c.run(ctx, "initdb", "-D", c.dataDir(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"); err != nil {
+		args := []string{"-D", c.dataDir(), "-U", "postgres", "--auth=trust", "-E", "UTF8"}
+		if !c.Durable {
+			args = append(args, "--no-sync")
+		}
+		if err := c.run(ctx, "initdb", args...); err != nil {
 			return false, err
 		}
 	}
@@ -131,7 +140,10 @@ func (c *Cluster) Start(ctx context.Context) (started bool, err error) {
 			return false, err
 		}
 	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=128MB", c.Port, c.Dir)
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=128MB", c.Port, c.Dir)
+	if !c.Durable {
+		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	}
 	if err := c.run(ctx, "pg_ctl", "-D", c.dataDir(), "-o", opts, "-l", filepath.Join(c.Dir, "log"), "-w", "-t", "60", "start"); err != nil {
 		return false, err
 	}

@@ -1,0 +1,93 @@
+package central_test
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/plinth-dev/plinth/central"
+	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/internal/queue"
+)
+
+// queryCounter counts every statement a pool sends, single or batched.
+type queryCounter struct{ n atomic.Int64 }
+
+func (q *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	q.n.Add(1)
+	return ctx
+}
+
+func (q *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (q *queryCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (q *queryCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	q.n.Add(1)
+}
+
+func (q *queryCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// TestIdleQueriesDoNotGrowWithProjects runs a whole server (workers on)
+// over a pool that counts what it sends, and counts the statements of 10
+// idle seconds with 20 provisioned projects and then with 200: an idle
+// project costs nothing, so the second count is no larger than the first
+// but for the noise of the queue's own timers.
+func TestIdleQueriesDoNotGrowWithProjects(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 idle seconds")
+	}
+	t.Parallel()
+	env := apitest.New(t)
+	for range 20 {
+		env.NewProject("free")
+	}
+
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(env.DB.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := &queryCounter{}
+	cfg.ConnConfig.Tracer = counter
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	// The server as deployed: workers and its queue's production timing.
+	srv, err := central.NewServer(ctx, env.Config, pool, slog.New(slog.DiscardHandler), central.Options{Workers: true, Queue: queue.Options{TestOnly: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+
+	idle := func() int64 {
+		time.Sleep(2 * time.Second) // start-up work and the last provisioning settle
+		before := counter.n.Load()
+		time.Sleep(10 * time.Second)
+		return counter.n.Load() - before
+	}
+	at20 := idle()
+	for range 180 {
+		env.NewProject("free")
+	}
+	at200 := idle()
+	t.Logf("statements over 10 idle seconds: %d with 20 projects, %d with 200", at20, at200)
+	// River's own timers (fetch polls, leader election, maintenance) make
+	// the count move a little from one window to the next; anything that
+	// visits every project moves it by at least 180.
+	if at200 > at20+at20/4+10 {
+		t.Errorf("idle statements grew with the projects: %d with 20, %d with 200", at20, at200)
+	}
+}
