@@ -2,10 +2,10 @@ GO ?= go
 BIN := bin/plinth
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help build run test lint bench fmt
+.PHONY: help build run test lint bench bench-scale fmt
 
 help: ## list targets
-	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 build: ## build bin/plinth
 	$(GO) build -o $(BIN) ./cmd/plinth
@@ -24,6 +24,10 @@ lint: ## gofmt, go vet, staticcheck and go mod tidy -diff (staticcheck fetched t
 
 bench: ## run the benchmarks (methods and figures: docs/performance.md)
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 3s -timeout 30m ./...
+
+N ?= 10000
+bench-scale: build ## the cost of N idle projects on one shard (N=10000; docs/performance.md)
+	$(GO) run ./cmd/benchscale -n $(N) -plinth $(BIN)
 
 fmt: ## format the code
 	gofmt -w .
