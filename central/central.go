@@ -36,6 +36,9 @@ type Central struct {
 	// resolves counts the keys resolved, to show each request resolves
 	// its key once.
 	resolves atomic.Int64
+	// spares wakes the spare-schema filler (KeepSpares) after a creation
+	// may have claimed one.
+	spares chan struct{}
 }
 
 // Open loads (or, on first start, generates and stores) the server secret.
@@ -53,7 +56,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, secret string, keyTTL time.Du
 			return nil, err
 		}
 	}
-	return &Central{pool: pool, secret: []byte(secret), logger: logger, keys: newKeyCache(keyTTL)}, nil
+	return &Central{pool: pool, secret: []byte(secret), logger: logger, keys: newKeyCache(keyTTL), spares: make(chan struct{}, 1)}, nil
 }
 
 // Secret is the server secret (key-hash pepper, JWT, OAuth state, token encryption).
@@ -194,9 +197,13 @@ func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.P
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	created, err := c.insertProject(ctx, p)
+	created, spare, err := c.insertProject(ctx, p)
 	if err != nil {
 		return nil, err
+	}
+	c.kickSpares()
+	if spare {
+		return created, nil // its schema was created and migrated ahead
 	}
 	shard, err := c.ShardPool(created.Shard)
 	if err != nil {
@@ -209,14 +216,20 @@ func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.P
 }
 
 // insertProject writes the project and its placement row in one
-// transaction of three round trips.
-func (c *Central) insertProject(ctx context.Context, p ProjectParams) (*tenant.Project, error) {
+// transaction of three round trips. The placement takes a current spare
+// schema when one is ready (spare is then true, and the placement is
+// already migrated); otherwise it names a new schema for the caller to
+// provision.
+func (c *Central) insertProject(ctx context.Context, p ProjectParams) (created *tenant.Project, spare bool, err error) {
+	latest, count, err := provisioning.TenantVersion()
+	if err != nil {
+		return nil, false, err
+	}
 	// Projects of one workspace are inserted one at a time (the tenant row
 	// lock, sent with BEGIN; the id is an integer), so two of one name
 	// created at once cannot both pick the same free slug.
 	begin := fmt.Sprintf("BEGIN; SELECT 1 FROM central.tenants WHERE id = %d FOR NO KEY UPDATE", p.TenantID)
-	var created *tenant.Project
-	err := pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{BeginQuery: begin}, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{BeginQuery: begin}, func(tx pgx.Tx) error {
 		s, err := slug.Unique(ctx, slug.Make(p.Name), func(ctx context.Context, cand string) (bool, error) {
 			var exists bool
 			err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM central.projects WHERE tenant_id = $1 AND slug = $2)`, p.TenantID, cand).Scan(&exists)
@@ -225,22 +238,34 @@ func (c *Central) insertProject(ctx context.Context, p ProjectParams) (*tenant.P
 		if err != nil {
 			return err
 		}
-		created, err = scanProject(tx.QueryRow(ctx, `WITH p AS (
+		// A spare is claimed by deleting its row; one another creation is
+		// claiming is skipped, not waited for.
+		created, err = scanProject(tx.QueryRow(ctx, `WITH spare AS (
+				DELETE FROM central.spare_schemas WHERE schema_name = (
+					SELECT schema_name FROM central.spare_schemas
+					WHERE shard = 'default' AND schema_version = $10 AND migrations_applied = $11
+					ORDER BY schema_name LIMIT 1 FOR UPDATE SKIP LOCKED)
+				RETURNING schema_name, schema_version, migrations_applied
+			), p AS (
 				INSERT INTO central.projects (id, tenant_id, name, slug, industry, default_language, target_languages, timezone, plan)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *
 			), pl AS (
-				INSERT INTO central.placements (project_id, shard, schema_name) SELECT id, 'default', 'project_' || seq FROM p
-				RETURNING shard, schema_name
+				INSERT INTO central.placements (project_id, shard, schema_name, schema_version, migrations_applied, migrated_at)
+				SELECT p.id, 'default', COALESCE(spare.schema_name, 'project_' || p.seq), COALESCE(spare.schema_version, 0),
+					COALESCE(spare.migrations_applied, 0), CASE WHEN spare.schema_name IS NOT NULL THEN now() END
+				FROM p LEFT JOIN spare ON true
+				RETURNING shard, schema_name, migrated_at IS NOT NULL AS spare
 			)
-			SELECT `+projectColumns+` FROM p, pl`,
-			id.New("prj_"), p.TenantID, p.Name, s, p.Industry, p.DefaultLanguage, p.TargetLanguages, p.Timezone, p.Plan))
+			SELECT `+projectColumns+`, pl.spare FROM p, pl`,
+			id.New("prj_"), p.TenantID, p.Name, s, p.Industry, p.DefaultLanguage, p.TargetLanguages, p.Timezone, p.Plan,
+			latest, count), &spare)
 		return err
 	})
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation
-		return nil, httpapi.NotFound(fmt.Sprintf("no tenant %d", p.TenantID))
+		return nil, false, httpapi.NotFound(fmt.Sprintf("no tenant %d", p.TenantID))
 	}
-	return created, err
+	return created, spare, err
 }
 
 const projectColumns = `p.id, p.tenant_id, p.name, p.slug, p.industry, p.default_language, p.target_languages, p.timezone, p.plan,

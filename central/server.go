@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -263,9 +264,12 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Start(ctx context.Context) error {
 	ctx, s.cancel = context.WithCancel(ctx)
 	s.done = make(chan struct{})
+	var loops sync.WaitGroup
+	loops.Go(func() { s.Central.Listen(ctx) })
+	loops.Go(func() { s.Central.KeepSpares(ctx, s.Config.SpareSchemas) })
 	go func() {
-		defer close(s.done)
-		s.Central.Listen(ctx)
+		loops.Wait()
+		close(s.done)
 	}()
 	go s.JobEvents.Run(ctx)
 	if s.opts.Workers {

@@ -102,7 +102,11 @@ func WithRateLimits(store ratelimit.Store, clock func() time.Time) Option {
 func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
 	db := pgtest.New(t)
-	base := map[string]string{"PLINTH_DEV": "1", "PLINTH_SECRET": "test-secret-" + db.Name, "PLINTH_STORAGE": "file://" + t.TempDir()}
+	// No spare schemas: a test's few projects are created inline, and the
+	// filler's background work would only load the machine (the spares'
+	// own tests turn them on).
+	base := map[string]string{"PLINTH_DEV": "1", "PLINTH_SECRET": "test-secret-" + db.Name, "PLINTH_STORAGE": "file://" + t.TempDir(),
+		"PLINTH_SPARE_SCHEMAS": "0"}
 	cfg, err := config.Load(func(k string) string { return base[k] })
 	if err != nil {
 		t.Fatal(err)

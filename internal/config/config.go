@@ -21,6 +21,9 @@ type Config struct {
 	WebhookTimeout    time.Duration
 	SchedulerInterval time.Duration
 	KeyCacheTTL       time.Duration
+	// SpareSchemas is how many project schemas are kept created ahead of
+	// the projects that will claim them (PLINTH_SPARE_SCHEMAS, default 4).
+	SpareSchemas int
 	TrustedProxies    []netip.Prefix
 	PublicRPM         int
 	PublicBurst       int
@@ -71,6 +74,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.KeyCacheTTL, err = time.ParseDuration(or(getenv("PLINTH_KEY_CACHE_TTL"), "30s")); err != nil {
 		return c, fmt.Errorf("PLINTH_KEY_CACHE_TTL: %w", err)
+	}
+	if c.SpareSchemas, err = strconv.Atoi(or(getenv("PLINTH_SPARE_SCHEMAS"), "4")); err != nil || c.SpareSchemas < 0 || c.SpareSchemas > 100 {
+		return c, fmt.Errorf("PLINTH_SPARE_SCHEMAS: want 0 to 100, got %q", getenv("PLINTH_SPARE_SCHEMAS"))
 	}
 	for _, s := range strings.Split(or(getenv("PLINTH_TRUSTED_PROXIES"), "127.0.0.0/8,::1/128"), ",") {
 		if s = strings.TrimSpace(s); s == "" {

@@ -1,0 +1,89 @@
+package central
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/provisioning"
+)
+
+// Spare schemas (docs/operations.md): creating every table of a new
+// project schema costs tens of milliseconds of PostgreSQL's CPU, so a few
+// schemas are created ahead and a new project claims one (insertProject).
+// KeepSpares refills them after each claim; it does nothing while no
+// project is created, so idle projects still cost nothing.
+
+// kickSpares wakes the filler; a wake-up already pending is enough.
+func (c *Central) kickSpares() {
+	select {
+	case c.spares <- struct{}{}:
+	default:
+	}
+}
+
+// KeepSpares keeps want current spare schemas on the default shard until
+// ctx ends: at start, and after every project creation. Two instances may
+// both refill at once and overshoot by up to want each; the extra spares
+// are claimed by the next creations.
+func (c *Central) KeepSpares(ctx context.Context, want int) {
+	if want <= 0 {
+		return
+	}
+	c.kickSpares()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.spares:
+		}
+		if err := c.refillSpares(ctx, want); err != nil && ctx.Err() == nil {
+			c.logger.Warn("refilling spare project schemas", "err", err)
+		}
+	}
+}
+
+// refillSpares drops the spares older migrations built, then creates
+// current ones until want are ready.
+func (c *Central) refillSpares(ctx context.Context, want int) error {
+	latest, count, err := provisioning.TenantVersion()
+	if err != nil {
+		return err
+	}
+	rows, err := c.pool.Query(ctx, `SELECT schema_name FROM central.spare_schemas
+		WHERE shard = 'default' AND (schema_version <> $1 OR migrations_applied <> $2)`, latest, count)
+	if err != nil {
+		return err
+	}
+	stale, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, schema := range stale {
+		if err := provisioning.DropSpare(ctx, c.pool, c.pool, schema); err != nil {
+			return fmt.Errorf("drop stale spare %s: %w", schema, err)
+		}
+	}
+	for {
+		var have int
+		var next int64
+		// The name is taken from the projects' sequence only when a spare
+		// is needed, so a full set costs no sequence values.
+		if err := c.pool.QueryRow(ctx, `SELECT count(*) FROM central.spare_schemas
+			WHERE shard = 'default' AND schema_version = $1 AND migrations_applied = $2`, latest, count).Scan(&have); err != nil {
+			return err
+		}
+		if have >= want {
+			return nil
+		}
+		if err := c.pool.QueryRow(ctx, `SELECT nextval('central.projects_seq_seq')`).Scan(&next); err != nil {
+			return err
+		}
+		schema := fmt.Sprintf("project_%d", next)
+		if err := provisioning.CreateSpare(ctx, c.pool, c.pool, "default", schema); err != nil {
+			return fmt.Errorf("create spare %s: %w", schema, err)
+		}
+		c.logger.Debug("created spare project schema", "schema", schema)
+	}
+}

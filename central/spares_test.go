@@ -1,0 +1,106 @@
+package central_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/provisioning"
+)
+
+func spareNames(t *testing.T, env *apitest.Env) []string {
+	t.Helper()
+	rows, err := env.DB.Pool.Query(context.Background(), `SELECT schema_name FROM central.spare_schemas ORDER BY schema_name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func waitSpares(t *testing.T, env *apitest.Env, want int) []string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		names := spareNames(t, env)
+		if len(names) == want {
+			return names
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("spare schemas: %v, want %d", names, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSpareSchemas: the server keeps PLINTH_SPARE_SCHEMAS schemas created
+// ahead; a new project takes one (its placement is migrated at once and
+// it serves requests), the filler replaces it, and a spare built by older
+// migrations is dropped, never handed to a project.
+func TestSpareSchemas(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, apitest.WithEnv("PLINTH_SPARE_SCHEMAS", "2"))
+	ctx := context.Background()
+	spares := waitSpares(t, env, 2)
+
+	p := env.NewProject("build")
+	if !slices.Contains(spares, p.Schema) {
+		t.Fatalf("project schema %s is not one of the spares %v", p.Schema, spares)
+	}
+	var version int64
+	var applied int
+	var migrated bool
+	if err := env.DB.Pool.QueryRow(ctx, `SELECT schema_version, migrations_applied, migrated_at IS NOT NULL FROM central.placements WHERE project_id = $1`,
+		p.ID).Scan(&version, &applied, &migrated); err != nil {
+		t.Fatal(err)
+	}
+	latest, count, err := provisioning.TenantVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version != latest || applied != count || !migrated {
+		t.Errorf("placement of a claimed spare: version %d applied %d migrated %t, want %d %d true", version, applied, migrated, latest, count)
+	}
+	env.Do("PUT", "/v1/content/home.title", p.Key, map[string]any{"value": "Hello"}).Expect(t, 200)
+	if got := env.Do("GET", "/v1/content/home.title", p.Key, nil).Expect(t, 200).JSON(t)["value"]; got != "Hello" {
+		t.Errorf("value = %v", got)
+	}
+
+	refilled := waitSpares(t, env, 2)
+	if slices.Contains(refilled, p.Schema) {
+		t.Fatalf("the claimed schema %s is still a spare: %v", p.Schema, refilled)
+	}
+
+	// A spare of an older migration set: never claimed, dropped on the
+	// next refill.
+	stale := refilled[0]
+	if _, err := env.DB.Pool.Exec(ctx, `UPDATE central.spare_schemas SET schema_version = 1 WHERE schema_name = $1`, stale); err != nil {
+		t.Fatal(err)
+	}
+	q := env.NewProject("build")
+	if q.Schema == stale {
+		t.Fatalf("a stale spare %s was claimed", stale)
+	}
+	final := waitSpares(t, env, 2)
+	if slices.Contains(final, stale) {
+		t.Errorf("stale spare %s was kept: %v", stale, final)
+	}
+	var exists bool
+	if err := env.DB.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, stale).Scan(&exists); err != nil {
+		t.Fatal(err)
+	}
+	if exists {
+		t.Errorf("stale spare schema %s was not dropped", stale)
+	}
+	// Two projects that each got a schema of their own.
+	if p.Schema == q.Schema {
+		t.Errorf("two projects share schema %s", p.Schema)
+	}
+}

@@ -1,0 +1,82 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/plinth-dev/plinth/migrations"
+)
+
+var shardRe = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
+
+// TenantVersion is what a current project schema has applied: the highest
+// embedded tenant version and the number of embedded tenant migrations.
+func TenantVersion() (latest int64, count int, err error) { return tenantMigrations() }
+
+// CreateSpare creates and migrates a project schema that no project holds
+// yet, and records it in central.spare_schemas (docs/operations.md, "Spare
+// schemas"). On the central database, the schema, its migrations and the
+// spare row are one transaction of one round trip, so a spare is either
+// complete and recorded or not there at all.
+func CreateSpare(ctx context.Context, central, shardPool *pgxpool.Pool, shard, schema string) error {
+	if !ValidSchema(schema) || schema == CentralSchema || !shardRe.MatchString(shard) {
+		return fmt.Errorf("provisioning: invalid spare %s on shard %q", schema, shard)
+	}
+	fresh, latest, count, err := tenantScript()
+	if err != nil {
+		return err
+	}
+	record := fmt.Sprintf("INSERT INTO central.spare_schemas (schema_name, shard, schema_version, migrations_applied) VALUES ('%s', '%s', %d, %d);\n",
+		schema, shard, latest, count)
+	if fresh == "" {
+		// A migration needs goose's own handling: migrate the schema as
+		// goose does, then record it.
+		v, n, err := migrate(ctx, shardPool, schema, migrations.Tenant())
+		if err != nil {
+			return err
+		}
+		_, err = central.Exec(ctx, `INSERT INTO central.spare_schemas (schema_name, shard, schema_version, migrations_applied) VALUES ($1, $2, $3, $4)`,
+			schema, shard, v, n)
+		return err
+	}
+	ident := pgx.Identifier{schema}.Sanitize()
+	var q strings.Builder
+	q.WriteString("CREATE SCHEMA " + ident + ";\nSET LOCAL search_path TO " + ident + ", public;\n")
+	q.WriteString(fresh)
+	if central == shardPool {
+		q.WriteString(record)
+	}
+	if _, err := shardPool.Exec(ctx, q.String()); err != nil {
+		return err
+	}
+	if central != shardPool {
+		// Another database: a crash here leaves a schema no row names,
+		// which only costs its disk space.
+		_, err = central.Exec(ctx, record)
+	}
+	return err
+}
+
+// DropSpare drops a spare schema and its row in one transaction; a spare
+// a project claimed meanwhile (its row gone) is left alone.
+func DropSpare(ctx context.Context, central, shardPool *pgxpool.Pool, schema string) error {
+	if !ValidSchema(schema) || schema == CentralSchema {
+		return fmt.Errorf("provisioning: invalid spare %s", schema)
+	}
+	if central != shardPool {
+		return fmt.Errorf("provisioning: dropping a spare of another database is not supported")
+	}
+	return pgx.BeginFunc(ctx, central, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM central.spare_schemas WHERE schema_name = $1`, schema)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		_, err = tx.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		return err
+	})
+}
