@@ -23,20 +23,20 @@ type Config struct {
 	KeyCacheTTL       time.Duration
 	// SpareSchemas is how many project schemas are kept created ahead of
 	// the projects that will claim them (PLINTH_SPARE_SCHEMAS, default 4).
-	SpareSchemas int
-	TrustedProxies    []netip.Prefix
-	PublicRPM         int
-	PublicBurst       int
-	AIProvider        string
-	OpenAIBaseURL     string
-	OpenAIAPIKey      string
-	AIModel           string
-	ImageModel        string
-	StripeSecretKey   string
-	StripeWebhookKey  string
-	StripeAPIBase     string
-	Storage           string
-	RedisURL          string
+	SpareSchemas     int
+	TrustedProxies   []netip.Prefix
+	PublicRPM        int
+	PublicBurst      int
+	AIProvider       string
+	OpenAIBaseURL    string
+	OpenAIAPIKey     string
+	AIModel          string
+	ImageModel       string
+	StripeSecretKey  string
+	StripeWebhookKey string
+	StripeAPIBase    string
+	Storage          string
+	RedisURL         string
 	// Getenv is kept for settings read per platform (PLINTH_SOCIAL_*).
 	Getenv func(string) string
 }

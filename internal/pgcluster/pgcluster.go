@@ -30,10 +30,10 @@ type Cluster struct {
 	// Without it the cluster trades them for speed: test clusters, whose
 	// data is thrown away.
 	Durable bool
-	bin  string
-	cred *syscall.Credential
-	uid  int
-	gid  int
+	bin     string
+	cred    *syscall.Credential
+	uid     int
+	gid     int
 }
 
 // FindBin returns the directory holding initdb and pg_ctl: PATH first,
