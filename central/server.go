@@ -116,7 +116,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	workers := river.NewWorkers()
 	qo := opts.Queue
 	qo.Work, qo.Logger = opts.Workers, logger
-	qo.PeriodicJobs = []*river.PeriodicJob{idempotency.PeriodicCleanup(),
+	qo.PeriodicJobs = []*river.PeriodicJob{
 		social.Periodic(cfg.SchedulerInterval), blog.Periodic(cfg.SchedulerInterval)}
 	qo.Queues = maps.Clone(qo.Queues)
 	if qo.Queues == nil {
@@ -128,7 +128,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	}
 	s.Outbox = webhook.NewOutbox(s.River)
 	hookSecrets := webhook.NewSecrets(c.Secret())
-	river.AddWorker(workers, &idempotency.CleanupWorker{Projects: c})
+	river.AddWorker(workers, &idempotency.ExpireWorker{Projects: c})
 	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
 		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger}, c, hookSecrets))
 
@@ -158,7 +158,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	if s.Limits, err = s.rateLimits(opts); err != nil {
 		return nil, err
 	}
-	idem := idempotency.New(logger)
+	idem := idempotency.New(logger, s.River)
 
 	// The request path.
 	r := httpapi.NewRouter()

@@ -280,8 +280,8 @@ func TestDeadProcessReservation(t *testing.T) {
 // reservation, because the running process renews it.
 func TestLeaseRenewal(t *testing.T) {
 	t.Parallel()
-	_, p := setup(t, nil)
-	m := &idempotency.Middleware{Logger: slog.New(slog.DiscardHandler), Lease: time.Second}
+	env, p := setup(t, nil)
+	m := &idempotency.Middleware{Logger: slog.New(slog.DiscardHandler), Lease: time.Second, Queue: env.Server.River}
 	var runs atomic.Int32
 	slow := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)
@@ -313,46 +313,19 @@ func TestLeaseRenewal(t *testing.T) {
 	}
 }
 
-// TestExpiryAndCleanup: after 24 h a key is usable again, and the
-// periodic River job deletes expired entries.
-func TestExpiryAndCleanup(t *testing.T) {
+// TestExpiry: after 24 h a key is usable again, with another request.
+func TestExpiry(t *testing.T) {
 	t.Parallel()
-	env, p := setup(t, nil, apitest.WithWorkers())
+	env, p := setup(t, nil)
 	body := map[string]any{"name": "w"}
 	post(env, p.Key, "old", body).Expect(t, 201)
-	post(env, p.Key, "kept", body).Expect(t, 201)
-	expire := func(key string) {
-		err := p.Scope.Tx(context.Background(), func(tx pgx.Tx) error {
-			_, err := tx.Exec(context.Background(), `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = $1`, key)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	expire("old")
+	expire(t, p, "old")
 	r := post(env, p.Key, "old", map[string]any{"name": "another body is fine now"}).Expect(t, 201)
 	if r.Header.Get("Idempotent-Replayed") != "" {
 		t.Fatal("an expired key replayed")
 	}
-	expire("old")
-	ctx := context.Background()
-	if _, err := env.Server.River.Insert(ctx, idempotency.CleanupArgs{}, nil); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for p.Count(`SELECT count(*) FROM idempotency_keys WHERE key = 'old'`) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the cleanup job did not delete the expired entry")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if p.Count(`SELECT count(*) FROM idempotency_keys WHERE key = 'kept'`) != 1 {
-		t.Fatal("cleanup deleted a live entry")
-	}
-	post(env, p.Key, "kept", body).Expect(t, 201)
-	if p.Count(`SELECT count(*) FROM widgets`) != 3 {
-		t.Fatal("want 3 widgets")
+	if p.Count(`SELECT count(*) FROM widgets`) != 2 {
+		t.Fatal("want 2 widgets")
 	}
 }
 

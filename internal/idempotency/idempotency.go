@@ -9,6 +9,10 @@
 // handler completes. A reservation whose request died is released: at
 // once when the handler fails (5xx, panic), and, when the process itself
 // died, once its lease lapses (the running process renews it).
+//
+// Expired entries are deleted by a River job per project (ExpireArgs),
+// inserted with the first key the project reserves and done when the
+// project has none left: a project that sends no keys costs nothing.
 package idempotency
 
 import (
@@ -27,6 +31,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
@@ -53,11 +58,15 @@ type Middleware struct {
 	Logger *slog.Logger
 	// Lease is how long a reservation stays valid without renewal.
 	Lease time.Duration
+	// Queue inserts the projects' expiry jobs (required).
+	Queue *queue.Client
+
+	expiries expiries
 }
 
 // New returns the middleware with the default lease.
-func New(logger *slog.Logger) *Middleware {
-	return &Middleware{Logger: logger, Lease: DefaultLease}
+func New(logger *slog.Logger, q *queue.Client) *Middleware {
+	return &Middleware{Logger: logger, Lease: DefaultLease, Queue: q}
 }
 
 // Headers that describe this delivery rather than the stored response.
@@ -285,8 +294,10 @@ func (m *Middleware) renew(s *tenant.Scope, key string, owner [16]byte) func() {
 // The bookkeeping statements below are single statements, each its own
 // transaction (autocommit), rather than Scope.Tx transactions: a request
 // with a key makes two or three of them, and one round trip each instead
-// of four keeps an idempotent write near the cost of a plain one. The
-// schema name was validated by tenant.NewScope and is quoted here.
+// of four keeps an idempotent write near the cost of a plain one (a
+// reservation that inserts its project's expiry job is the exception, see
+// take). The schema name was validated by tenant.NewScope and is quoted
+// here.
 func table(s *tenant.Scope) string {
 	return pgx.Identifier{s.Project.Schema, "idempotency_keys"}.Sanitize()
 }
@@ -297,18 +308,19 @@ func table(s *tenant.Scope) string {
 // the reservation (they wait on the key's index entry until it commits).
 func (m *Middleware) reserve(ctx context.Context, s *tenant.Scope, key string, fp fingerprint, owner [16]byte) (*stored, error) {
 	t := table(s)
-	for attempt := 0; attempt < 3; attempt++ {
-		tag, err := s.Pool().Exec(ctx, `INSERT INTO `+t+` AS k (key, method, path, body_hash, owner, locked_until, expires_at)
+	take := `INSERT INTO ` + t + ` AS k (key, method, path, body_hash, owner, locked_until, expires_at)
 			VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond', now() + $7 * interval '1 millisecond')
 			ON CONFLICT (key) DO UPDATE SET method = excluded.method, path = excluded.path, body_hash = excluded.body_hash,
 				owner = excluded.owner, locked_until = excluded.locked_until, expires_at = excluded.expires_at,
 				created_at = now(), status = NULL, headers = NULL, body = NULL
-			WHERE k.expires_at <= now() OR (k.status IS NULL AND k.locked_until <= now())`,
-			key, fp.method, fp.path, fp.bodyHash, owner, m.Lease.Milliseconds(), TTL.Milliseconds())
+			WHERE k.expires_at <= now() OR (k.status IS NULL AND k.locked_until <= now())`
+	args := []any{key, fp.method, fp.path, fp.bodyHash, owner, m.Lease.Milliseconds(), TTL.Milliseconds()}
+	for attempt := 0; attempt < 3; attempt++ {
+		took, err := m.take(ctx, s, take, args)
 		if err != nil {
 			return nil, err
 		}
-		if tag.RowsAffected() == 1 {
+		if took {
 			return nil, nil
 		}
 		prev := &stored{}
@@ -330,6 +342,39 @@ func (m *Middleware) reserve(ctx context.Context, s *tenant.Scope, key string, f
 		return prev, nil
 	}
 	return nil, httpapi.NewError(503, httpapi.CodeServiceUnavailable, "the Idempotency-Key is contended; retry").WithHeader("Retry-After", "1")
+}
+
+// take runs the reservation statement and reports whether it took the
+// key. While the project's expiry job is known to be ahead it is one
+// autocommitted statement. Otherwise a key it takes inserts the job in
+// the same transaction (a no-op while one is live), so no committed entry
+// is left without a job to delete it.
+func (m *Middleware) take(ctx context.Context, s *tenant.Scope, sql string, args []any) (bool, error) {
+	now := time.Now()
+	if m.expiries.covered(s.Project.ID, now) {
+		tag, err := s.Pool().Exec(ctx, sql, args...)
+		return tag.RowsAffected() == 1, err
+	}
+	var took bool
+	var due time.Time
+	err := s.Tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, sql, args...)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err // or the key is held: nothing new to expire
+		}
+		took = true
+		res, err := m.Queue.InsertTx(ctx, tx, ExpireArgs{ProjectID: s.Project.ID}, expiryOpts(now))
+		if err != nil {
+			return err
+		}
+		due = res.Job.ScheduledAt
+		return nil
+	})
+	if err != nil || !took {
+		return false, err
+	}
+	m.expiries.set(s.Project.ID, due.Add(-expiryMargin), now)
+	return true, nil
 }
 
 // store records the response of a completed request.
@@ -370,17 +415,6 @@ func retry(ctx context.Context, fn func() error) error {
 		time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
 	}
 	return err
-}
-
-// Cleanup deletes the project's expired entries and returns how many.
-func Cleanup(ctx context.Context, s *tenant.Scope) (int64, error) {
-	var n int64
-	err := s.Tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE expires_at <= now()`)
-		n = tag.RowsAffected()
-		return err
-	})
-	return n, err
 }
 
 // recorder buffers a response until it is stored.
