@@ -115,7 +115,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	workers := river.NewWorkers()
 	qo := opts.Queue
 	qo.Work, qo.Logger = opts.Workers, logger
-	qo.PeriodicJobs = []*river.PeriodicJob{idempotency.PeriodicCleanup(), social.Periodic(cfg.SchedulerInterval)}
+	qo.PeriodicJobs = []*river.PeriodicJob{idempotency.PeriodicCleanup()}
 	qo.Queues = maps.Clone(qo.Queues)
 	if qo.Queues == nil {
 		qo.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}}
