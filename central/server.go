@@ -116,8 +116,6 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	workers := river.NewWorkers()
 	qo := opts.Queue
 	qo.Work, qo.Logger = opts.Workers, logger
-	qo.PeriodicJobs = []*river.PeriodicJob{
-		social.Periodic(cfg.SchedulerInterval), blog.Periodic(cfg.SchedulerInterval)}
 	qo.Queues = maps.Clone(qo.Queues)
 	if qo.Queues == nil {
 		qo.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}}

@@ -491,3 +491,55 @@ func (p *Project) Balance(t testing.TB) int64 {
 	}
 	return b
 }
+
+// RiverJob is a River job as a test inspects it.
+type RiverJob struct {
+	ID          int64
+	State       string // River's: scheduled, available, running, retryable, completed, cancelled, discarded
+	ScheduledAt time.Time
+	Args        map[string]any
+	// Errors counts the attempts that failed.
+	Errors int
+}
+
+// RiverJobs lists the River jobs of kind whose args contain args (JSON
+// containment: {"post_id": 3} matches every job of post 3), oldest first.
+func (e *Env) RiverJobs(t testing.TB, kind string, args map[string]any) []RiverJob {
+	t.Helper()
+	rows, err := e.DB.Pool.Query(context.Background(), `SELECT id, state, scheduled_at, args, coalesce(array_length(errors, 1), 0)
+		FROM river.river_job WHERE kind = $1 AND args @> $2 ORDER BY id`, kind, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RiverJob, error) {
+		var j RiverJob
+		err := r.Scan(&j.ID, &j.State, &j.ScheduledAt, &j.Args, &j.Errors)
+		return j, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+// WaitRiverJobs polls RiverJobs until it lists at least one job and every
+// one has ended (completed, cancelled or discarded), at most 30 s, and
+// returns them.
+func (e *Env) WaitRiverJobs(t testing.TB, kind string, args map[string]any) []RiverJob {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		jobs := e.RiverJobs(t, kind, args)
+		ended := len(jobs) > 0
+		for _, j := range jobs {
+			ended = ended && (j.State == "completed" || j.State == "cancelled" || j.State == "discarded")
+		}
+		if ended {
+			return jobs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s jobs %v still running after 30 s: %+v", kind, args, jobs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

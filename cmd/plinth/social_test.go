@@ -10,15 +10,16 @@ import (
 	"github.com/plinth-dev/plinth/tenant/social/socialtest"
 )
 
-// Two worker processes (real plinth processes on one database, each with
-// the scheduler) publish every scheduled post exactly once.
+// Two worker processes (real plinth processes on one database, each
+// working the scheduled posts' jobs) publish every scheduled post exactly
+// once.
 func TestScheduledPublishTwoWorkerProcesses(t *testing.T) {
 	t.Parallel()
 	tw := socialtest.New(t, "twitter")
 	env := apitest.New(t, apitest.WithEnv(tw.Env()...)) // the API, without workers
 	vars := map[string]string{
 		"DATABASE_URL": env.DB.URL, "PLINTH_SECRET": env.Config.Secret, "PLINTH_STORAGE": env.Config.Storage,
-		"PLINTH_DEV": "1", "PLINTH_SCHEDULER_INTERVAL": "100ms",
+		"PLINTH_DEV": "1",
 	}
 	kv := tw.Env()
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -55,7 +56,7 @@ func TestScheduledPublishTwoWorkerProcesses(t *testing.T) {
 			t.Fatalf("post: %v\n%s\n%s", got, out1, out2)
 		}
 	}
-	time.Sleep(time.Second) // more ticks of both processes find nothing left to publish
+	time.Sleep(time.Second) // a second publish of a post would have arrived by now
 	seen := map[string]int{}
 	for _, r := range tw.Posts() {
 		seen[r.JSON["text"].(string)]++
@@ -69,7 +70,7 @@ func TestScheduledPublishTwoWorkerProcesses(t *testing.T) {
 		}
 	}
 	var clients int
-	if err := env.DB.Pool.QueryRow(context.Background(), `SELECT count(DISTINCT attempted_by[1]) FROM river.river_job WHERE kind IN ('social.publish', 'social.schedule')`).Scan(&clients); err != nil {
+	if err := env.DB.Pool.QueryRow(context.Background(), `SELECT count(DISTINCT attempted_by[1]) FROM river.river_job WHERE kind IN ('social.publish', 'social.publish_scheduled')`).Scan(&clients); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d worker processes ran social jobs", clients)

@@ -11,16 +11,15 @@ import (
 
 // Config is every setting of docs/decisions.md section 1, with its default.
 type Config struct {
-	DatabaseURL       string
-	Addr              string
-	PublicURL         string
-	Secret            string
-	ErrorBase         string
-	Dev               bool
-	WebhookRetry      []time.Duration
-	WebhookTimeout    time.Duration
-	SchedulerInterval time.Duration
-	KeyCacheTTL       time.Duration
+	DatabaseURL    string
+	Addr           string
+	PublicURL      string
+	Secret         string
+	ErrorBase      string
+	Dev            bool
+	WebhookRetry   []time.Duration
+	WebhookTimeout time.Duration
+	KeyCacheTTL    time.Duration
 	// SpareSchemas is how many project schemas are kept created ahead of
 	// the projects that will claim them (PLINTH_SPARE_SCHEMAS, default 4).
 	SpareSchemas     int
@@ -68,9 +67,6 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.WebhookTimeout, err = time.ParseDuration(or(getenv("PLINTH_WEBHOOK_TIMEOUT"), "30s")); err != nil {
 		return c, fmt.Errorf("PLINTH_WEBHOOK_TIMEOUT: %w", err)
-	}
-	if c.SchedulerInterval, err = time.ParseDuration(or(getenv("PLINTH_SCHEDULER_INTERVAL"), "15s")); err != nil {
-		return c, fmt.Errorf("PLINTH_SCHEDULER_INTERVAL: %w", err)
 	}
 	if c.KeyCacheTTL, err = time.ParseDuration(or(getenv("PLINTH_KEY_CACHE_TTL"), "30s")); err != nil {
 		return c, fmt.Errorf("PLINTH_KEY_CACHE_TTL: %w", err)

@@ -96,3 +96,23 @@ func New(pool *pgxpool.Pool, workers *river.Workers, o Options) (*Client, error)
 	}
 	return river.NewClient(riverpgxv5.New(pool), cfg)
 }
+
+// InsertNew inserts jobs in tx and returns how many it added: a unique job
+// (river.UniqueOpts) already there is skipped, so a backfill that runs
+// twice adds nothing the second time.
+func InsertNew(ctx context.Context, c *Client, tx pgx.Tx, jobs []river.InsertManyParams) (int, error) {
+	if len(jobs) == 0 {
+		return 0, nil
+	}
+	res, err := c.InsertManyTx(ctx, tx, jobs)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range res {
+		if !r.UniqueSkippedAsDuplicate {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -1,12 +1,12 @@
 // Package blog is the blog pillar: posts with a text per language,
-// categories, tags, the scheduler that publishes scheduled posts, the AI
-// jobs blog_post.generate and the translation of a post, and the public
-// reads of published posts (docs/decisions.md section 5, "Blog").
+// categories, tags, the job that publishes a scheduled post at its time,
+// the AI jobs blog_post.generate and the translation of a post, and the
+// public reads of published posts (docs/decisions.md section 5, "Blog").
 //
 // # States and transitions of a post
 //
-//	draft, scheduled, archived → published  POST /publish, PATCH status, or the scheduler
-//	                                        when scheduled_at has come (blog_post.published)
+//	draft, scheduled, archived → published  POST /publish, PATCH status, or the post's
+//	                                        scheduled job when scheduled_at has come (blog_post.published)
 //	any                        → scheduled  POST /schedule {scheduled_at} (in the future)
 //	any                        → archived   POST /archive
 //	any                        → draft      PATCH status draft
@@ -112,8 +112,8 @@ func (sv *Service) PublicRoutes(r chi.Router) {
 	r.Get("/blog-posts/{slug}", tenant.Handle(sv.publicGet))
 }
 
-// Workers adds the scheduler's worker.
-func (sv *Service) Workers(w *river.Workers) { river.AddWorker(w, &ScheduleWorker{sv: sv}) }
+// Workers adds the worker of scheduled posts.
+func (sv *Service) Workers(w *river.Workers) { river.AddWorker(w, &publishScheduledWorker{sv: sv}) }
 
 // emit records an event when an emitter is wired.
 func (sv *Service) emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error {

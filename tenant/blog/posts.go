@@ -215,7 +215,7 @@ func (sv *Service) create(ctx context.Context, tx pgx.Tx, s *tenant.Scope, row *
 	if err != nil {
 		return Post{}, err
 	}
-	return sv.finishWrite(ctx, tx, s, id, row.Status == StatusPublished, "")
+	return sv.finishWrite(ctx, tx, s, id, row.Status, "")
 }
 
 // checkTerms answers 422 when the category or a tag does not exist. The
@@ -246,17 +246,24 @@ func checkTerms(ctx context.Context, tx pgx.Tx, categoryID *int64, tagIDs []int6
 	return v.Err()
 }
 
-// finishWrite reloads a written post, emits blog_post.published when the
-// write published it, and returns the post in lang.
-func (sv *Service) finishWrite(ctx context.Context, tx pgx.Tx, s *tenant.Scope, id int64, published bool, lang string) (Post, error) {
+// finishWrite reloads a written post, follows up the status the write
+// moved it to (moved; "" when none), and returns the post in lang: a
+// post published emits blog_post.published, a post scheduled gets the
+// job that publishes it at its time. The job is given scheduled_at as
+// reloaded, that is as stored (microseconds), for it to match the row.
+func (sv *Service) finishWrite(ctx context.Context, tx pgx.Tx, s *tenant.Scope, id int64, moved, lang string) (Post, error) {
 	p, err := loadPostID(ctx, tx, id, false)
 	if err != nil {
 		return Post{}, err
 	}
-	if published {
-		if err := sv.emit(ctx, tx, s, TopicPublished, toAPIPost(p, p.Language)); err != nil {
-			return Post{}, err
-		}
+	switch moved {
+	case StatusPublished:
+		err = sv.emit(ctx, tx, s, TopicPublished, toAPIPost(p, p.Language))
+	case StatusScheduled:
+		err = sv.enqueuePublish(ctx, tx, s, p.ID, *p.ScheduledAt)
+	}
+	if err != nil {
+		return Post{}, err
 	}
 	return toAPIPost(p, lang), nil
 }
@@ -414,13 +421,13 @@ func (sv *Service) patch(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref st
 			return Post{}, err
 		}
 	}
-	published := false
+	moved := ""
 	if req.Status != nil {
-		if published, err = setStatus(ctx, tx, p, *req.Status, at); err != nil {
+		if moved, err = setStatus(ctx, tx, p, *req.Status, at); err != nil {
 			return Post{}, err
 		}
 	}
-	return sv.finishWrite(ctx, tx, s, p.ID, published, "")
+	return sv.finishWrite(ctx, tx, s, p.ID, moved, "")
 }
 
 // transition serves publish, schedule and archive.
@@ -440,11 +447,11 @@ func (sv *Service) moveTo(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref, 
 	if err != nil {
 		return Post{}, err
 	}
-	published, err := setStatus(ctx, tx, p, status, at)
+	moved, err := setStatus(ctx, tx, p, status, at)
 	if err != nil {
 		return Post{}, err
 	}
-	return sv.finishWrite(ctx, tx, s, p.ID, published, "")
+	return sv.finishWrite(ctx, tx, s, p.ID, moved, "")
 }
 
 func (sv *Service) publishPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
@@ -519,5 +526,5 @@ func (sv *Service) writeText(ctx context.Context, tx pgx.Tx, s *tenant.Scope, re
 	if err := putText(ctx, tx, p.ID, t); err != nil {
 		return Post{}, err
 	}
-	return sv.finishWrite(ctx, tx, s, p.ID, false, t.Lang)
+	return sv.finishWrite(ctx, tx, s, p.ID, "", t.Lang)
 }

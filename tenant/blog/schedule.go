@@ -2,101 +2,111 @@ package blog
 
 import (
 	"context"
-	"sync/atomic"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
-// ScheduleArgs is the periodic River job that publishes the due scheduled
-// posts of every project.
-type ScheduleArgs struct{}
+// PublishScheduledArgs is the River job that publishes one scheduled post
+// at its time: River runs it then, and it is inserted in the transaction
+// that schedules the post, so nothing visits a project's schema unless
+// one of its posts is due. ScheduledAt is the post's scheduled_at the job was inserted for;
+// once the post is rescheduled, unscheduled, published, archived or
+// deleted it no longer matches, and the job does nothing.
+type PublishScheduledArgs struct {
+	ProjectID   string    `json:"project_id"`
+	PostID      int64     `json:"post_id"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+}
 
 // Kind implements river.JobArgs.
-func (ScheduleArgs) Kind() string { return "blog.schedule" }
+func (PublishScheduledArgs) Kind() string { return "blog.publish_scheduled" }
 
-// InsertOpts implements river.JobArgsWithInsertOpts: a failed tick is not
-// retried, the next one makes up for it.
-func (ScheduleArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 1} }
-
-// Periodic is the scheduler's periodic job, every interval
-// (PLINTH_SCHEDULER_INTERVAL). River enqueues periodic jobs on its
-// elected leader only; should two ticks still run at once (a leader
-// change, a slow tick), each post is claimed by one of them (see
-// PublishDue).
-func Periodic(interval time.Duration) *river.PeriodicJob {
-	return river.NewPeriodicJob(river.PeriodicInterval(interval),
-		func() (river.JobArgs, *river.InsertOpts) { return ScheduleArgs{}, nil },
-		&river.PeriodicJobOpts{ID: "blog.schedule", RunOnStart: true})
+// InsertOpts implements river.JobArgsWithInsertOpts: scheduling a post
+// again for the same time (a double submit, a replay, EnqueueScheduled
+// run twice) finds the job already there instead of adding another.
+func (PublishScheduledArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
-// ScheduleWorker works ScheduleArgs.
-type ScheduleWorker struct {
-	river.WorkerDefaults[ScheduleArgs]
-	sv *Service
+// scheduledJob is the job of a post scheduled at at, run at that time.
+// at is the scheduled_at as stored (microseconds), in UTC so that the
+// same schedule always encodes to the same args.
+func scheduledJob(projectID string, postID int64, at time.Time) river.InsertManyParams {
+	at = at.UTC()
+	return river.InsertManyParams{
+		Args:       PublishScheduledArgs{ProjectID: projectID, PostID: postID, ScheduledAt: at},
+		InsertOpts: &river.InsertOpts{ScheduledAt: at},
+	}
 }
 
-// scheduleConcurrency is how many projects one tick checks at once.
-const scheduleConcurrency = 4
-
-// claimBatch bounds the posts one transaction publishes.
-const claimBatch = 100
-
-// Work publishes the due posts of every project; one project's failure
-// does not hold up the others and is reported at the end.
-func (w *ScheduleWorker) Work(ctx context.Context, _ *river.Job[ScheduleArgs]) error {
-	_, err := w.sv.PublishAllDue(ctx)
+// enqueuePublish inserts, in tx, the job that publishes the post when its
+// scheduled time at (as stored) comes.
+func (sv *Service) enqueuePublish(ctx context.Context, tx pgx.Tx, s *tenant.Scope, postID int64, at time.Time) error {
+	j := scheduledJob(s.Project.ID, postID, at)
+	_, err := sv.river.InsertTx(ctx, tx, j.Args, j.InsertOpts)
 	return err
 }
 
-// PublishAllDue publishes the due scheduled posts of every project and
-// returns how many it published.
-func (sv *Service) PublishAllDue(ctx context.Context) (int, error) {
-	var total atomic.Int64
-	err := sv.plane.ForEachProject(ctx, scheduleConcurrency, func(ctx context.Context, s *tenant.Scope) error {
-		for {
-			posts, err := sv.PublishDue(ctx, s, claimBatch)
-			total.Add(int64(len(posts)))
-			if err != nil || len(posts) < claimBatch {
-				return err
-			}
+// EnqueueScheduled inserts the publish job of every scheduled post of the
+// project and returns how many it inserted. Posts scheduled before
+// scheduling was done by these jobs have none; a post that already has
+// its job (same post, same time) is skipped, so running it again inserts
+// nothing. A post whose time has passed is published within seconds.
+func (sv *Service) EnqueueScheduled(ctx context.Context, s *tenant.Scope) (int, error) {
+	return tenant.TxV(ctx, s, func(tx pgx.Tx) (int, error) {
+		rows, err := tx.Query(ctx, `SELECT id, scheduled_at FROM blog_posts WHERE status = 'scheduled' ORDER BY id`)
+		if err != nil {
+			return 0, err
 		}
+		jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (river.InsertManyParams, error) {
+			var id int64
+			var at time.Time
+			err := r.Scan(&id, &at)
+			return scheduledJob(s.Project.ID, id, at), err
+		})
+		if err != nil {
+			return 0, err
+		}
+		return queue.InsertNew(ctx, sv.river, tx, jobs)
 	})
-	return int(total.Load()), err
 }
 
-// PublishDue publishes up to limit posts of the project whose scheduled
-// time has come, with one blog_post.published each, and returns them.
-// The claim and the events are one transaction, and rows another claimer
-// holds are skipped (FOR UPDATE SKIP LOCKED) while a row it has already
-// published no longer matches status 'scheduled': however many
-// schedulers run at once, in however many processes, each due post is
-// published, and announced, once.
-func (sv *Service) PublishDue(ctx context.Context, s *tenant.Scope, limit int) ([]Post, error) {
-	out, err := tenant.TxV(ctx, s, func(tx pgx.Tx) ([]Post, error) {
-		ids, err := claimDue(ctx, tx, limit)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]Post, 0, len(ids))
-		for _, id := range ids {
-			p, err := loadPostID(ctx, tx, id, false)
-			if err != nil {
-				return nil, err
-			}
-			post := toAPIPost(p, p.Language)
-			if err := sv.emit(ctx, tx, s, TopicPublished, post); err != nil {
-				return nil, err
-			}
-			out = append(out, post)
-		}
-		return out, nil
-	})
-	if err != nil {
-		return nil, err // the claim rolled back: nothing was published
+// publishScheduledWorker works PublishScheduledArgs.
+type publishScheduledWorker struct {
+	river.WorkerDefaults[PublishScheduledArgs]
+	sv *Service
+}
+
+// Work publishes the job's post, with its blog_post.published, if it is
+// still scheduled for the job's time. The claim is one conditional
+// UPDATE: of however many jobs run for the post (a retry, a duplicate),
+// one publishes it and the others, like a stale job, find no row. A job
+// whose project is gone has nothing left to do.
+func (w *publishScheduledWorker) Work(ctx context.Context, job *river.Job[PublishScheduledArgs]) error {
+	a := job.Args
+	s, err := w.sv.plane.ScopeFor(ctx, a.ProjectID)
+	if errors.Is(err, httpapi.ErrNotFound) {
+		return nil
 	}
-	return out, nil
+	if err != nil {
+		return err
+	}
+	return s.Tx(ctx, func(tx pgx.Tx) error {
+		claimed, err := claimScheduled(ctx, tx, a.PostID, a.ScheduledAt)
+		if err != nil || !claimed {
+			return err
+		}
+		p, err := loadPostID(ctx, tx, a.PostID, false)
+		if err != nil {
+			return err
+		}
+		return w.sv.emit(ctx, tx, s, TopicPublished, toAPIPost(p, p.Language))
+	})
 }

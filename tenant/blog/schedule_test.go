@@ -3,9 +3,7 @@ package blog_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,140 +12,77 @@ import (
 
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
-	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/blog"
 	"github.com/plinth-dev/plinth/tenant/jobs"
 )
 
-// makeDue schedules n posts of p and moves their time into the past, as
-// if it had come; it returns their ids.
-func makeDue(t *testing.T, env *apitest.Env, p *apitest.Project, n int) []int64 {
+// kindScheduled is the job kind that publishes a scheduled post.
+const kindScheduled = "blog.publish_scheduled"
+
+// ahead is a schedule time d from now, to the millisecond.
+func ahead(d time.Duration) time.Time { return time.Now().Add(d).UTC().Truncate(time.Millisecond) }
+
+func stamp(t time.Time) string { return t.Format(time.RFC3339Nano) }
+
+// waitStatus polls the post at path until its status is want (at most
+// 20 s: River makes a due job available within 5 s) and returns it.
+func waitStatus(t *testing.T, env *apitest.Env, key, path, want string) map[string]any {
 	t.Helper()
-	at := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	var ids []int64
-	for i := range n {
-		m := post(t, env, p.Key, map[string]any{"title": fmt.Sprintf("Due %d", i), "status": "scheduled", "scheduled_at": at})
-		ids = append(ids, int64(m["id"].(float64)))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := env.Do("GET", path, key, nil).Expect(t, 200).JSON(t)
+		if got["status"] == want {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("post %s still %v: %v", path, got["status"], got)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	err := p.Scope.Tx(context.Background(), func(tx pgx.Tx) error {
-		_, err := tx.Exec(context.Background(), `UPDATE blog_posts SET scheduled_at = now() - interval '1 second' WHERE id = ANY($1)`, ids)
-		return err
-	})
-	require.NoError(t, err)
-	return ids
 }
 
-// Many schedulers claiming at once publish each due post exactly once.
-func TestPublishDueOnce(t *testing.T) {
-	t.Parallel()
-	env := apitest.New(t) // no workers: the test is the only scheduler
-	p := env.NewProject("build")
-	subscribe(t, env, p, "")
-	due := makeDue(t, env, p, 30)
-	later := post(t, env, p.Key, map[string]any{"title": "Not yet", "status": "scheduled", "scheduled_at": time.Now().Add(time.Hour).Format(time.RFC3339)})
-	draft := post(t, env, p.Key, map[string]any{"title": "Draft"})
-
-	sv := scheduler(env, env.Server.Outbox)
-	var mu sync.Mutex
-	published := map[int64]int{}
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				posts, err := sv.PublishDue(context.Background(), p.Scope, 3)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				for _, x := range posts {
-					published[x.ID]++
-					if x.Status != "published" || x.PublishedAt == nil {
-						t.Errorf("claimed post: %+v", x)
-					}
-				}
-				mu.Unlock()
-				if len(posts) == 0 {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	require.Len(t, published, len(due))
-	for _, id := range due {
-		require.Equal(t, 1, published[id], "post %d published %d times", id, published[id])
-	}
-	announced := map[float64]int{}
-	for _, e := range events(t, p, "blog_post.published") {
-		announced[e["id"].(float64)]++
-		require.Equal(t, "published", e["status"])
-	}
-	require.Len(t, announced, len(due))
-	for _, id := range due {
-		require.Equal(t, 1, announced[float64(id)], "post %d announced %d times", id, announced[float64(id)])
-	}
-	require.Equal(t, "scheduled", env.Do("GET", "/v1/blog-posts/"+idOf(later), p.Key, nil).Expect(t, 200).JSON(t)["status"])
-	require.Equal(t, "draft", env.Do("GET", "/v1/blog-posts/"+idOf(draft), p.Key, nil).Expect(t, 200).JSON(t)["status"])
-	got := env.Do("GET", "/v1/blog-posts/"+fmt.Sprint(due[0]), p.Key, nil).Expect(t, 200).JSON(t)
-	require.Equal(t, "published", got["status"])
-	require.NotNil(t, got["scheduled_at"], "the scheduled time stays as a record")
+// publishedAt is the post's published_at.
+func publishedAt(t *testing.T, m map[string]any) time.Time {
+	t.Helper()
+	at, err := time.Parse(time.RFC3339Nano, m["published_at"].(string))
+	require.NoError(t, err)
+	return at
 }
 
-// One tick covers every project.
-func TestPublishAllDue(t *testing.T) {
-	t.Parallel()
-	env := apitest.New(t)
-	a, b, c := env.NewProject("build"), env.NewProject("build"), env.NewProject("build")
-	makeDue(t, env, a, 2)
-	makeDue(t, env, b, 1)
-	post(t, env, c.Key, map[string]any{"title": "Later", "status": "scheduled", "scheduled_at": time.Now().Add(time.Hour).Format(time.RFC3339)})
-	sv := scheduler(env, nil)
-	n, err := sv.PublishAllDue(context.Background())
-	require.NoError(t, err)
-	require.Equal(t, 3, n)
-	for _, p := range []*apitest.Project{a, b} {
-		require.Equal(t, int64(0), query[int64](t, p, `SELECT count(*) FROM blog_posts WHERE status <> 'published'`))
+// postJobs waits for the scheduled-post jobs of post id to end and
+// requires each completed, without a failed attempt.
+func postJobs(t *testing.T, env *apitest.Env, p *apitest.Project, id any) []apitest.RiverJob {
+	t.Helper()
+	list := env.WaitRiverJobs(t, kindScheduled, map[string]any{"project_id": p.ID, "post_id": id})
+	for _, j := range list {
+		require.Equal(t, "completed", j.State, "job %+v", j)
+		require.Zero(t, j.Errors, "job %+v", j)
 	}
-	require.Equal(t, int64(1), query[int64](t, c, `SELECT count(*) FROM blog_posts WHERE status = 'scheduled'`))
-	n, err = sv.PublishAllDue(context.Background())
-	require.NoError(t, err)
-	require.Equal(t, 0, n, "nothing is published twice")
+	return list
 }
 
-// The scheduler, a River periodic job, publishes a post scheduled 2 s
-// ahead within two intervals, once, with two instances working jobs over
-// one database.
-func TestSchedulerTwoInstances(t *testing.T) {
+// A post scheduled 2 s ahead is published by its job, after its time,
+// with one blog_post.published delivered, with two instances working jobs;
+// scheduling it again for the same time (a double submit) adds no job.
+func TestScheduledPostPublished(t *testing.T) {
 	t.Parallel()
-	const interval = time.Second
 	rc := webhooktest.NewTLS(t, nil)
-	env := apitest.New(t, apitest.WithWorkers(), apitest.WithRootCAs(rc.RootCAs()), apitest.WithEnv("PLINTH_SCHEDULER_INTERVAL", interval.String()))
+	env := apitest.New(t, apitest.WithWorkers(), apitest.WithRootCAs(rc.RootCAs()))
 	second := env.Instance(apitest.WithWorkers(), apitest.WithRootCAs(rc.RootCAs()))
 	p := env.NewProject("build")
 	_, secret := webhooktest.Endpoint(t, env, p.Key, rc.URL, "blog_post.published")
 	rc.SetSecret(secret)
-	at := time.Now().Add(2 * time.Second).UTC().Truncate(time.Millisecond)
-	m := post(t, env, p.Key, map[string]any{"title": "On time", "status": "scheduled", "scheduled_at": at.Format(time.RFC3339Nano)})
+	at := ahead(2 * time.Second)
+	m := post(t, env, p.Key, map[string]any{"title": "On time", "status": "scheduled", "scheduled_at": stamp(at)})
 	path := "/v1/blog-posts/" + idOf(m)
+	second.Do("POST", path+"/schedule", p.Key, map[string]any{"scheduled_at": stamp(at)}).Expect(t, 200)
+	require.Len(t, env.RiverJobs(t, kindScheduled, map[string]any{"post_id": m["id"]}), 1, "one job per post and time")
 
-	var got map[string]any
-	for deadline := at.Add(2*interval + time.Second); ; {
-		got = second.Do("GET", path, p.Key, nil).Expect(t, 200).JSON(t)
-		if got["status"] == "published" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	require.Equal(t, "published", got["status"], "not published within two intervals: %v", got)
-	pubAt, err := time.Parse(time.RFC3339Nano, got["published_at"].(string))
-	require.NoError(t, err)
-	require.False(t, pubAt.Before(at), "published at %s, before its time %s", pubAt, at)
-	require.LessOrEqual(t, pubAt.Sub(at), 2*interval, "published at %s, scheduled at %s", pubAt, at)
+	got := waitStatus(t, second, p.Key, path, "published")
+	require.False(t, publishedAt(t, got).Before(at), "published at %s, before its time %s", got["published_at"], at)
+	require.Equal(t, stamp(at), got["scheduled_at"], "the scheduled time stays as a record")
+	postJobs(t, env, p, m["id"])
 
-	// The receiver gets blog_post.published, signed, with the post.
 	reqs := rc.WaitN(t, 10*time.Second, 1)
 	require.NoError(t, reqs[0].Verified)
 	require.Equal(t, "blog_post.published", reqs[0].Header.Get("X-Service-Event"))
@@ -157,19 +92,138 @@ func TestSchedulerTwoInstances(t *testing.T) {
 	require.NoError(t, json.Unmarshal(reqs[0].Body, &envelope))
 	require.Equal(t, m["id"], envelope.Data["id"])
 	require.Equal(t, "published", envelope.Data["status"])
-
-	// Later ticks, on either instance, leave it alone: once.
-	time.Sleep(2*interval + 500*time.Millisecond)
-	again := env.Do("GET", path, p.Key, nil).Expect(t, 200).JSON(t)
-	require.Equal(t, got["published_at"], again["published_at"])
-	require.Equal(t, got["updated_at"], again["updated_at"])
 	require.Len(t, events(t, p, "blog_post.published"), 1)
-	require.Len(t, rc.Requests(), 1)
 }
 
-// scheduler is a blog pillar of env's control plane, emitting to events
-// (none when nil), whose scheduler the test drives itself.
-func scheduler(env *apitest.Env, events tenant.Emitter) *blog.Service {
-	return blog.New(blog.Deps{Plane: env.Server.Central, Events: events,
-		Jobs: jobs.NewRunner(env.Server.Central, slog.New(slog.DiscardHandler))})
+// A rescheduled post is published at its new time, not its old one: the
+// old job finds the post scheduled for another time and does nothing.
+func TestRescheduledPost(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, apitest.WithWorkers())
+	p := env.NewProject("build")
+	subscribe(t, env, p, "")
+	first := ahead(3 * time.Second)
+	m := post(t, env, p.Key, map[string]any{"title": "Moved", "status": "scheduled", "scheduled_at": stamp(first)})
+	path := "/v1/blog-posts/" + idOf(m)
+	// River makes due jobs available every 5 s: 6 s apart, the old job
+	// runs before the new time comes, and would publish the post early.
+	later := first.Add(6 * time.Second)
+	env.Do("POST", path+"/schedule", p.Key, map[string]any{"scheduled_at": stamp(later)}).Expect(t, 200)
+
+	got := waitStatus(t, env, p.Key, path, "published")
+	require.False(t, publishedAt(t, got).Before(later), "published at %s, before its new time %s", got["published_at"], later)
+	require.Len(t, postJobs(t, env, p, m["id"]), 2)
+	require.Len(t, events(t, p, "blog_post.published"), 1)
+}
+
+// A post unscheduled before its time (back to draft, archived, deleted,
+// published at once) is left as it is by its job, which completes; so is
+// a job whose project is gone.
+func TestUnscheduledPost(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, apitest.WithWorkers())
+	p := env.NewProject("build")
+	subscribe(t, env, p, "")
+	at := ahead(3 * time.Second) // time for the eight requests below
+	cases := []struct {
+		name, method, action string
+		body                 any
+		status               int
+		want                 string // the post's status after its time, "" when deleted
+	}{
+		{"draft", "PATCH", "", map[string]any{"status": "draft"}, 200, "draft"},
+		{"archive", "POST", "/archive", nil, 200, "archived"},
+		{"delete", "DELETE", "", nil, 204, ""},
+		{"publish now", "POST", "/publish", nil, 200, "published"},
+	}
+	posts := make([]map[string]any, len(cases))
+	for i, c := range cases {
+		posts[i] = post(t, env, p.Key, map[string]any{"title": c.name, "status": "scheduled", "scheduled_at": stamp(at)})
+		env.Do(c.method, "/v1/blog-posts/"+idOf(posts[i])+c.action, p.Key, c.body).Expect(t, c.status)
+	}
+	gone := blog.PublishScheduledArgs{ProjectID: "prj_gone", PostID: 1, ScheduledAt: at}
+	_, err := env.Server.River.Insert(context.Background(), gone, nil)
+	require.NoError(t, err)
+
+	for i, c := range cases {
+		postJobs(t, env, p, posts[i]["id"])
+		path := "/v1/blog-posts/" + idOf(posts[i])
+		if c.want == "" {
+			env.Do("GET", path, p.Key, nil).Problem(t, 404, "not_found")
+			continue
+		}
+		require.Equal(t, c.want, env.Do("GET", path, p.Key, nil).Expect(t, 200).JSON(t)["status"], c.name)
+	}
+	published := events(t, p, "blog_post.published")
+	require.Len(t, published, 1, "only the publish now is announced")
+	require.Equal(t, posts[3]["id"], published[0]["id"])
+	gj := env.WaitRiverJobs(t, kindScheduled, map[string]any{"project_id": "prj_gone"})
+	require.Equal(t, "completed", gj[0].State)
+	require.Zero(t, gj[0].Errors)
+}
+
+// A post scheduled on an instance that stops before its time is published
+// by the instance started after it, the schedule being a job in the
+// database.
+func TestScheduledPostSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, apitest.WithWorkers())
+	p := env.NewProject("build")
+	subscribe(t, env, p, "")
+	at := ahead(2 * time.Second)
+	m := post(t, env, p.Key, map[string]any{"title": "Across a restart", "status": "scheduled", "scheduled_at": stamp(at)})
+	require.NoError(t, env.Server.Stop(context.Background()))
+
+	// Down past the post's time: nothing publishes it meanwhile.
+	time.Sleep(time.Until(at) + 500*time.Millisecond)
+	require.Equal(t, "scheduled", query[string](t, p, `SELECT status FROM blog_posts WHERE id = $1`, m["id"]))
+
+	next := env.Instance(apitest.WithWorkers())
+	got := waitStatus(t, next, p.Key, "/v1/blog-posts/"+idOf(m), "published")
+	require.False(t, publishedAt(t, got).Before(at))
+	postJobs(t, next, p, m["id"])
+	require.Len(t, events(t, p, "blog_post.published"), 1)
+}
+
+// EnqueueScheduled gives the posts scheduled before scheduling was done by
+// jobs their job, once however often it runs: the due one is published,
+// the later one waits for its time.
+func TestEnqueueScheduled(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, apitest.WithWorkers())
+	p := env.NewProject("build")
+	subscribe(t, env, p, "")
+	ctx := context.Background()
+	var due, later int64
+	err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
+		const insert = `INSERT INTO blog_posts (slug, status, language, texts, scheduled_at)
+			VALUES ($1, 'scheduled', 'en', jsonb_build_object('en', jsonb_build_object('title', $1::text)), now() + $2::interval) RETURNING id`
+		if err := tx.QueryRow(ctx, insert, "due", "-1 minute").Scan(&due); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, insert, "later", "1 hour").Scan(&later); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO blog_posts (slug, language, texts) VALUES ('draft', 'en', '{"en": {"title": "Draft"}}')`)
+		return err
+	})
+	require.NoError(t, err)
+
+	sv := blog.New(blog.Deps{Queue: env.Server.River, Plane: env.Server.Central, Jobs: jobs.NewRunner(env.Server.Central, slog.New(slog.DiscardHandler))})
+	n, err := sv.EnqueueScheduled(ctx, p.Scope)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	n, err = sv.EnqueueScheduled(ctx, p.Scope)
+	require.NoError(t, err)
+	require.Equal(t, 0, n, "a second run inserts nothing")
+
+	waitStatus(t, env, p.Key, "/v1/blog-posts/due", "published")
+	postJobs(t, env, p, due)
+	published := events(t, p, "blog_post.published")
+	require.Len(t, published, 1)
+	require.Equal(t, float64(due), published[0]["id"])
+	waiting := env.RiverJobs(t, kindScheduled, map[string]any{"post_id": later})
+	require.Len(t, waiting, 1)
+	require.Equal(t, "scheduled", waiting[0].State)
+	require.Equal(t, "scheduled", query[string](t, p, `SELECT status FROM blog_posts WHERE id = $1`, later))
 }

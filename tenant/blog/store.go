@@ -317,13 +317,14 @@ func updatePost(ctx context.Context, tx pgx.Tx, id int64, c postChange) error {
 	return err
 }
 
-// setStatus moves p to status (at: the time of a schedule) and reports
-// whether p became published. Publishing a published post changes
-// nothing. scheduled_at is kept only while a post is scheduled and, as a
-// record, once the scheduler published it.
-func setStatus(ctx context.Context, tx pgx.Tx, p *postRow, status string, at *time.Time) (bool, error) {
+// setStatus moves p to status (at: the time of a schedule) and returns
+// the status it moved p to, "" when it changed nothing: moving a post to
+// the status it has changes nothing, except a schedule, which takes the
+// new time. scheduled_at is kept only while a post is scheduled and, as a
+// record, once its scheduled job published it.
+func setStatus(ctx context.Context, tx pgx.Tx, p *postRow, status string, at *time.Time) (moved string, err error) {
 	if p.Status == status && status != StatusScheduled {
-		return false, nil
+		return "", nil
 	}
 	var q string
 	args := []any{p.ID}
@@ -338,13 +339,13 @@ func setStatus(ctx context.Context, tx pgx.Tx, p *postRow, status string, at *ti
 	case StatusDraft:
 		q = `UPDATE blog_posts SET status = 'draft', scheduled_at = NULL, published_at = NULL, updated_at = now() WHERE id = $1`
 	default:
-		return false, fmt.Errorf("blog: unknown status %q", status)
+		return "", fmt.Errorf("blog: unknown status %q", status)
 	}
 	if _, err := tx.Exec(ctx, q, args...); err != nil {
-		return false, err
+		return "", err
 	}
 	p.Status = status
-	return status == StatusPublished, nil
+	return status, nil
 }
 
 // deletePost deletes the post ref names; httpapi.ErrNotFound when absent.
@@ -361,15 +362,10 @@ func deletePost(ctx context.Context, tx pgx.Tx, ref string) (err error) {
 	return nil
 }
 
-// claimDue publishes up to limit scheduled posts whose time has come,
-// skipping those another transaction holds, and returns their ids.
-func claimDue(ctx context.Context, tx pgx.Tx, limit int) ([]int64, error) {
-	rows, err := tx.Query(ctx, `UPDATE blog_posts SET status = 'published', published_at = now(), updated_at = now()
-			WHERE id IN (SELECT id FROM blog_posts WHERE status = 'scheduled' AND scheduled_at <= now()
-				ORDER BY scheduled_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
-			RETURNING id`, limit)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
+// claimScheduled publishes the post with id if it is scheduled at at, and
+// reports whether it did. scheduled_at stays as a record of the schedule.
+func claimScheduled(ctx context.Context, tx pgx.Tx, id int64, at time.Time) (bool, error) {
+	tag, err := tx.Exec(ctx, `UPDATE blog_posts SET status = 'published', published_at = now(), updated_at = now()
+		WHERE id = $1 AND status = 'scheduled' AND scheduled_at = $2`, id, at)
+	return tag.RowsAffected() == 1, err
 }

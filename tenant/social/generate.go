@@ -217,6 +217,9 @@ func (sv *Service) generateJob(ctx context.Context, run *jobs.Run) (jobs.Commit,
 		if err != nil {
 			return nil, err
 		}
+		if err := sv.enqueuePublish(ctx, tx, run.Scope, post); err != nil {
+			return nil, err
+		}
 		return GenerateResult{SocialPostID: post.ID, Title: post.Title, Platforms: post.Platforms}, nil
 	}, nil
 }

@@ -202,7 +202,10 @@ func (sv *Service) createPost(w http.ResponseWriter, r *http.Request, s *tenant.
 			return Post{}, err
 		}
 		p.Platforms = platforms
-		return insertPost(r.Context(), tx, normalise(p))
+		if p, err = insertPost(r.Context(), tx, normalise(p)); err != nil {
+			return Post{}, err
+		}
+		return p, sv.enqueuePublish(r.Context(), tx, s, p)
 	})
 	if err != nil {
 		return err
@@ -277,7 +280,13 @@ func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request, s *tenant.S
 	if err := v.Err(); err != nil {
 		return err
 	}
-	p, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) { return patchPost(r.Context(), tx, &v, pid, &req, at) })
+	p, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) {
+		p, err := patchPost(r.Context(), tx, &v, pid, &req, at)
+		if err != nil || at == nil {
+			return p, err
+		}
+		return p, sv.enqueuePublish(r.Context(), tx, s, p) // a new schedule
+	})
 	if err != nil {
 		return err
 	}

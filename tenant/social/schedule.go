@@ -2,81 +2,114 @@ package social
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
-// ScheduleArgs is the periodic job that starts the publishing of due
-// scheduled posts in every project.
-type ScheduleArgs struct{}
+// PublishScheduledArgs is the River job that starts publishing one
+// scheduled post at its time: River runs it then, and it is inserted in
+// the transaction that schedules the post, so nothing visits a project's
+// schema unless one of its posts is due. ScheduledAt is the post's scheduled_at the job was
+// inserted for; once the post is rescheduled, unscheduled, published or
+// deleted it no longer matches, and the job does nothing.
+type PublishScheduledArgs struct {
+	ProjectID   string    `json:"project_id"`
+	PostID      int64     `json:"post_id"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+}
 
 // Kind is the River job kind.
-func (ScheduleArgs) Kind() string { return "social.schedule" }
+func (PublishScheduledArgs) Kind() string { return "social.publish_scheduled" }
 
-// InsertOpts implements river.JobArgsWithInsertOpts: a missed tick is
-// made up by the next one, so a failed tick is not retried.
-func (ScheduleArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 1} }
+// InsertOpts implements river.JobArgsWithInsertOpts: scheduling a post
+// again for the same time (a double submit, a replay, EnqueueScheduled
+// run twice) finds the job already there instead of adding another.
+func (PublishScheduledArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
 
-// ScheduleWorker runs the scheduler's ticks.
-type ScheduleWorker struct {
-	river.WorkerDefaults[ScheduleArgs]
+// scheduledJob is the job of a post scheduled at at, run at that time.
+// at is the scheduled_at as stored (microseconds), in UTC so that the
+// same schedule always encodes to the same args.
+func scheduledJob(projectID string, postID int64, at time.Time) river.InsertManyParams {
+	at = at.UTC()
+	return river.InsertManyParams{
+		Args:       PublishScheduledArgs{ProjectID: projectID, PostID: postID, ScheduledAt: at},
+		InsertOpts: &river.InsertOpts{ScheduledAt: at},
+	}
+}
+
+// enqueuePublish inserts, in tx, the job that starts publishing p when its
+// scheduled time comes; p is the post as stored, so that the job's time
+// matches the row. A post that is not scheduled needs none.
+func (sv *Service) enqueuePublish(ctx context.Context, tx pgx.Tx, s *tenant.Scope, p Post) error {
+	if p.Status != StatusScheduled {
+		return nil
+	}
+	j := scheduledJob(s.Project.ID, p.ID, *p.ScheduledAt)
+	_, err := sv.river.InsertTx(ctx, tx, j.Args, j.InsertOpts)
+	return err
+}
+
+// EnqueueScheduled inserts the job of every scheduled post of the project
+// and returns how many it inserted. Posts scheduled before scheduling was
+// done by these jobs have none; a post that already has its job (same
+// post, same time) is skipped, so running it again inserts nothing. A
+// post whose time has passed is published within seconds.
+func (sv *Service) EnqueueScheduled(ctx context.Context, s *tenant.Scope) (int, error) {
+	return tenant.TxV(ctx, s, func(tx pgx.Tx) (int, error) {
+		rows, err := tx.Query(ctx, `SELECT id, scheduled_at FROM social_posts WHERE status = 'scheduled' ORDER BY id`)
+		if err != nil {
+			return 0, err
+		}
+		jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (river.InsertManyParams, error) {
+			var id int64
+			var at time.Time
+			err := r.Scan(&id, &at)
+			return scheduledJob(s.Project.ID, id, at), err
+		})
+		if err != nil {
+			return 0, err
+		}
+		return queue.InsertNew(ctx, sv.river, tx, jobs)
+	})
+}
+
+// publishScheduledWorker works PublishScheduledArgs.
+type publishScheduledWorker struct {
+	river.WorkerDefaults[PublishScheduledArgs]
 	sv *Service
 }
 
-// Periodic is the scheduler's River periodic job, every interval
-// (PLINTH_SCHEDULER_INTERVAL).
-func Periodic(interval time.Duration) *river.PeriodicJob {
-	return river.NewPeriodicJob(river.PeriodicInterval(interval),
-		func() (river.JobArgs, *river.InsertOpts) { return ScheduleArgs{}, nil },
-		&river.PeriodicJobOpts{ID: "social.schedule", RunOnStart: true})
-}
-
-// claimBatch is how many due posts one transaction claims.
-const claimBatch = 100
-
-// scheduleConcurrency is how many projects a tick checks at once.
-const scheduleConcurrency = 4
-
-// Work checks every project for due posts.
-func (w *ScheduleWorker) Work(ctx context.Context, _ *river.Job[ScheduleArgs]) error {
-	err := w.sv.plane.ForEachProject(ctx, scheduleConcurrency, func(ctx context.Context, s *tenant.Scope) error {
-		for {
-			n, err := w.sv.ClaimDue(ctx, s, claimBatch)
-			if err != nil || n < claimBatch {
-				return err
-			}
-		}
-	})
-	if err != nil {
-		// one project's trouble does not stop the others, nor fail the tick
-		w.sv.logger.ErrorContext(ctx, "social: scheduler claim failed", "err", err)
+// Work starts publishing the job's post if it is still scheduled for the
+// job's time: the post becomes publishing (a new run) and its publish job
+// is inserted, in one transaction, as POST .../publish does. The claim is
+// one conditional UPDATE: of however many jobs run for the post (a retry,
+// a duplicate), one claims it and the others, like a stale job, find no
+// row. A job whose project is gone has nothing left to do.
+func (w *publishScheduledWorker) Work(ctx context.Context, job *river.Job[PublishScheduledArgs]) error {
+	a := job.Args
+	s, err := w.sv.plane.ScopeFor(ctx, a.ProjectID)
+	if errors.Is(err, httpapi.ErrNotFound) {
+		return nil
 	}
-	return nil
-}
-
-// ClaimDue starts publishing up to limit due scheduled posts of the
-// project and returns how many it claimed. Claiming is one transaction:
-// the posts become publishing and their publish jobs are inserted
-// together, and rows another claimer holds are skipped (FOR UPDATE SKIP
-// LOCKED), so however many schedulers run at once, in however many
-// processes, each due post is claimed, and published, once.
-func (sv *Service) ClaimDue(ctx context.Context, s *tenant.Scope, limit int) (int, error) {
-	return tenant.TxV(ctx, s, func(tx pgx.Tx) (int, error) {
-		ids, err := claimDuePosts(ctx, tx, limit)
-		if err != nil || len(ids) == 0 {
-			return 0, err
+	if err != nil {
+		return err
+	}
+	return s.Tx(ctx, func(tx pgx.Tx) error {
+		claimed, err := claimScheduled(ctx, tx, a.PostID, a.ScheduledAt)
+		if err != nil || !claimed {
+			return err
 		}
-		jobs := make([]river.InsertManyParams, len(ids))
-		for i, id := range ids {
-			jobs[i] = river.InsertManyParams{Args: PublishArgs{ProjectID: s.Project.ID, PostID: id}}
-		}
-		if _, err := sv.river.InsertManyTx(ctx, tx, jobs); err != nil {
-			return 0, err
-		}
-		return len(ids), nil
+		// No key: the publish's events draw on the live pool.
+		_, err = w.sv.river.InsertTx(ctx, tx, PublishArgs{ProjectID: a.ProjectID, PostID: a.PostID}, nil)
+		return err
 	})
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,69 +18,52 @@ import (
 	"github.com/plinth-dev/plinth/tenant/social/socialtest"
 )
 
-// Many schedulers claiming at once claim each due post exactly once:
-// one status change and one publish job per post.
-func TestClaimDueOnce(t *testing.T) {
-	t.Parallel()
-	env, _ := setup(t, nil)
-	p := env.NewProject("build")
-	ctx := context.Background()
-	err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO social_posts (title, platforms, status, scheduled_at)
-			SELECT 'due ' || i, '{twitter}', 'scheduled', now() - interval '1 minute' FROM generate_series(1, 60) AS i`)
-		if err != nil {
-			return err
+// kindScheduled is the job kind that starts publishing a scheduled post.
+const kindScheduled = "social.publish_scheduled"
+
+// ahead is a schedule time d from now, as the API takes it.
+func ahead(d time.Duration) string {
+	return time.Now().Add(d).UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+}
+
+// postJobs waits for the jobs of kind of post id to end and fails unless
+// each completed without a failed attempt.
+func postJobs(t *testing.T, env *apitest.Env, kind string, p *apitest.Project, id any) []apitest.RiverJob {
+	t.Helper()
+	list := env.WaitRiverJobs(t, kind, map[string]any{"project_id": p.ID, "post_id": id})
+	for _, j := range list {
+		if j.State != "completed" || j.Errors != 0 {
+			t.Fatalf("%s job: %+v", kind, j)
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO social_posts (title, platforms, status, scheduled_at) VALUES ('later', '{twitter}', 'scheduled', now() + interval '1 hour')`)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	sv := social.New(social.Deps{Config: env.Config, Plane: env.Server.Central, Queue: env.Server.River, Logger: slog.New(slog.DiscardHandler)})
-	var claimed atomic.Int64
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				n, err := sv.ClaimDue(ctx, p.Scope, 4)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				claimed.Add(int64(n))
-				if n == 0 {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if claimed.Load() != 60 {
-		t.Fatalf("claimed %d posts, want 60", claimed.Load())
-	}
-	var publishing, scheduled int
-	query(t, p, `SELECT count(*) FILTER (WHERE status = 'publishing'), count(*) FILTER (WHERE status = 'scheduled') FROM social_posts`, nil, &publishing, &scheduled)
-	if publishing != 60 || scheduled != 1 {
-		t.Fatalf("%d publishing, %d scheduled", publishing, scheduled)
-	}
-	var jobs, distinct int
-	if err := env.DB.Pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT args->>'post_id') FROM river.river_job WHERE kind = 'social.publish' AND args->>'project_id' = $1`,
-		p.ID).Scan(&jobs, &distinct); err != nil {
-		t.Fatal(err)
-	}
-	if jobs != 60 || distinct != 60 {
-		t.Fatalf("%d publish jobs for %d posts, want 60 for 60", jobs, distinct)
+	return list
+}
+
+// notBefore fails unless the post was published at or after at.
+func notBefore(t *testing.T, post map[string]any, at string) {
+	t.Helper()
+	pub, err1 := time.Parse(time.RFC3339Nano, fmt.Sprint(post["published_at"]))
+	want, err2 := time.Parse(time.RFC3339Nano, at)
+	if err1 != nil || err2 != nil || pub.Before(want) {
+		t.Fatalf("published at %v, before its time %s (%v, %v)", post["published_at"], at, err1, err2)
 	}
 }
 
-// Scheduled posts of several projects are published once each when two
-// server instances run workers and the scheduler on one database.
+// tweets counts the fake's tweets by text.
+func tweets(f *socialtest.Platform) map[string]int {
+	out := map[string]int{}
+	for _, r := range f.Posts() {
+		out[r.JSON["text"].(string)]++
+	}
+	return out
+}
+
+// Scheduled posts of several projects are published once each, after
+// their time, when two server instances work jobs on one database; each
+// post has one scheduled job, even when scheduled twice for the same time.
 func TestScheduledPublishTwoInstances(t *testing.T) {
 	t.Parallel()
-	env, fakes := setup(t, []string{"twitter"}, apitest.WithWorkers(), apitest.WithEnv("PLINTH_SCHEDULER_INTERVAL", "100ms"))
+	env, fakes := setup(t, []string{"twitter"}, apitest.WithWorkers())
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, env.DB.URL) // its own pool, as another process would have
 	if err != nil {
@@ -101,45 +82,212 @@ func TestScheduledPublishTwoInstances(t *testing.T) {
 
 	const perProject = 8
 	type post struct {
-		key string
-		id  any
+		p  *apitest.Project
+		id any
 	}
 	var posts []post
-	var keys []string
+	var projects []*apitest.Project
 	for range 3 {
 		p := env.NewProject("build")
 		socialtest.Connect(t, env, p.Key, fakes["twitter"])
-		keys = append(keys, p.Key)
+		projects = append(projects, p)
 	}
-	at := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
-	for j, key := range keys {
+	at := ahead(2 * time.Second)
+	for j, p := range projects {
 		for i := range perProject {
-			created := env.Do("POST", "/v1/social-posts", key, map[string]any{"title": "t", "content": fmt.Sprintf("project %d #%d", j, i),
+			created := env.Do("POST", "/v1/social-posts", p.Key, map[string]any{"title": "t", "content": fmt.Sprintf("project %d #%d", j, i),
 				"platforms": []string{"twitter"}, "scheduled_at": at}).Expect(t, 201).JSON(t)
-			posts = append(posts, post{key, created["id"]})
+			posts = append(posts, post{p, created["id"]})
 		}
 	}
+	// A double submit of the schedule finds the job already there.
+	env.Do("PATCH", fmt.Sprintf("/v1/social-posts/%v", posts[0].id), posts[0].p.Key, map[string]any{"scheduled_at": at}).Expect(t, 200)
 	for _, ps := range posts {
-		done := waitPost(t, env, ps.key, ps.id)
+		done := waitPost(t, env, ps.p.Key, ps.id)
 		if done["status"] != "published" || len(done["results"].([]any)) != 1 {
 			t.Fatalf("post: %v", done)
 		}
+		notBefore(t, done, at)
+		if n := len(postJobs(t, env, kindScheduled, ps.p, ps.id)); n != 1 {
+			t.Fatalf("post %v has %d scheduled jobs, want 1", ps.id, n)
+		}
+		if n := len(postJobs(t, env, "social.publish", ps.p, ps.id)); n != 1 {
+			t.Fatalf("post %v has %d publish jobs, want 1", ps.id, n)
+		}
 	}
-	time.Sleep(500 * time.Millisecond) // further ticks of both schedulers find nothing more to do
-	tweets := map[string]int{}
-	for _, r := range fakes["twitter"].Posts() {
-		tweets[r.JSON["text"].(string)]++
+	tw := tweets(fakes["twitter"])
+	if len(tw) != len(posts) {
+		t.Fatalf("%d distinct tweets for %d posts", len(tw), len(posts))
 	}
-	if len(tweets) != len(posts) {
-		t.Fatalf("%d distinct tweets for %d posts", len(tweets), len(posts))
-	}
-	for text, n := range tweets {
+	for text, n := range tw {
 		if n != 1 {
 			t.Fatalf("%q was published %d times", text, n)
 		}
 	}
-	var ticks int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM river.river_job WHERE kind = 'social.schedule'`).Scan(&ticks); err != nil || ticks < 3 {
-		t.Fatalf("%d scheduler ticks (%v)", ticks, err)
+}
+
+// A rescheduled post is published at its new time, not its old one: the
+// old job finds the post scheduled for another time and does nothing.
+func TestRescheduledPost(t *testing.T) {
+	t.Parallel()
+	env, fakes := setup(t, []string{"twitter"}, apitest.WithWorkers())
+	p := env.NewProject("build")
+	socialtest.Connect(t, env, p.Key, fakes["twitter"])
+	created := env.Do("POST", "/v1/social-posts", p.Key, map[string]any{"title": "t", "content": "moved",
+		"platforms": []string{"twitter"}, "scheduled_at": ahead(3 * time.Second)}).Expect(t, 201).JSON(t)
+	// River makes due jobs available every 5 s: 6 s apart, the old job
+	// runs before the new time comes, and would publish the post early.
+	later := ahead(9 * time.Second)
+	env.Do("PATCH", fmt.Sprintf("/v1/social-posts/%v", created["id"]), p.Key, map[string]any{"scheduled_at": later}).Expect(t, 200)
+
+	done := waitPost(t, env, p.Key, created["id"])
+	if done["status"] != "published" {
+		t.Fatalf("post: %v", done)
+	}
+	notBefore(t, done, later)
+	if n := len(postJobs(t, env, kindScheduled, p, created["id"])); n != 2 {
+		t.Fatalf("%d scheduled jobs, want 2 (the old and the new)", n)
+	}
+	if tw := tweets(fakes["twitter"]); len(tw) != 1 || tw["moved"] != 1 {
+		t.Fatalf("tweets: %v", tw)
+	}
+}
+
+// A post unscheduled before its time (back to draft, deleted, published
+// at once) is left as it is by its job, which completes; so is a job
+// whose project is gone.
+func TestUnscheduledPost(t *testing.T) {
+	t.Parallel()
+	env, fakes := setup(t, []string{"twitter"}, apitest.WithWorkers())
+	p := env.NewProject("build")
+	socialtest.Connect(t, env, p.Key, fakes["twitter"])
+	at := ahead(3 * time.Second) // time for the six requests below
+	cases := []struct {
+		name, method, action string
+		body                 any
+		status               int
+		want                 string // the post's status after its time, "" when deleted
+	}{
+		{"draft", "PATCH", "", map[string]any{"scheduled_at": nil}, 200, "draft"},
+		{"delete", "DELETE", "", nil, 204, ""},
+		{"publish now", "POST", "/publish", nil, 202, "published"},
+	}
+	ids := make([]any, len(cases))
+	for i, c := range cases {
+		created := env.Do("POST", "/v1/social-posts", p.Key, map[string]any{"title": c.name, "content": c.name,
+			"platforms": []string{"twitter"}, "scheduled_at": at}).Expect(t, 201).JSON(t)
+		ids[i] = created["id"]
+		env.Do(c.method, fmt.Sprintf("/v1/social-posts/%v%s", ids[i], c.action), p.Key, c.body).Expect(t, c.status)
+	}
+	gone := social.PublishScheduledArgs{ProjectID: "prj_gone", PostID: 1, ScheduledAt: time.Now()}
+	if _, err := env.Server.River.Insert(context.Background(), gone, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	for i, c := range cases {
+		postJobs(t, env, kindScheduled, p, ids[i])
+		path := fmt.Sprintf("/v1/social-posts/%v", ids[i])
+		if c.want == "" {
+			env.Do("GET", path, p.Key, nil).Problem(t, 404, "not_found")
+			continue
+		}
+		if got := waitPost(t, env, p.Key, ids[i]); got["status"] != c.want {
+			t.Fatalf("%s: post %v", c.name, got)
+		}
+	}
+	if tw := tweets(fakes["twitter"]); len(tw) != 1 || tw["publish now"] != 1 {
+		t.Fatalf("tweets: %v (only the publish now goes out)", tw)
+	}
+	gj := env.WaitRiverJobs(t, kindScheduled, map[string]any{"project_id": "prj_gone"})
+	if gj[0].State != "completed" || gj[0].Errors != 0 {
+		t.Fatalf("job of a gone project: %+v", gj[0])
+	}
+}
+
+// A post scheduled on an instance that stops before its time is published
+// by the instance started after it, the schedule being a job in the
+// database.
+func TestScheduledPostSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	env, fakes := setup(t, []string{"twitter"}, apitest.WithWorkers())
+	p := env.NewProject("build")
+	socialtest.Connect(t, env, p.Key, fakes["twitter"])
+	at := ahead(2 * time.Second)
+	created := env.Do("POST", "/v1/social-posts", p.Key, map[string]any{"title": "t", "content": "across a restart",
+		"platforms": []string{"twitter"}, "scheduled_at": at}).Expect(t, 201).JSON(t)
+	if err := env.Server.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Down past the post's time: nothing publishes it meanwhile.
+	due, _ := time.Parse(time.RFC3339Nano, at)
+	time.Sleep(time.Until(due) + 500*time.Millisecond)
+	var status string
+	query(t, p, `SELECT status FROM social_posts WHERE id = $1`, []any{created["id"]}, &status)
+	if status != "scheduled" {
+		t.Fatalf("post %s while no instance ran", status)
+	}
+
+	next := env.Instance(apitest.WithWorkers())
+	done := waitPost(t, next, p.Key, created["id"])
+	if done["status"] != "published" {
+		t.Fatalf("post: %v", done)
+	}
+	notBefore(t, done, at)
+	postJobs(t, next, kindScheduled, p, created["id"])
+	if tw := tweets(fakes["twitter"]); len(tw) != 1 || tw["across a restart"] != 1 {
+		t.Fatalf("tweets: %v", tw)
+	}
+}
+
+// EnqueueScheduled gives the posts scheduled before scheduling was done by
+// jobs their job, once however often it runs: the due one is published,
+// the later one waits for its time.
+func TestEnqueueScheduled(t *testing.T) {
+	t.Parallel()
+	env, fakes := setup(t, []string{"twitter"}, apitest.WithWorkers())
+	p := env.NewProject("build")
+	socialtest.Connect(t, env, p.Key, fakes["twitter"])
+	ctx := context.Background()
+	var due, later int64
+	err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
+		const insert = `INSERT INTO social_posts (title, content, platforms, status, scheduled_at)
+			VALUES ($1, $1, '{twitter}', 'scheduled', now() + $2::interval) RETURNING id`
+		if err := tx.QueryRow(ctx, insert, "due", "-1 minute").Scan(&due); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, insert, "later", "1 hour").Scan(&later); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO social_posts (title, platforms) VALUES ('draft', '{twitter}')`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	sv := social.New(social.Deps{Config: env.Config, Plane: env.Server.Central, Queue: env.Server.River, Logger: slog.New(slog.DiscardHandler)})
+	for i, want := range []int{2, 0} {
+		n, err := sv.EnqueueScheduled(ctx, p.Scope)
+		if err != nil || n != want {
+			t.Fatalf("run %d inserted %d jobs (%v), want %d", i+1, n, err, want)
+		}
+	}
+
+	if done := waitPost(t, env, p.Key, due); done["status"] != "published" {
+		t.Fatalf("due post: %v", done)
+	}
+	postJobs(t, env, kindScheduled, p, due)
+	if tw := tweets(fakes["twitter"]); len(tw) != 1 || tw["due"] != 1 {
+		t.Fatalf("tweets: %v", tw)
+	}
+	waiting := env.RiverJobs(t, kindScheduled, map[string]any{"post_id": later})
+	if len(waiting) != 1 || waiting[0].State != "scheduled" {
+		t.Fatalf("jobs of the later post: %+v", waiting)
+	}
+	var status string
+	query(t, p, `SELECT status FROM social_posts WHERE id = $1`, []any{later}, &status)
+	if status != "scheduled" {
+		t.Fatalf("later post %s", status)
 	}
 }

@@ -9,7 +9,7 @@
 //	scheduled  → draft       scheduled_at set to null (PATCH)
 //	draft, scheduled, failed, partially_published
 //	           → publishing  POST /social-posts/{id}/publish, or the
-//	                         scheduler once scheduled_at is due
+//	                         post's scheduled job once scheduled_at has come
 //	publishing → published            every target succeeded
 //	publishing → partially_published  some succeeded, some failed
 //	publishing → failed               every target failed
@@ -138,10 +138,10 @@ func (sv *Service) Routes(r chi.Router) {
 	r.With(tenant.RequireScope("social:publish")).Post("/social-posts/{id}/publish", tenant.Handle(sv.publish))
 }
 
-// Workers adds the publisher and the scheduler.
+// Workers adds the publisher and the worker of scheduled posts.
 func (sv *Service) Workers(w *river.Workers) {
 	river.AddWorker(w, &PublishWorker{sv: sv})
-	river.AddWorker(w, &ScheduleWorker{sv: sv})
+	river.AddWorker(w, &publishScheduledWorker{sv: sv})
 }
 
 // KeylessRoutes mounts the routes a browser reaches with no key: the

@@ -316,15 +316,10 @@ func deletePost(ctx context.Context, tx pgx.Tx, id int64) error {
 	return err
 }
 
-// claimDuePosts makes up to limit due scheduled posts publishing (a new
-// run) and returns their ids, skipping the rows another claimer holds.
-func claimDuePosts(ctx context.Context, tx pgx.Tx, limit int) ([]int64, error) {
-	rows, err := tx.Query(ctx, `UPDATE social_posts SET status = 'publishing', publish_run = publish_run + 1, updated_at = now()
-		WHERE id IN (SELECT id FROM social_posts WHERE status = 'scheduled' AND scheduled_at <= now()
-			ORDER BY scheduled_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
-		RETURNING id`, limit)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
+// claimScheduled makes the post with id publishing (a new run) if it is
+// scheduled at at, and reports whether it did.
+func claimScheduled(ctx context.Context, tx pgx.Tx, id int64, at time.Time) (bool, error) {
+	tag, err := tx.Exec(ctx, `UPDATE social_posts SET status = 'publishing', publish_run = publish_run + 1, updated_at = now()
+		WHERE id = $1 AND status = 'scheduled' AND scheduled_at = $2`, id, at)
+	return tag.RowsAffected() == 1, err
 }
