@@ -133,7 +133,8 @@ func ensureDatabase(ctx context.Context, adminURL, name string) error {
 	return err
 }
 
-// MigrateAll migrates central, River, then every project schema.
+// MigrateAll migrates central, River, then every project schema, logging
+// progress lines as it goes and a summary at the end.
 func MigrateAll(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
 	start := time.Now()
 	if err := provisioning.MigrateCentral(ctx, pool); err != nil {
@@ -147,7 +148,7 @@ func MigrateAll(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) er
 			return nil, fmt.Errorf("unknown shard %q", shard)
 		}
 		return pool, nil
-	}, 8)
+	}, provisioning.Options{Logger: logger})
 	logger.Info("migrated", "project_schemas", n, "took", time.Since(start).Round(time.Millisecond))
 	return err
 }
