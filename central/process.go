@@ -35,6 +35,21 @@ const (
 	demoKeyFile = ".plinth/demo_key"
 )
 
+// A PostgreSQL backend caches the catalog entries (relations, columns,
+// types, plans) of every schema it touches and never frees them: a
+// connection that serves requests of thousands of projects, or migrates
+// them, grows by some tens of kilobytes per schema until it ends. So no
+// connection lives long: it is replaced after connLifetime (plus up to
+// connLifetimeJitter, so the pool's connections do not all reconnect at
+// once) and closed after connIdleTime unused, which also gives back the
+// memory of the burst of connections a migration or a traffic peak opened.
+// Reconnecting every ten minutes costs a few milliseconds per connection.
+const (
+	connLifetime       = 10 * time.Minute
+	connLifetimeJitter = 2 * time.Minute
+	connIdleTime       = time.Minute
+)
+
 // Database is the database a process runs on: DATABASE_URL, or a private
 // cluster under ./.plinth/pg that it starts (or reuses).
 type Database struct {
@@ -82,6 +97,7 @@ func OpenDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger) (
 	if pcfg.MaxConns < 20 {
 		pcfg.MaxConns = int32(max(20, 4*runtime.NumCPU()))
 	}
+	pcfg.MaxConnLifetime, pcfg.MaxConnLifetimeJitter, pcfg.MaxConnIdleTime = connLifetime, connLifetimeJitter, connIdleTime
 	if db.Pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 		db.Close(logger)
 		return nil, err
