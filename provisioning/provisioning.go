@@ -407,8 +407,13 @@ func (s *migrationSet) migrateFast(ctx context.Context, central, shard *pgxpool.
 }
 
 // DefaultConcurrency is how many schemas MigrateAll migrates at once by
-// default. MEASURED BELOW.
-const DefaultConcurrency = 4
+// default. A schema's migration mostly waits: on its two round trips and
+// on its commit's WAL flush, which concurrent commits share. Measured
+// with BenchmarkMigrateAll (200 schemas, one added column, 2 cores under
+// load): with fsync on, 3.3 ms per schema at 1, 1.5 at 4, 1.0 at 8 and
+// 0.8 at 16; with fsync off, 0.98, 0.40, 0.32 and 0.44. Eight takes most
+// of the gain and leaves most of a 20-connection pool to the traffic.
+const DefaultConcurrency = 8
 
 // Options tune MigrateAll.
 type Options struct {
