@@ -155,6 +155,9 @@ func Each[T any](ctx context.Context, central *pgxpool.Pool, q Query, row Row[T]
 				return
 			}
 			for _, it := range batch {
+				if ctx.Err() != nil {
+					return
+				}
 				select {
 				case items <- it:
 				case <-ctx.Done():
@@ -168,11 +171,8 @@ func Each[T any](ctx context.Context, central *pgxpool.Pool, q Query, row Row[T]
 		}
 	}()
 
-	var (
-		mu     sync.Mutex
-		errs   []error
-		failed int
-	)
+	var mu sync.Mutex
+	var errs []error // the first maxErrors
 	var wg sync.WaitGroup
 	for range max(q.Concurrency, 1) {
 		wg.Go(func() {
@@ -181,17 +181,15 @@ func Each[T any](ctx context.Context, central *pgxpool.Pool, q Query, row Row[T]
 					continue // drain: the reader stops at its next send
 				}
 				err := fn(ctx, it.v)
-				if err != nil && ctx.Err() == nil {
+				if err != nil && ctx.Err() != nil {
+					continue // stopped, not failed
+				}
+				if err != nil && pr.failed.Add(1) <= maxErrors {
 					mu.Lock()
-					if failed++; failed <= maxErrors {
-						errs = append(errs, fmt.Errorf("%s (project %s): %w", it.schema, it.projectID, err))
-					}
+					errs = append(errs, fmt.Errorf("%s (project %s): %w", it.schema, it.projectID, err))
 					mu.Unlock()
-					pr.failed.Add(1)
 				}
-				if err == nil || ctx.Err() == nil {
-					pr.done.Add(1)
-				}
+				pr.done.Add(1)
 			}
 		})
 	}
@@ -215,6 +213,7 @@ func Each[T any](ctx context.Context, central *pgxpool.Pool, q Query, row Row[T]
 	}
 	// A walk that ends within one interval logs its summary at debug
 	// level: schedulers walk every project every few seconds.
+	failed := int(pr.failed.Load())
 	level := slog.LevelInfo
 	if time.Since(start) < every && failed == 0 {
 		level = slog.LevelDebug

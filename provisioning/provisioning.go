@@ -358,9 +358,11 @@ func (s *migrationSet) migrateFast(ctx context.Context, central, shard *pgxpool.
 			_ = pg.Exec(ctx, "ROLLBACK").Close()
 		}
 	}()
+	// The version table is named with its schema: unqualified, a missing
+	// schema would fall through the search_path to a public one.
 	ident := pgx.Identifier{schema}.Sanitize()
-	res, err := pg.Exec(ctx, fmt.Sprintf("BEGIN; SET LOCAL search_path TO %s, public; SELECT pg_advisory_xact_lock(%d); SELECT version_id FROM goose_db_version",
-		ident, lockID(schema))).ReadAll()
+	res, err := pg.Exec(ctx, fmt.Sprintf("BEGIN; SET LOCAL search_path TO %s, public; SELECT pg_advisory_xact_lock(%d); SELECT version_id FROM %s.goose_db_version",
+		ident, lockID(schema), ident)).ReadAll()
 	if err != nil {
 		if pgErr, isPg := errors.AsType[*pgconn.PgError](err); isPg && pgErr.Code == "42P01" { // undefined_table
 			return false, nil
