@@ -6,9 +6,9 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/provisioning"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
@@ -17,38 +17,29 @@ var _ tenant.ControlPlane = (*Central)(nil)
 
 // ForEachProject binds every project whose schema is migrated, with no
 // key, and calls fn with each, limit at a time: for work that must visit
-// every project (migrations, backfills). The errors are joined, each
-// naming its project.
+// every project (backfills, the schedulers). It walks the placements with
+// provisioning.Each, a page at a time, so memory stays flat however many
+// projects the shard holds. The errors are joined, each naming its
+// project.
 func (c *Central) ForEachProject(ctx context.Context, limit int, fn func(context.Context, *tenant.Scope) error) error {
-	rows, err := c.pool.Query(ctx, `SELECT `+projectColumns+` FROM central.projects p JOIN central.placements pl ON pl.project_id = p.id
-		WHERE pl.migrated_at IS NOT NULL ORDER BY p.id`)
-	if err != nil {
-		return err
-	}
-	projects, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*tenant.Project, error) { return scanProject(row) })
-	if err != nil {
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(limit, 1))
-	errs := make([]error, len(projects))
-	for i, p := range projects {
-		g.Go(func() error {
-			pool, err := c.ShardPool(p.Shard)
-			if err == nil {
-				var s *tenant.Scope
-				if s, err = tenant.NewScope(pool, p, nil); err == nil {
-					err = fn(gctx, s)
-				}
-			}
-			if err != nil {
-				errs[i] = fmt.Errorf("project %s: %w", p.ID, err)
-			}
-			return nil
-		})
-	}
-	_ = g.Wait()
-	return errors.Join(errs...)
+	q := provisioning.Query{Task: "each project", Migrated: true, Concurrency: limit, Logger: c.logger}
+	return provisioning.Each(ctx, c.pool, q, projectRow, func(ctx context.Context, p *tenant.Project) error {
+		pool, err := c.ShardPool(p.Shard)
+		if err != nil {
+			return err
+		}
+		s, err := tenant.NewScope(pool, p, nil)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, s)
+	})
+}
+
+// projectRow reads a placement's project for provisioning.Each.
+var projectRow = provisioning.Row[*tenant.Project]{
+	Columns: projectColumns,
+	Scan:    func(r pgx.Row) (*tenant.Project, error) { return scanProject(r) },
 }
 
 // LinkPaymentAccount records the project of a processor account; linking

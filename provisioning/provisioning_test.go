@@ -60,7 +60,7 @@ func gooseOn(t *testing.T, db *pgtest.DB, schema string, fsys fstest.MapFS) *goo
 	return p
 }
 
-func tenantFS(t *testing.T) fstest.MapFS {
+func tenantFS(t testing.TB) fstest.MapFS {
 	t.Helper()
 	out := fstest.MapFS{}
 	src := migrations.Tenant()
