@@ -8,15 +8,20 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/plinth-dev/plinth/migrations"
 )
 
 var shardRe = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
 
 // TenantVersion is what a current project schema has applied: the highest
 // embedded tenant version and the number of embedded tenant migrations.
-func TenantVersion() (latest int64, count int, err error) { return tenantMigrations() }
+func TenantVersion() (latest int64, count int, err error) {
+	set, err := tenantSet()
+	if err != nil {
+		return 0, 0, err
+	}
+	lvl := set.level()
+	return lvl.Version, lvl.Applied, nil
+}
 
 // CreateSpare creates and migrates a project schema that no project holds
 // yet, and records it in central.spare_schemas (docs/operations.md, "Spare
@@ -27,29 +32,31 @@ func CreateSpare(ctx context.Context, central, shardPool *pgxpool.Pool, shard, s
 	if !ValidSchema(schema) || schema == CentralSchema || !shardRe.MatchString(shard) {
 		return fmt.Errorf("provisioning: invalid spare %s on shard %q", schema, shard)
 	}
-	fresh, latest, count, err := tenantScript()
+	set, err := tenantSet()
 	if err != nil {
 		return err
 	}
-	record := fmt.Sprintf("INSERT INTO central.spare_schemas (schema_name, shard, schema_version, migrations_applied) VALUES ('%s', '%s', %d, %d);\n",
-		schema, shard, latest, count)
-	if fresh == "" {
+	lvl := set.level()
+	const record = `INSERT INTO central.spare_schemas (schema_name, shard, schema_version, migrations_applied) VALUES ($1, $2, $3, $4)`
+	if set.fresh == "" {
 		// A migration needs goose's own handling: migrate the schema as
 		// goose does, then record it.
-		v, n, err := migrate(ctx, shardPool, schema, migrations.Tenant())
+		got, err := gooseMigrate(ctx, shardPool, schema, set.fsys)
 		if err != nil {
 			return err
 		}
-		_, err = central.Exec(ctx, `INSERT INTO central.spare_schemas (schema_name, shard, schema_version, migrations_applied) VALUES ($1, $2, $3, $4)`,
-			schema, shard, v, n)
+		_, err = central.Exec(ctx, record, schema, shard, got.Version, got.Applied)
 		return err
 	}
 	ident := pgx.Identifier{schema}.Sanitize()
 	var q strings.Builder
 	q.WriteString("CREATE SCHEMA " + ident + ";\nSET LOCAL search_path TO " + ident + ", public;\n")
-	q.WriteString(fresh)
+	q.WriteString(set.fresh)
 	if central == shardPool {
-		q.WriteString(record)
+		// Values written in: the script is one simple-protocol message
+		// (schema and shard are validated names).
+		fmt.Fprintf(&q, "INSERT INTO central.spare_schemas (schema_name, shard, schema_version, migrations_applied) VALUES ('%s', '%s', %d, %d);\n",
+			schema, shard, lvl.Version, lvl.Applied)
 	}
 	if _, err := shardPool.Exec(ctx, q.String()); err != nil {
 		return err
@@ -57,7 +64,7 @@ func CreateSpare(ctx context.Context, central, shardPool *pgxpool.Pool, shard, s
 	if central != shardPool {
 		// Another database: a crash here leaves a schema no row names,
 		// which only costs its disk space.
-		_, err = central.Exec(ctx, record)
+		_, err = central.Exec(ctx, record, schema, shard, lvl.Version, lvl.Applied)
 	}
 	return err
 }
