@@ -16,13 +16,13 @@ import (
 var _ tenant.ControlPlane = (*Central)(nil)
 
 // ForEachProject binds every project whose schema is migrated, with no
-// key, and calls fn with each, limit at a time: for work that must visit
-// every project (backfills, the schedulers). It walks the placements with
-// provisioning.Each, a page at a time, so memory stays flat however many
-// projects the shard holds. The errors are joined, each naming its
-// project.
-func (c *Central) ForEachProject(ctx context.Context, limit int, fn func(context.Context, *tenant.Scope) error) error {
-	q := provisioning.Query{Task: "each project", Migrated: true, Concurrency: limit, Logger: c.logger}
+// key, and calls fn with each, limit at a time: for the rare work that
+// must visit every project (backfills; nothing on a timer). It walks the
+// placements with provisioning.Each, a page at a time, logging progress
+// as task, so memory stays flat however many projects the shard holds.
+// The errors are joined, each naming its project.
+func (c *Central) ForEachProject(ctx context.Context, task string, limit int, fn func(context.Context, *tenant.Scope) error) error {
+	q := provisioning.Query{Task: task, Migrated: true, Concurrency: limit, Logger: c.logger}
 	return provisioning.Each(ctx, c.pool, q, projectRow, func(ctx context.Context, p *tenant.Project) error {
 		pool, err := c.ShardPool(p.Shard)
 		if err != nil {

@@ -51,7 +51,7 @@ func TestForEachProject(t *testing.T) {
 		broken = id
 		break
 	}
-	err = c.ForEachProject(ctx, 2, func(ctx context.Context, s *tenant.Scope) error {
+	err = c.ForEachProject(ctx, "test walk", 2, func(ctx context.Context, s *tenant.Scope) error {
 		mu.Lock()
 		got[s.Project.ID] = s.Project
 		mu.Unlock()

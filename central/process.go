@@ -151,8 +151,20 @@ func ensureDatabase(ctx context.Context, adminURL, name string) error {
 }
 
 // MigrateAll migrates central, River, then every project schema, logging
-// progress lines as it goes and a summary at the end.
-func MigrateAll(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
+// progress lines as it goes and a summary at the end, then runs the
+// backfills the database has not had (see Server.Backfill).
+func MigrateAll(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger) error {
+	if err := migrateSchemas(ctx, pool, logger); err != nil {
+		return err
+	}
+	srv, err := NewServer(ctx, cfg, pool, logger, Options{})
+	if err != nil {
+		return err
+	}
+	return srv.Backfill(ctx)
+}
+
+func migrateSchemas(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
 	start := time.Now()
 	if err := provisioning.MigrateCentral(ctx, pool); err != nil {
 		return err
@@ -189,7 +201,7 @@ func Serve(ctx context.Context, cfg config.Config, opts ServeOptions, logger *sl
 	}
 	defer db.Close(logger)
 	if opts.Migrate {
-		if err := MigrateAll(ctx, db.Pool, logger); err != nil {
+		if err := MigrateAll(ctx, cfg, db.Pool, logger); err != nil {
 			return err
 		}
 	}

@@ -85,7 +85,8 @@ type Server struct {
 	// mount routes of their own put it in front of them too).
 	Limits *ratelimit.Guard
 
-	live *queue.Liveness
+	live      *queue.Liveness
+	backfills []backfill
 
 	logger  *slog.Logger
 	started time.Time
@@ -135,14 +136,19 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	s.Jobs, s.JobEvents = jobsSvc.Runner(), jobsSvc.Hub()
 	contentSvc := content.New(content.Deps{AI: s.AI, Media: s.Media, Queue: s.River, Events: s.Outbox, Jobs: s.Jobs,
 		PublicURL: cfg.PublicURL, Fetch: content.GuardedFetch(cfg.Dev, opts.RootCAs)})
+	blogSvc := blog.New(blog.Deps{Queue: s.River, AI: s.AI, Media: s.Media, Plane: c, MediaURL: contentSvc.MediaURL,
+		Events: s.Outbox, Jobs: s.Jobs})
+	socialSvc := social.New(social.Deps{Config: cfg, Plane: c, Queue: s.River, AI: s.AI, Images: contentSvc,
+		Events: s.Outbox, Jobs: s.Jobs, Logger: logger})
+	// Posts scheduled before their publishing became jobs at their time
+	// get their jobs once.
+	s.backfills = []backfill{{"scheduled-blog-posts", blogSvc.EnqueueScheduled}, {"scheduled-social-posts", socialSvc.EnqueueScheduled}}
 	pillars := []tenant.Pillar{
 		usage.New(),
 		jobsSvc,
 		contentSvc,
-		blog.New(blog.Deps{Queue: s.River, AI: s.AI, Media: s.Media, Plane: c, MediaURL: contentSvc.MediaURL,
-			Events: s.Outbox, Jobs: s.Jobs}),
-		social.New(social.Deps{Config: cfg, Plane: c, Queue: s.River, AI: s.AI, Images: contentSvc,
-			Events: s.Outbox, Jobs: s.Jobs, Logger: logger}),
+		blogSvc,
+		socialSvc,
 		commerce.New(commerce.Deps{Plane: c, Queue: s.River, Events: s.Outbox, Logger: logger,
 			Payments: payments.New(payments.Config{SecretKey: cfg.StripeSecretKey, WebhookSecret: cfg.StripeWebhookKey, APIBase: cfg.StripeAPIBase})}),
 		booking.New(booking.Deps{Events: s.Outbox}),

@@ -13,10 +13,6 @@ type ControlPlane interface {
 	// ScopeFor binds a project by id, with no key (jobs, callbacks, the
 	// processor's events); httpapi.ErrNotFound when there is none.
 	ScopeFor(ctx context.Context, projectID string) (*Scope, error)
-	// ForEachProject calls fn with every project of the shard whose schema
-	// is migrated, at most limit at once, and returns the errors joined:
-	// one project's failure does not stop the others.
-	ForEachProject(ctx context.Context, limit int, fn func(context.Context, *Scope) error) error
 	// LinkPaymentAccount records that the payment processor's account
 	// belongs to the project (the account's events are routed by it).
 	LinkPaymentAccount(ctx context.Context, projectID, accountID string) error

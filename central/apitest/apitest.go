@@ -131,7 +131,7 @@ func (e *Env) Instance(opts ...Option) *Env {
 func (e *Env) start(cfg config.Config, opts []Option) {
 	t := e.T
 	t.Helper()
-	so := central.Options{Queue: queue.Options{TestOnly: true}}
+	so := central.Options{Queue: queue.Options{TestOnly: true, FetchPoll: 100 * time.Millisecond}}
 	for _, o := range opts {
 		o(&cfg, &so)
 	}

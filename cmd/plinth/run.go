@@ -60,7 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		defer db.Close(logger)
-		return central.MigrateAll(ctx, db.Pool, logger)
+		return central.MigrateAll(ctx, cfg, db.Pool, logger)
 	case "tenant create", "user add", "project create", "key create", "credits topup":
 		db, err := central.OpenDatabase(ctx, cfg, logger)
 		if err != nil {

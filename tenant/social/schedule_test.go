@@ -70,7 +70,7 @@ func TestScheduledPublishTwoInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	second, err := central.NewServer(ctx, env.Config, pool, slog.New(slog.DiscardHandler), central.Options{Workers: true, Queue: queue.Options{TestOnly: true}})
+	second, err := central.NewServer(ctx, env.Config, pool, slog.New(slog.DiscardHandler), central.Options{Workers: true, Queue: queue.Options{TestOnly: true, FetchPoll: 100 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
