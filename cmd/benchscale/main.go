@@ -47,6 +47,7 @@ type options struct {
 	dir      string
 	keep     bool
 	samples  int
+	pace     time.Duration
 	fill     int
 	conns    int
 	load     time.Duration
@@ -63,6 +64,7 @@ func main() {
 	flag.StringVar(&o.dir, "dir", "", "working directory of the server (default: a new temporary directory, removed at the end)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the working directory (and its cluster) at the end")
 	flag.IntVar(&o.samples, "samples", 40, "timed project creations at each point")
+	flag.DurationVar(&o.pace, "pace", 250*time.Millisecond, "time from the start of one timed creation to the next (a dashboard's pace; bursts are the fill's)")
 	flag.IntVar(&o.fill, "fill", 4, "concurrent project creations while filling")
 	flag.IntVar(&o.conns, "conns", 32, "concurrent connections of the GET load")
 	flag.DurationVar(&o.load, "load", 8*time.Second, "length of one GET load round")
@@ -379,8 +381,9 @@ func (l latencies) String() string {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
-// createSamples times creations one at a time, as a dashboard user makes
-// them.
+// createSamples times creations one at a time, one every pace, as
+// dashboard users make them: the spare schemas are refilled between two.
+// The fill measures bursts.
 func (b *bench) createSamples(ctx context.Context) (latencies, error) {
 	out := make(latencies, 0, b.o.samples)
 	for range b.o.samples {
@@ -389,6 +392,11 @@ func (b *bench) createSamples(ctx context.Context) (latencies, error) {
 			return nil, err
 		}
 		out = append(out, d)
+		select {
+		case <-time.After(b.o.pace - d):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	return out, nil
 }
@@ -429,7 +437,10 @@ func (b *bench) fillTo(ctx context.Context, n int) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	log.Printf("created %d projects in %s", todo, time.Since(start).Round(time.Second))
+	took := time.Since(start)
+	log.Printf("created %d projects in %s", todo, took.Round(time.Second))
+	b.add(fmt.Sprintf("burst creation up to %d projects, %d at a time", n, b.o.fill),
+		fmt.Sprintf("%.0f projects/s (%d in %s)", float64(todo)/took.Seconds(), todo, took.Round(time.Second)), "")
 	return nil
 }
 
