@@ -42,19 +42,18 @@ import (
 )
 
 type options struct {
-	n        int
-	plinth   string
-	dir      string
-	keep     bool
-	samples  int
-	pace     time.Duration
-	fill     int
-	conns    int
-	load     time.Duration
-	idle     time.Duration
-	rounds   int
-	pgDump   bool
-	extraCol string
+	n       int
+	plinth  string
+	dir     string
+	keep    bool
+	samples int
+	pace    time.Duration
+	fill    int
+	conns   int
+	load    time.Duration
+	idle    time.Duration
+	rounds  int
+	pgDump  bool
 }
 
 func main() {
@@ -689,7 +688,7 @@ ALTER TABLE blog_posts DROP COLUMN bench_scale;
 // with one more tenant migration (added with go build -overlay, so the
 // checkout is untouched).
 func (b *bench) migrate(ctx context.Context) error {
-	d, lines, err := b.runMigrate(ctx, b.o.plinth)
+	d, _, err := b.runMigrate(ctx, b.o.plinth)
 	if err != nil {
 		return err
 	}
@@ -714,7 +713,7 @@ func (b *bench) migrate(ctx context.Context) error {
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build -overlay: %w: %s", err, out)
 	}
-	d, lines, err = b.runMigrate(ctx, bin)
+	d, lines, err := b.runMigrate(ctx, bin)
 	if err != nil {
 		return err
 	}
