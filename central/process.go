@@ -154,6 +154,15 @@ func ensureDatabase(ctx context.Context, adminURL, name string) error {
 // progress lines as it goes and a summary at the end, then runs the
 // backfills the database has not had (see Server.Backfill).
 func MigrateAll(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger) error {
+	// A pool of its own, closed at the end: migrating and backfilling
+	// touch every project schema, and a backend keeps the catalog of every
+	// schema it touched while it lives, so the serving pool's connections
+	// never do this work.
+	pool, err := pgxpool.NewWithConfig(ctx, pool.Config())
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
 	if err := migrateSchemas(ctx, pool, logger); err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ type Query struct {
 	Concurrency int
 	// Logger receives the progress lines; nil logs nothing.
 	Logger *slog.Logger
-	// Every is the interval between progress lines (default 5 s).
+	// Every is the interval between progress lines (default 2 s).
 	Every time.Duration
 	// PageSize is the number of placements read per query (default 1000).
 	PageSize int
@@ -103,7 +103,7 @@ func Each[T any](ctx context.Context, central *pgxpool.Pool, q Query, row Row[T]
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	every := cmp.Or(q.Every, 5*time.Second)
+	every := cmp.Or(q.Every, 2*time.Second)
 	pageSize := cmp.Or(q.PageSize, 1000)
 	var version, applied any // NULL: no Behind test
 	if q.Behind != nil {
@@ -211,14 +211,10 @@ func Each[T any](ctx context.Context, central *pgxpool.Pool, q Query, row Row[T]
 		pr.log(slog.LevelInfo, "stopped")
 		return fmt.Errorf("%s stopped after %d of %d: %w", q.Task, pr.done.Load(), total, ctx.Err())
 	}
-	// A walk that ends within one interval logs its summary at debug
-	// level: schedulers walk every project every few seconds.
+	// Walks are rare (migrations, backfills; nothing walks on a timer),
+	// so the summary is always worth a line.
 	failed := int(pr.failed.Load())
-	level := slog.LevelInfo
-	if time.Since(start) < every && failed == 0 {
-		level = slog.LevelDebug
-	}
-	pr.log(level, "done")
+	pr.log(slog.LevelInfo, "done")
 	if pageErr != nil {
 		errs = append([]error{fmt.Errorf("read placements: %w", pageErr)}, errs...)
 	}

@@ -295,7 +295,7 @@ func (s *migrationSet) provision(ctx context.Context, central, shard *pgxpool.Po
 		if central == shard {
 			q.WriteString(recordInline(schema, s.level()))
 		}
-		_, err := shard.Exec(ctx, q.String())
+		err := execOnce(ctx, shard, q.String())
 		if err == nil {
 			if central != shard {
 				_, err = central.Exec(ctx, recordSQL, schema, s.level().Version, s.level().Applied)

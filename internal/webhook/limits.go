@@ -8,7 +8,7 @@ import (
 
 // MaxInFlight bounds how many delivery workers of one process one endpoint
 // may hold at once: from the binding of a pacing slot to the receiver's
-// answer, including the wait of up to 150 ms for the slot. A
+// answer, including the wait of up to 225 ms for the slot. A
 // receiver that hangs therefore holds at most this many of the
 // QueueConfig.MaxWorkers workers until the timeout, and every other
 // endpoint keeps the rest: a slow endpoint never delays another unless

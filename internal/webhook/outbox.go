@@ -31,12 +31,20 @@ const Queue = "webhooks"
 // QueueConfig sizes the delivery queue of one process. A worker is a
 // goroutine that holds a database connection only inside its short
 // transactions (at most half the pool at once), so many are cheap: a job
-// near its pacing slot waits for it in a worker for up to 150 ms, so an
-// endpoint sending at its full 85/s keeps about 13 workers. One endpoint
+// near its pacing slot waits for it in a worker for up to 225 ms, so an
+// endpoint sending at its full 85/s keeps about 19 workers. One endpoint
 // never holds more than MaxInFlight (see limits.go). The short fetch
-// cooldown and poll keep commit-to-send latency low and let paced jobs
-// wake on time.
-var QueueConfig = river.QueueConfig{MaxWorkers: 1000, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 25 * time.Millisecond}
+// cooldown keeps commit-to-send latency low; the poll lets paced jobs wake
+// on time (a snoozed job is fetched by a poll, not a notification). Every
+// process polls even with nothing to deliver, and that poll was nearly all
+// an idle server sent PostgreSQL: at 25 ms it was 40 statements a second
+// (issue 18's idle target is under 2 % of one core for the server and
+// PostgreSQL together), so it is 100 ms and paced jobs wake earlier
+// (worker.go, early).
+var QueueConfig = river.QueueConfig{MaxWorkers: 1000, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: pollInterval}
+
+// pollInterval is the delivery queue's fallback poll.
+const pollInterval = 100 * time.Millisecond
 
 // infraAttempts bounds River's own retries of a delivery job, which happen
 // only when the job itself fails (database unreachable, process stopped):

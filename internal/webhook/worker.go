@@ -28,10 +28,10 @@ import (
 
 const (
 	// a slot nearer than horizon is waited for in the worker; a later one
-	// snoozes the job until early before it (more than River's poll
-	// interval plus its completer's batching)
-	horizon = 150 * time.Millisecond
-	early   = 125 * time.Millisecond
+	// snoozes the job until early before it (more than the queue's poll
+	// interval plus River's completer batching, about 100 ms)
+	horizon = pollInterval + 125*time.Millisecond
+	early   = pollInterval + 100*time.Millisecond
 )
 
 // Headers of a delivery.
