@@ -1,6 +1,8 @@
 package commerce
 
 import (
+	"strconv"
+
 	"github.com/plinth-dev/plinth/internal/openapi"
 	"github.com/plinth-dev/plinth/internal/slug"
 )
@@ -105,10 +107,10 @@ func OpenAPI(d *openapi.Doc) {
 		OK: []openapi.Resp{{Status: 204, Desc: "Deleted."}}})
 
 	// Orders.
-	items := openapi.M{"type": "array", "minItems": 1, "maxItems": 100, "items": d.Schema("OrderItemInput", openapi.Obj(openapi.M{
+	items := openapi.M{"type": "array", "minItems": 1, "maxItems": MaxLines, "description": orderTotalNote, "items": d.Schema("OrderItemInput", openapi.Obj(openapi.M{
 		"product_id": openapi.M{"type": "integer", "minimum": 1},
 		"variant_id": openapi.M{"type": "integer", "minimum": 1, "description": "A variant of the product; its price and SKU apply."},
-		"quantity":   openapi.M{"type": "integer", "minimum": 1, "maximum": 10000},
+		"quantity":   openapi.M{"type": "integer", "minimum": 1, "maximum": MaxQuantity},
 	}, "product_id", "quantity"))}
 	customer := d.Schema("CustomerInput", openapi.Obj(openapi.M{
 		"name":  openapi.M{"type": "string", "maxLength": 255},
@@ -153,7 +155,7 @@ func OpenAPI(d *openapi.Doc) {
 			"amount above what is left; 502: the processor failed.",
 		Params: orderID, Idempotent: true, BodyOptional: true,
 		Body: openapi.JSON(d.Schema("RefundOrderRequest", openapi.Obj(openapi.M{
-			"amount": openapi.M{"type": "integer", "minimum": 1, "description": "In the currency's minor unit; at most what is not yet refunded."}}))),
+			"amount": openapi.M{"type": "integer", "minimum": 1, "maximum": MaxAmount, "description": "In the currency's minor unit; at most what is not yet refunded."}}))),
 		Errs: []int{404, 409, 422, 502},
 		OK:   []openapi.Resp{{Status: 200, Desc: "The order.", Content: openapi.JSON(order)}}})
 
@@ -231,6 +233,15 @@ func sortOrderSchema() openapi.M {
 	return openapi.M{"type": "integer", "minimum": -2147483648, "maximum": 2147483647}
 }
 
+// amountSchema is a price in a request: bounded by MaxAmount.
+func amountSchema(desc string) openapi.M {
+	return openapi.M{"type": "integer", "minimum": 0, "maximum": MaxAmount, "description": desc}
+}
+
+// orderTotalNote says how an order's lines are bounded together.
+var orderTotalNote = "Each line's total (unit price × quantity) and the order's total are at most " + strconv.Itoa(MaxAmount) +
+	" in the currency's minor unit, the processor's largest charge; above it, 422 naming the line's quantity or items."
+
 func stockSchema() openapi.M {
 	return openapi.M{"type": "integer", "minimum": 0, "maximum": 2147483647}
 }
@@ -260,12 +271,12 @@ func productFields() openapi.M {
 	return openapi.M{
 		"name":              openapi.M{"type": "string", "minLength": 1, "maxLength": 255},
 		"slug":              slugSchema(),
-		"price":             openapi.M{"type": "integer", "minimum": 0, "description": "In the currency's minor unit (cents)."},
+		"price":             amountSchema("In the currency's minor unit (cents)."),
 		"currency":          openapi.M{"type": "string", "pattern": "^[a-z]{3}$"},
 		"status":            productStatus(),
 		"description":       openapi.M{"type": "string", "maxLength": 100000},
 		"short_description": openapi.M{"type": "string", "maxLength": 500},
-		"compare_at_price":  openapi.M{"type": []any{"integer", "null"}, "minimum": 0},
+		"compare_at_price":  openapi.M{"type": []any{"integer", "null"}, "minimum": 0, "maximum": MaxAmount},
 		"type":              productType(),
 		"sku":               openapi.M{"type": "string", "maxLength": 255},
 		"stock_quantity":    stockSchema(),
@@ -283,7 +294,7 @@ func productFields() openapi.M {
 func variantFields() openapi.M {
 	return openapi.M{
 		"name":           openapi.M{"type": "string", "minLength": 1, "maxLength": 255},
-		"price":          openapi.M{"type": "integer", "minimum": 0, "description": "Defaults to the product's price."},
+		"price":          amountSchema("Defaults to the product's price."),
 		"sku":            openapi.M{"type": "string", "maxLength": 255},
 		"stock_quantity": stockSchema(),
 		"options":        openapi.M{"type": "object", "maxProperties": 20, "additionalProperties": openapi.Str(), "description": "Option name to value, e.g. {\"size\": \"L\"}."},
