@@ -145,14 +145,16 @@ func OpenAPI(d *openapi.Doc) {
 		Desc: "A pending, paid or processing order becomes cancelled (event order.cancelled): a pending checkout's session is " +
 			"expired at the processor and its reserved stock freed; a paid order's units go back to stock. Cancelling does not " +
 			"refund. 409 conflict: the order is delivered or cancelled, or the buyer has already completed its checkout. " +
-			"502 when the processor cannot be reached.",
+			"409 connect_not_ready: a pending checkout while the server has no payment processor configured. 502 when the " +
+			"processor cannot be reached.",
 		Params: orderID, Idempotent: true, Errs: []int{404, 409, 502},
 		OK: []openapi.Resp{{Status: 200, Desc: "The order.", Content: openapi.JSON(order)}}})
 	d.Add("POST", "/v1/orders/{id}/refund", openapi.Op{ID: "refundOrder", Summary: "Refund an order in full or in part", Tag: "commerce", Scope: "commerce:admin",
 		Desc: "Without a body or an amount, what is not yet refunded is. A checkout payment is refunded through the processor on the " +
 			"connected account (the Idempotency-Key is passed on); a manual order paid outside it is refunded as a record. " +
 			"Event order.refunded. 409 conflict: the order is not paid or fully refunded, or its payment is not known yet; 422: an " +
-			"amount above what is left; 502: the processor failed.",
+			"amount above what is left; 409 connect_not_ready: a processor payment while the server has no payment processor " +
+			"configured; 502: the processor failed.",
 		Params: orderID, Idempotent: true, BodyOptional: true,
 		Body: openapi.JSON(d.Schema("RefundOrderRequest", openapi.Obj(openapi.M{
 			"amount": openapi.M{"type": "integer", "minimum": 1, "maximum": MaxAmount, "description": "In the currency's minor unit; at most what is not yet refunded."}}))),
@@ -165,7 +167,8 @@ func OpenAPI(d *openapi.Doc) {
 			"session for it on the project's connected account, payable for one hour; send the buyer to checkout_url. Only " +
 			"active products and variants, in one currency. 409: `connect_not_ready` before the account can take charges, " +
 			"`conflict` for insufficient stock, `idempotency_conflict` when the processor saw the Idempotency-Key with other " +
-			"parameters. 502: the processor refused or failed (nothing is kept). 503: payments are not configured. Costs 0 credits.",
+			"parameters, and `connect_not_ready` too when the server has no payment processor configured. 502: the processor " +
+			"refused or failed (nothing is kept). Costs 0 credits.",
 		Idempotent: true,
 		Body: openapi.JSON(d.Schema("CreateCheckoutSessionRequest", openapi.Obj(openapi.M{
 			"items":    items,
@@ -178,11 +181,11 @@ func OpenAPI(d *openapi.Doc) {
 		OK:   []openapi.Resp{{Status: 201, Desc: "The checkout session.", Content: openapi.JSON(openapi.Ref("CheckoutSession"))}}})
 	d.Add("GET", "/v1/payments/connect", openapi.Op{ID: "getPaymentsConnect", Summary: "Status of the connected payment account", Tag: "commerce", Scope: "commerce:read",
 		Desc: "Refreshed from the processor (a change is stored and emits connect.account_updated); should the processor be " +
-			"unreachable, the last known status. account_id is null before onboarding. 503: payments are not configured.",
+			"unreachable or the server has none configured, the last known status. account_id is null before onboarding.",
 		OK: []openapi.Resp{{Status: 200, Desc: "The account status.", Content: openapi.JSON(openapi.Ref("PaymentsConnect"))}}})
 	d.Add("POST", "/v1/payments/connect/onboard", openapi.Op{ID: "onboardPaymentsConnect", Summary: "Onboard the connected payment account", Tag: "commerce", Scope: "commerce:admin",
 		Desc: "Creates the project's connected account on first use (once), and answers a hosted onboarding link; each call " +
-			"gives a new link. 502: the processor failed; 503: payments are not configured. " + noCredits,
+			"gives a new link. 409 connect_not_ready: the server has no payment processor configured. 502: the processor failed. " + noCredits,
 		Idempotent: true,
 		Body: openapi.JSON(d.Schema("OnboardPaymentsConnectRequest", openapi.Obj(openapi.M{
 			"return_url":  openapi.M{"type": "string", "minLength": 1, "maxLength": 2048, "description": "Absolute http(s) URL the processor returns to."},
