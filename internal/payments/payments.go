@@ -2,7 +2,8 @@
 // connected accounts and their onboarding links, hosted checkout sessions
 // and refunds on a connected account, and the verification of the
 // processor's signed webhooks. STRIPE_API_BASE points it at stripe-mock or
-// another base. Without STRIPE_SECRET_KEY every call answers 503.
+// another base. Without STRIPE_SECRET_KEY every call fails with
+// ErrNotConfigured, a 409 connect_not_ready.
 package payments
 
 import (
@@ -25,12 +26,17 @@ import (
 const Tolerance = 300 * time.Second
 
 // ErrNotConfigured is returned by every processor call when no secret key
-// is configured.
-var ErrNotConfigured = httpapi.Fail(httpapi.ErrUnavailable,
-	"payments are not configured on this server: set STRIPE_SECRET_KEY")
+// is configured. It is 409 connect_not_ready, not 503: a server without a
+// processor is no outage a client could wait out, and for the project it
+// means what connect_not_ready says (docs/decisions.md section 2): it
+// cannot take payments, and retrying does not help until that changes.
+var ErrNotConfigured = httpapi.Conflict(httpapi.CodeConnectNotReady,
+	"this server has no payment processor configured (STRIPE_SECRET_KEY): the project cannot be onboarded or take payments")
 
 // ErrWebhookNotConfigured is returned by VerifyEvent when no webhook
-// signing secret is configured.
+// signing secret is configured. It stays a 503: only the processor calls
+// the webhook, and an answer it retries keeps its events queued until the
+// operator sets the secret.
 var ErrWebhookNotConfigured = httpapi.Fail(httpapi.ErrUnavailable,
 	"payment webhooks are not configured on this server: set STRIPE_WEBHOOK_SECRET")
 

@@ -26,6 +26,8 @@ func TestNotConfigured(t *testing.T) {
 	assert.ErrorIs(t, err, payments.ErrNotConfigured)
 	_, err = c.CreateRefund(ctx, "acct_1", "pi_1", 1, "")
 	assert.ErrorIs(t, err, payments.ErrNotConfigured)
+	ae := httpapi.AsError(err)
+	assert.Equal(t, []any{409, "connect_not_ready"}, []any{ae.Status, ae.Code}, "no processor is no outage: 409, not 503")
 	_, err = c.VerifyEvent([]byte(`{}`), "t=1,v1=00")
 	assert.ErrorIs(t, err, payments.ErrWebhookNotConfigured)
 	assert.Equal(t, 503, httpapi.AsError(err).Status)

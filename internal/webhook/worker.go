@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"sync"
 	"time"
@@ -144,10 +143,11 @@ type attempt struct {
 // outcome is the result of one attempt.
 type outcome struct {
 	status int    // HTTP status, 0 when none
-	err    string // why it failed, "" when it succeeded
+	reason string // why it failed (a Reason), "" when it succeeded
+	detail error  // what the transport said: logged, never stored
 }
 
-func (o outcome) ok() bool { return o.err == "" && o.status >= 200 && o.status < 300 }
+func (o outcome) ok() bool { return o.reason == "" && o.status >= 200 && o.status < 300 }
 
 // Work runs one step of a delivery: wait for its pacing slot, make an
 // attempt, record it; or snooze until the next attempt is due.
@@ -201,6 +201,10 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	took = time.Since(start)
 	if ctx.Err() != nil {
 		return stopped(ctx, ctx.Err()) // not the receiver's fault: send again on the next run
+	}
+	if !out.ok() {
+		w.cfg.Logger.WarnContext(ctx, "webhook: attempt failed", "project", a.ProjectID, "endpoint", a.EndpointID,
+			"delivery", a.DeliveryID, "attempt", at.n, "reason", out.reason, "err", out.detail)
 	}
 	r := w.judge(a, at.n, out)
 	if _, err := w.records.do(ctx, sc, r); err != nil {
@@ -383,7 +387,7 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, as []De
 			continue
 		case !f.active:
 			out[i] = attempt{skip: true}
-			ends = append(ends, rec{delivery: a.DeliveryID, endpoint: a.EndpointID, n: f.attempts, status: statusFailed, err: "the endpoint is disabled"})
+			ends = append(ends, rec{delivery: a.DeliveryID, endpoint: a.EndpointID, n: f.attempts, status: statusFailed, err: ReasonDisabled})
 			continue
 		case f.started == nil && !f.resuming:
 			wait := time.Millisecond
@@ -401,8 +405,7 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, as []De
 			w.cfg.Logger.ErrorContext(ctx, "webhook: signing secret does not decrypt; was PLINTH_SECRET changed?",
 				"project", a.ProjectID, "endpoint", a.EndpointID, "delivery", a.DeliveryID)
 			out[i] = attempt{skip: true}
-			ends = append(ends, rec{delivery: a.DeliveryID, endpoint: a.EndpointID, n: f.attempts, status: statusFailed,
-				err: "the signing secret cannot be decrypted with the current server secret; rotate the endpoint's secret and redeliver"})
+			ends = append(ends, rec{delivery: a.DeliveryID, endpoint: a.EndpointID, n: f.attempts, status: statusFailed, err: ReasonSecret})
 			continue
 		}
 		at := attempt{n: f.attempts, url: f.url, typ: f.typ, payload: []byte(f.payload), secrets: []string{cur}}
@@ -450,7 +453,7 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, as []De
 		// so a project that stays out of credits ends with a failed
 		// delivery it can redeliver.
 		for _, i := range pool.idx[paid:] {
-			r := w.judge(as[i], out[i].n, outcome{err: "insufficient_credits: the balance cannot pay for a delivery attempt; nothing was sent"})
+			r := w.judge(as[i], out[i].n, outcome{reason: ReasonNoCredits})
 			ends = append(ends, r)
 			out[i] = attempt{skip: true}
 			if r.status == statusPending {
@@ -467,7 +470,7 @@ func (w *Worker) send(ctx context.Context, deliveryID string, at attempt) outcom
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, at.url, bytes.NewReader(at.payload))
 	if err != nil {
-		return outcome{err: "invalid endpoint url: " + err.Error()}
+		return outcome{reason: ReasonInvalidURL, detail: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", UserAgent)
@@ -476,23 +479,14 @@ func (w *Worker) send(ctx context.Context, deliveryID string, at attempt) outcom
 	req.Header.Set(signature.Header, signature.Sign(time.Now(), at.payload, at.secrets...))
 	res, err := w.client.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			return outcome{err: fmt.Sprintf("no response within %s", w.cfg.Timeout)}
-		}
-		return outcome{err: err.Error()}
+		return outcome{reason: transportReason(err), detail: err}
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 	res.Body.Close()
 	out := outcome{status: res.StatusCode}
 	if !out.ok() {
-		out.err = fmt.Sprintf("the receiver answered %d %s", res.StatusCode, http.StatusText(res.StatusCode))
-		if res.StatusCode >= 300 && res.StatusCode < 400 {
-			out.err += " (redirects are not followed)"
-		}
+		// A redirect is a failure too: it is never followed.
+		out.reason, out.detail = statusReason(res.StatusCode), fmt.Errorf("the receiver answered %s", res.Status)
 	}
 	return out
 }
@@ -511,14 +505,14 @@ type rec struct {
 	n                  int
 	status             string
 	code               int    // HTTP status, 0 when none
-	err                string // why the attempt failed
+	err                string // why the attempt failed: a Reason
 	wait               time.Duration
 }
 
 // judge decides what the outcome of attempt n of a means: success, the
 // end of the schedule, or a retry after its delay.
 func (w *Worker) judge(a DeliverArgs, n int, out outcome) rec {
-	r := rec{delivery: a.DeliveryID, endpoint: a.EndpointID, n: n, code: out.status, err: out.err}
+	r := rec{delivery: a.DeliveryID, endpoint: a.EndpointID, n: n, code: out.status, err: out.reason}
 	switch {
 	case out.ok():
 		r.status = statusSucceeded

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -269,14 +270,39 @@ func TestCheckoutProcessorFailureReleasesStock(t *testing.T) {
 	}
 }
 
+// A server without a payment processor is no outage: every payment
+// endpoint tells the project it cannot take payments (409
+// connect_not_ready, retrying does not help), and the status endpoint
+// answers the status. Only the processor's own webhook keeps a 503, so the
+// processor retries its events until the secret is set.
 func TestPaymentsUnconfigured(t *testing.T) {
 	t.Parallel()
 	f := setupCatalog(t)
 	pid := f.product(t, nil)
-	p := f.checkout(t, item(pid, 1)).Problem(t, 503, "service_unavailable")
-	assert.Contains(t, p["detail"], "STRIPE_SECRET_KEY")
-	f.do(t, "POST", "/payments/connect/onboard", map[string]any{"return_url": "https://a.test/r", "refresh_url": "https://a.test/f"}).Problem(t, 503, "service_unavailable")
-	f.do(t, "GET", "/payments/connect", nil).Problem(t, 503, "service_unavailable")
+	p := f.checkout(t, item(pid, 1)).Problem(t, 409, "connect_not_ready")
+	assert.Contains(t, p["detail"], "no payment processor")
+	assert.Equal(t, 0, queryOne[int](t, f, `SELECT count(*) FROM orders`))
+	f.do(t, "POST", "/payments/connect/onboard", map[string]any{"return_url": "https://a.test/r", "refresh_url": "https://a.test/f"}).
+		Problem(t, 409, "connect_not_ready")
+	c := f.do(t, "GET", "/payments/connect", nil).Expect(t, 200).JSON(t)
+	assert.Equal(t, map[string]any{"account_id": nil, "charges_enabled": false, "payouts_enabled": false, "details_submitted": false}, c)
+
+	// An account and a processor payment recorded while a processor was
+	// configured: the status is the last known, a refund cannot be made.
+	o := f.do(t, "POST", "/orders", map[string]any{"items": []any{item(pid, 1)}, "payment_status": "paid"}).Expect(t, 201).JSON(t)
+	f.tx(t, func(tx pgx.Tx) error {
+		_, err := tx.Exec(context.Background(), `INSERT INTO payment_account (account_id, charges_enabled, payouts_enabled, details_submitted)
+			VALUES ('acct_gone', true, false, true)`)
+		if err == nil {
+			_, err = tx.Exec(context.Background(), `UPDATE orders SET source = 'checkout', payment_intent_id = 'pi_gone'`)
+		}
+		return err
+	})
+	c = f.do(t, "GET", "/payments/connect", nil).Expect(t, 200).JSON(t)
+	assert.Equal(t, map[string]any{"account_id": "acct_gone", "charges_enabled": true, "payouts_enabled": false, "details_submitted": true}, c)
+	f.action(t, num(o["id"]), "refund", nil).Problem(t, 409, "connect_not_ready")
+	assert.Equal(t, "paid", f.order(t, num(o["id"]))["payment_status"])
+
 	p = f.env.Send(apitest.Request{Method: "POST", Path: "/v1/payments/webhook", Body: `{}`,
 		Header: map[string]string{"Stripe-Signature": "t=1,v1=00"}}).Problem(t, 503, "service_unavailable")
 	assert.Contains(t, p["detail"], "STRIPE_WEBHOOK_SECRET")

@@ -104,17 +104,16 @@ func (s *Service) ensureAccount(ctx context.Context, tx pgx.Tx, sc *tenant.Scope
 
 // getConnect answers the account's status, refreshed from the processor
 // (a change is stored and emitted); should the processor be unreachable,
-// the last known status is served.
+// or the server have none configured, the last known status is served:
+// before onboarding, no account and nothing enabled. That is the answer
+// a client polls for, not an error.
 func (s *Service) getConnect(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
-	if !s.pay.Enabled() {
-		return payments.ErrNotConfigured
-	}
 	ctx := r.Context()
 	a, err := tenant.TxV(ctx, sc, func(tx pgx.Tx) (payments.Account, error) { return loadAccount(ctx, tx) })
 	if err != nil {
 		return err
 	}
-	if a.ID == "" {
+	if a.ID == "" || !s.pay.Enabled() {
 		return httpapi.JSON(w, 200, toConnect(a))
 	}
 	fresh, err := s.pay.GetAccount(ctx, a.ID)

@@ -1,6 +1,8 @@
 package commerce
 
 import (
+	"strconv"
+
 	"github.com/plinth-dev/plinth/internal/openapi"
 	"github.com/plinth-dev/plinth/internal/slug"
 )
@@ -105,10 +107,10 @@ func OpenAPI(d *openapi.Doc) {
 		OK: []openapi.Resp{{Status: 204, Desc: "Deleted."}}})
 
 	// Orders.
-	items := openapi.M{"type": "array", "minItems": 1, "maxItems": 100, "items": d.Schema("OrderItemInput", openapi.Obj(openapi.M{
+	items := openapi.M{"type": "array", "minItems": 1, "maxItems": MaxLines, "description": orderTotalNote, "items": d.Schema("OrderItemInput", openapi.Obj(openapi.M{
 		"product_id": openapi.M{"type": "integer", "minimum": 1},
 		"variant_id": openapi.M{"type": "integer", "minimum": 1, "description": "A variant of the product; its price and SKU apply."},
-		"quantity":   openapi.M{"type": "integer", "minimum": 1, "maximum": 10000},
+		"quantity":   openapi.M{"type": "integer", "minimum": 1, "maximum": MaxQuantity},
 	}, "product_id", "quantity"))}
 	customer := d.Schema("CustomerInput", openapi.Obj(openapi.M{
 		"name":  openapi.M{"type": "string", "maxLength": 255},
@@ -143,17 +145,19 @@ func OpenAPI(d *openapi.Doc) {
 		Desc: "A pending, paid or processing order becomes cancelled (event order.cancelled): a pending checkout's session is " +
 			"expired at the processor and its reserved stock freed; a paid order's units go back to stock. Cancelling does not " +
 			"refund. 409 conflict: the order is delivered or cancelled, or the buyer has already completed its checkout. " +
-			"502 when the processor cannot be reached.",
+			"409 connect_not_ready: a pending checkout while the server has no payment processor configured. 502 when the " +
+			"processor cannot be reached.",
 		Params: orderID, Idempotent: true, Errs: []int{404, 409, 502},
 		OK: []openapi.Resp{{Status: 200, Desc: "The order.", Content: openapi.JSON(order)}}})
 	d.Add("POST", "/v1/orders/{id}/refund", openapi.Op{ID: "refundOrder", Summary: "Refund an order in full or in part", Tag: "commerce", Scope: "commerce:admin",
 		Desc: "Without a body or an amount, what is not yet refunded is. A checkout payment is refunded through the processor on the " +
 			"connected account (the Idempotency-Key is passed on); a manual order paid outside it is refunded as a record. " +
 			"Event order.refunded. 409 conflict: the order is not paid or fully refunded, or its payment is not known yet; 422: an " +
-			"amount above what is left; 502: the processor failed.",
+			"amount above what is left; 409 connect_not_ready: a processor payment while the server has no payment processor " +
+			"configured; 502: the processor failed.",
 		Params: orderID, Idempotent: true, BodyOptional: true,
 		Body: openapi.JSON(d.Schema("RefundOrderRequest", openapi.Obj(openapi.M{
-			"amount": openapi.M{"type": "integer", "minimum": 1, "description": "In the currency's minor unit; at most what is not yet refunded."}}))),
+			"amount": openapi.M{"type": "integer", "minimum": 1, "maximum": MaxAmount, "description": "In the currency's minor unit; at most what is not yet refunded."}}))),
 		Errs: []int{404, 409, 422, 502},
 		OK:   []openapi.Resp{{Status: 200, Desc: "The order.", Content: openapi.JSON(order)}}})
 
@@ -163,7 +167,8 @@ func OpenAPI(d *openapi.Doc) {
 			"session for it on the project's connected account, payable for one hour; send the buyer to checkout_url. Only " +
 			"active products and variants, in one currency. 409: `connect_not_ready` before the account can take charges, " +
 			"`conflict` for insufficient stock, `idempotency_conflict` when the processor saw the Idempotency-Key with other " +
-			"parameters. 502: the processor refused or failed (nothing is kept). 503: payments are not configured. Costs 0 credits.",
+			"parameters, and `connect_not_ready` too when the server has no payment processor configured. 502: the processor " +
+			"refused or failed (nothing is kept). Costs 0 credits.",
 		Idempotent: true,
 		Body: openapi.JSON(d.Schema("CreateCheckoutSessionRequest", openapi.Obj(openapi.M{
 			"items":    items,
@@ -176,11 +181,11 @@ func OpenAPI(d *openapi.Doc) {
 		OK:   []openapi.Resp{{Status: 201, Desc: "The checkout session.", Content: openapi.JSON(openapi.Ref("CheckoutSession"))}}})
 	d.Add("GET", "/v1/payments/connect", openapi.Op{ID: "getPaymentsConnect", Summary: "Status of the connected payment account", Tag: "commerce", Scope: "commerce:read",
 		Desc: "Refreshed from the processor (a change is stored and emits connect.account_updated); should the processor be " +
-			"unreachable, the last known status. account_id is null before onboarding. 503: payments are not configured.",
+			"unreachable or the server has none configured, the last known status. account_id is null before onboarding.",
 		OK: []openapi.Resp{{Status: 200, Desc: "The account status.", Content: openapi.JSON(openapi.Ref("PaymentsConnect"))}}})
 	d.Add("POST", "/v1/payments/connect/onboard", openapi.Op{ID: "onboardPaymentsConnect", Summary: "Onboard the connected payment account", Tag: "commerce", Scope: "commerce:admin",
 		Desc: "Creates the project's connected account on first use (once), and answers a hosted onboarding link; each call " +
-			"gives a new link. 502: the processor failed; 503: payments are not configured. " + noCredits,
+			"gives a new link. 409 connect_not_ready: the server has no payment processor configured. 502: the processor failed. " + noCredits,
 		Idempotent: true,
 		Body: openapi.JSON(d.Schema("OnboardPaymentsConnectRequest", openapi.Obj(openapi.M{
 			"return_url":  openapi.M{"type": "string", "minLength": 1, "maxLength": 2048, "description": "Absolute http(s) URL the processor returns to."},
@@ -231,6 +236,15 @@ func sortOrderSchema() openapi.M {
 	return openapi.M{"type": "integer", "minimum": -2147483648, "maximum": 2147483647}
 }
 
+// amountSchema is a price in a request: bounded by MaxAmount.
+func amountSchema(desc string) openapi.M {
+	return openapi.M{"type": "integer", "minimum": 0, "maximum": MaxAmount, "description": desc}
+}
+
+// orderTotalNote says how an order's lines are bounded together.
+var orderTotalNote = "Each line's total (unit price × quantity) and the order's total are at most " + strconv.Itoa(MaxAmount) +
+	" in the currency's minor unit, the processor's largest charge; above it, 422 naming the line's quantity or items."
+
 func stockSchema() openapi.M {
 	return openapi.M{"type": "integer", "minimum": 0, "maximum": 2147483647}
 }
@@ -260,12 +274,12 @@ func productFields() openapi.M {
 	return openapi.M{
 		"name":              openapi.M{"type": "string", "minLength": 1, "maxLength": 255},
 		"slug":              slugSchema(),
-		"price":             openapi.M{"type": "integer", "minimum": 0, "description": "In the currency's minor unit (cents)."},
+		"price":             amountSchema("In the currency's minor unit (cents)."),
 		"currency":          openapi.M{"type": "string", "pattern": "^[a-z]{3}$"},
 		"status":            productStatus(),
 		"description":       openapi.M{"type": "string", "maxLength": 100000},
 		"short_description": openapi.M{"type": "string", "maxLength": 500},
-		"compare_at_price":  openapi.M{"type": []any{"integer", "null"}, "minimum": 0},
+		"compare_at_price":  openapi.M{"type": []any{"integer", "null"}, "minimum": 0, "maximum": MaxAmount},
 		"type":              productType(),
 		"sku":               openapi.M{"type": "string", "maxLength": 255},
 		"stock_quantity":    stockSchema(),
@@ -283,7 +297,7 @@ func productFields() openapi.M {
 func variantFields() openapi.M {
 	return openapi.M{
 		"name":           openapi.M{"type": "string", "minLength": 1, "maxLength": 255},
-		"price":          openapi.M{"type": "integer", "minimum": 0, "description": "Defaults to the product's price."},
+		"price":          amountSchema("Defaults to the product's price."),
 		"sku":            openapi.M{"type": "string", "maxLength": 255},
 		"stock_quantity": stockSchema(),
 		"options":        openapi.M{"type": "object", "maxProperties": 20, "additionalProperties": openapi.Str(), "description": "Option name to value, e.g. {\"size\": \"L\"}."},

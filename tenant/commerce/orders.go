@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -103,8 +104,8 @@ type customerInput struct {
 // checkItems validates the shape of requested lines: a missing product_id
 // or quantity is a 400 naming it, a bad value a 422.
 func checkItems(items []orderItemInput, v *httpapi.Validator) error {
-	if len(items) == 0 || len(items) > 100 {
-		v.Check(false, "items", "must have 1 to 100 entries")
+	if len(items) == 0 || len(items) > MaxLines {
+		v.Check(false, "items", linesMsg)
 		return nil
 	}
 	for i, it := range items {
@@ -116,7 +117,7 @@ func checkItems(items []orderItemInput, v *httpapi.Validator) error {
 			return httpapi.BadRequest(fmt.Sprintf("missing required field %q", f+"quantity"))
 		}
 		v.Check(*it.ProductID > 0, f+"product_id", "must be a product id")
-		v.Check(*it.Quantity >= 1 && *it.Quantity <= 10000, f+"quantity", "must be an integer from 1 to 10000")
+		v.Check(*it.Quantity >= 1 && *it.Quantity <= MaxQuantity, f+"quantity", quantityMsg)
 		if it.VariantID != nil {
 			v.Check(*it.VariantID > 0, f+"variant_id", "must be a variant id")
 		}
@@ -209,11 +210,20 @@ func resolveLines(ctx context.Context, tx pgx.Tx, items []orderItemInput, forSal
 			v.Check(false, f+"product_id", "all items must be in one currency ("+currency+")")
 			continue
 		}
-		total := price * *it.Quantity
-		subtotal += total
+		// Checked, not trusted: a price stored before MaxAmount was
+		// enforced could wrap the product around to a negative total.
+		total, ok := mulAmount(price, *it.Quantity)
+		if !ok || total > MaxAmount {
+			v.Check(false, f+"quantity", fmt.Sprintf("brings the line's total above %d (unit price %d)", MaxAmount, price))
+			continue
+		}
+		if subtotal, ok = addAmount(subtotal, total); !ok {
+			subtotal = math.MaxInt64 // reported below, as above MaxAmount
+		}
 		lines = append(lines, line{Item: Item{ProductID: *it.ProductID, VariantID: it.VariantID, Name: name, SKU: sku,
 			Quantity: *it.Quantity, UnitPrice: price, Total: total}, Tracked: p.tracked})
 	}
+	v.Check(subtotal <= MaxAmount, "items", totalMsg)
 	return lines, currency, subtotal, v.Err()
 }
 
@@ -478,11 +488,7 @@ func (s *Service) markPaid(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, o *
 // payment status it implies, stores o when that or (dirty) its refunds
 // changed, and emits order.refunded when the amount grew.
 func (s *Service) settleRefunds(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, o *orderRow, dirty bool) (*orderRow, error) {
-	var sum int64
-	for _, a := range o.refunds {
-		sum += a
-	}
-	refunded := min(o.Total, max(sum, o.chargeRefunded))
+	refunded := min(o.Total, max(sumRefunds(o.refunds), o.chargeRefunded, 0))
 	status := o.PaymentStatus
 	if status != PaymentUnpaid {
 		switch {
@@ -526,8 +532,8 @@ func (s *Service) refundOrder(w http.ResponseWriter, r *http.Request, sc *tenant
 			return err
 		}
 	}
-	if in.Amount != nil && *in.Amount < 1 {
-		return httpapi.Invalid("amount", "must be a positive integer in the currency's minor unit")
+	if in.Amount != nil && (*in.Amount < 1 || *in.Amount > MaxAmount) {
+		return httpapi.Invalid("amount", fmt.Sprintf("must be an integer from 1 to %d in the currency's minor unit", MaxAmount))
 	}
 	return changeOrder(w, r, sc, oid, func(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, o *orderRow) (*orderRow, error) {
 		if o.PaymentStatus != PaymentPaid && o.PaymentStatus != PaymentPartiallyRefunded {

@@ -103,7 +103,7 @@ func (in *productInput) validate(create bool) error {
 		v.Check(slug.Valid(*in.Slug), "slug", "must match ^[a-z0-9][a-z0-9-]{0,254}$")
 	}
 	if in.Price != nil {
-		v.Check(*in.Price >= 0, "price", "must be a non-negative integer in the currency's minor unit")
+		v.Check(validAmount(*in.Price), "price", amountMsg)
 	}
 	if in.Currency != nil {
 		v.Check(currencyRe.MatchString(*in.Currency), "currency", "must be a lowercase three-letter currency code")
@@ -118,7 +118,7 @@ func (in *productInput) validate(create bool) error {
 		v.Check(utf8.RuneCountInString(*in.Description) <= 100000, "description", "must be at most 100000 characters")
 	}
 	if in.CompareAtPrice.Value != nil {
-		v.Check(*in.CompareAtPrice.Value >= 0, "compare_at_price", "must be a non-negative integer")
+		v.Check(validAmount(*in.CompareAtPrice.Value), "compare_at_price", amountMsg)
 	}
 	if in.Type != nil {
 		v.Check(types[*in.Type], "type", "must be one of physical, digital, service")

@@ -41,7 +41,7 @@ func (in *variantInput) check(v *httpapi.Validator, prefix string, create bool) 
 		v.Check(false, prefix+"name", "is required")
 	}
 	if in.Price != nil {
-		v.Check(*in.Price >= 0, prefix+"price", "must be a non-negative integer in the currency's minor unit")
+		v.Check(validAmount(*in.Price), prefix+"price", amountMsg)
 	}
 	if in.SKU != nil {
 		v.Check(utf8.RuneCountInString(*in.SKU) <= 255, prefix+"sku", "must be at most 255 characters")

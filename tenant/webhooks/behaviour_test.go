@@ -62,7 +62,7 @@ func TestInsufficientCredits(t *testing.T) {
 	webhooktest.Emit(t, env, p, "order.created", map[string]any{"id": 1})
 	d := waitDeliveries(t, env, p.Key, ep, settled)
 	if d[0]["status"] != "failed" || d[0]["attempts"] != float64(6) || d[0]["last_status_code"] != nil ||
-		!strings.HasPrefix(d[0]["last_error"].(string), "insufficient_credits") {
+		d[0]["last_error"] != "insufficient_credits" {
 		t.Fatalf("delivery: %v", d)
 	}
 	if n := len(rc.Requests()); n != 0 {
@@ -105,7 +105,7 @@ func TestCreditsRunOutMidBatch(t *testing.T) {
 			return len(d) == 1 && (d[0]["status"] == "succeeded" || d[0]["last_error"] != nil)
 		})
 		if d[0]["status"] == "pending" {
-			if !strings.HasPrefix(d[0]["last_error"].(string), "insufficient_credits") || d[0]["attempts"] != float64(1) {
+			if d[0]["last_error"] != "insufficient_credits" || d[0]["attempts"] != float64(1) {
 				t.Fatalf("unpaid delivery: %v", d[0])
 			}
 			unpaid++
@@ -168,7 +168,7 @@ func TestConnectTimeGuard(t *testing.T) {
 	exec(t, p, `UPDATE webhook_endpoints SET url = $2 WHERE id = $1`, ep, rc.URL)
 	webhooktest.Emit(t, env, p, "order.paid", map[string]any{"id": 1})
 	d := waitDeliveries(t, env, p.Key, ep, settled)
-	if d[0]["status"] != "failed" || d[0]["attempts"] != float64(6) || !strings.Contains(d[0]["last_error"].(string), "not allowed") {
+	if d[0]["status"] != "failed" || d[0]["attempts"] != float64(6) || d[0]["last_error"] != "address_not_allowed" {
 		t.Fatalf("delivery: %v", d)
 	}
 	if n := len(rc.Requests()); n != 0 {
@@ -269,7 +269,7 @@ func TestUndecryptableSecret(t *testing.T) {
 		webhook.NewSecrets([]byte("another server secret")).Seal(ep, webhook.NewSigningSecret()))
 	webhooktest.Emit(t, env, p, "order.paid", map[string]any{"id": 1})
 	d := waitDeliveries(t, env, p.Key, ep, settled)
-	if d[0]["status"] != "failed" || d[0]["attempts"] != float64(0) || !strings.Contains(d[0]["last_error"].(string), "cannot be decrypted") {
+	if d[0]["status"] != "failed" || d[0]["attempts"] != float64(0) || d[0]["last_error"] != "signing_secret_unusable" {
 		t.Fatalf("delivery: %v", d)
 	}
 	if n, _ := ledger(t, p, "live"); n != 0 || len(rc.Requests()) != 0 {

@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
+	"maps"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +18,7 @@ import (
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/id"
 	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
+	"github.com/plinth-dev/plinth/migrations"
 	"github.com/plinth-dev/plinth/tenant/webhooks/signature"
 )
 
@@ -272,7 +277,7 @@ func TestRetriesExhaustedThenRedeliver(t *testing.T) {
 	reqs := rc.WaitN(t, 15*time.Second, 6)
 	d := waitDeliveries(t, env, p.Key, ep, settled)
 	if len(d) != 1 || d[0]["status"] != "failed" || d[0]["attempts"] != float64(6) || d[0]["last_status_code"] != float64(500) ||
-		!strings.Contains(d[0]["last_error"].(string), "500") || d[0]["next_attempt_at"] != nil {
+		d[0]["last_error"] != "http_status 500" || d[0]["next_attempt_at"] != nil {
 		t.Fatalf("delivery: %v", d)
 	}
 	time.Sleep(600 * time.Millisecond) // longer than a retry delay: no 7th attempt
@@ -345,8 +350,8 @@ func TestDisableEndpointFailsPendingDelivery(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		d = deliveries(t, env, p.Key, ep)
 	}
-	if d[0]["status"] != "failed" || d[0]["last_error"] != "the endpoint is disabled" || d[0]["next_attempt_at"] != nil {
-		t.Fatalf("delivery of a disabled endpoint: %v, want failed with last_error \"the endpoint is disabled\"", d)
+	if d[0]["status"] != "failed" || d[0]["last_error"] != "endpoint_disabled" || d[0]["next_attempt_at"] != nil {
+		t.Fatalf("delivery of a disabled endpoint: %v, want failed with last_error \"endpoint_disabled\"", d)
 	}
 	attempts := int(d[0]["attempts"].(float64))
 	if attempts < 1 || attempts > sent+1 {
@@ -361,5 +366,118 @@ func TestDisableEndpointFailsPendingDelivery(t *testing.T) {
 	}
 	if e := env.Do("GET", "/v1/webhook-endpoints/"+ep, p.Key, nil).Expect(t, 200).JSON(t); e["last_delivery_status"] != "failed" || e["is_active"] != false {
 		t.Fatalf("endpoint: %v", e)
+	}
+}
+
+// A delivery's last_error is a generic reason, never what the transport
+// said: that names the server's resolver and the addresses it dialled
+// (the detail is logged with the delivery id instead).
+func TestDeliveryErrorsAreGeneric(t *testing.T) {
+	t.Parallel()
+	rc := webhooktest.NewTLS(t, func(*http.Request, int) int { return 503 })
+	env, p := setup(t, rc)
+
+	// A port nothing listens on, a listener that drops every connection,
+	// and a plain HTTP server spoken to in TLS.
+	closed := listen(t)
+	closedAddr := closed.Addr().String()
+	closed.Close()
+	dropping := listen(t)
+	go func() {
+		for {
+			c, err := dropping.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	plain := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(plain.Close)
+
+	want := map[string]string{
+		"https://plinth-nowhere.invalid/hook":                 "dns_failure",
+		"http://" + closedAddr + "/hook":                      "connection_refused",
+		"http://" + dropping.Addr().String() + "/hook":        "connection_reset",
+		"https://" + strings.TrimPrefix(plain.URL, "http://"): "tls_error",
+		rc.URL: "http_status 503",
+	}
+	endpoints := map[string]string{}
+	for url, reason := range want {
+		ep, _ := webhooktest.Endpoint(t, env, p.Key, url, "order.paid")
+		endpoints[ep] = reason
+	}
+	webhooktest.Emit(t, env, p, "order.paid", map[string]any{"id": 1})
+	for ep, reason := range endpoints {
+		d := waitDeliveries(t, env, p.Key, ep, func(d []map[string]any) bool { return len(d) == 1 && d[0]["status"] == "failed" })
+		if d[0]["last_error"] != reason || d[0]["attempts"] != float64(6) {
+			t.Errorf("endpoint for %s: last_error %q after %v attempts, want %q after 6", reason, d[0]["last_error"], d[0]["attempts"], reason)
+		}
+		if code := d[0]["last_status_code"]; (reason == "http_status 503") != (code == float64(503)) {
+			t.Errorf("endpoint for %s: last_status_code %v", reason, code)
+		}
+	}
+}
+
+// listen opens a loopback listener closed with the test.
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// TestLegacyErrorsRewritten: migration 0301 turns the transport errors
+// stored before the reasons existed into those reasons, so the API stops
+// showing them.
+func TestLegacyErrorsRewritten(t *testing.T) {
+	t.Parallel()
+	rc := webhooktest.NewTLS(t, nil)
+	env, p := setup(t, rc)
+	ep, _ := webhooktest.Endpoint(t, env, p.Key, rc.URL, "order.paid")
+	legacy := map[string]string{
+		"dial tcp: lookup example.com on 10.1.2.3:53: no such host":                                     "dns_failure",
+		"dial tcp: lookup example.com on 10.1.2.3:53: read udp 10.0.0.5:4000->10.1.2.3:53: i/o timeout": "dns_failure",
+		"dial tcp 10.9.8.7:443: connect: connection refused":                                            "connection_refused",
+		"read tcp 10.0.0.5:5000->203.0.113.9:443: read: connection reset by peer":                       "connection_reset",
+		"EOF": "connection_reset",
+		"tls: failed to verify certificate: x509: certificate signed by unknown authority": "tls_error",
+		"no response within 30s": "timeout",
+		"dial tcp 127.0.0.1:443: ssrf: address not allowed: 127.0.0.1 is not a public address":                              "address_not_allowed",
+		"the receiver answered 503 Service Unavailable":                                                                     "http_status 503",
+		"the receiver answered 302 Found (redirects are not followed)":                                                      "http_status 302",
+		"the endpoint is disabled":                                                                                          "endpoint_disabled",
+		"the signing secret cannot be decrypted with the current server secret; rotate the endpoint's secret and redeliver": "signing_secret_unusable",
+		"insufficient_credits: the balance cannot pay for a delivery attempt; nothing was sent":                             "insufficient_credits",
+		"invalid endpoint url: parse \"x\": invalid":                                                                        "invalid_url",
+		"something new":   "other",
+		"http_status 500": "http_status 500",
+		"timeout":         "timeout",
+	}
+	evt := id.New("evt_")
+	exec(t, p, `INSERT INTO webhook_events (id, type, payload) VALUES ($1, 'order.paid', '{}')`, evt)
+	for old := range legacy {
+		exec(t, p, `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, attempts, last_error)
+			VALUES ($1, $2, $3, 'failed', 6, $4)`, id.New("whd_"), ep, evt, old)
+	}
+	sql, err := fs.ReadFile(migrations.Tenant(), "0301_webhook_error_reasons.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, p, string(sql))
+
+	got := map[string]int{}
+	for _, d := range deliveries(t, env, p.Key, ep) {
+		got[d["last_error"].(string)]++
+	}
+	want := map[string]int{}
+	for _, reason := range legacy {
+		want[reason]++
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("last_error after the migration: %v, want %v", got, want)
 	}
 }

@@ -1,6 +1,9 @@
 package webhooks
 
-import "github.com/plinth-dev/plinth/internal/openapi"
+import (
+	"github.com/plinth-dev/plinth/internal/openapi"
+	"github.com/plinth-dev/plinth/internal/webhook"
+)
 
 // OpenAPI describes the routes of the pillar: the endpoints that receive
 // a project's events and their deliveries.
@@ -22,7 +25,11 @@ func OpenAPI(d *openapi.Doc) {
 	delivery := openapi.JSON(d.Schema("WebhookDelivery", openapi.Obj(openapi.M{
 		"id": openapi.Prefixed("whd_"), "event_id": openapi.Prefixed("evt_"), "event_type": openapi.Str(),
 		"status": status, "attempts": openapi.M{"type": "integer", "minimum": 0},
-		"last_status_code": openapi.M{"type": []any{"integer", "null"}}, "last_error": openapi.Nullable(openapi.Str()),
+		"last_status_code": openapi.M{"type": []any{"integer", "null"}}, "last_error": openapi.Nullable(openapi.M{"type": "string", "pattern": webhook.ReasonPattern,
+			"description": "Why the latest attempt failed, null until one does: `http_status <code>` (a non-2xx answer, redirects " +
+				"included), `timeout`, `dns_failure`, `connection_refused`, `connection_reset`, `tls_error`, `address_not_allowed` " +
+				"(the SSRF guard refused the address), `invalid_url` or `other`; or, when nothing was sent, `insufficient_credits`, " +
+				"`endpoint_disabled` or `signing_secret_unusable`. Never the transport's own message: the server logs that."}),
 		"next_attempt_at": openapi.Nullable(openapi.Timestamp()), "created_at": openapi.Timestamp(),
 	}, "id", "event_id", "event_type", "status", "attempts", "last_status_code", "last_error", "next_attempt_at", "created_at")))
 	bodyFields := openapi.M{

@@ -1,0 +1,81 @@
+package webhook
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/plinth-dev/plinth/internal/ssrf"
+)
+
+// TestTransportReason: the errors a delivery's client really returns map
+// to their reason, and the reason never carries the error's text.
+func TestTransportReason(t *testing.T) {
+	t.Parallel()
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	t.Cleanup(slow.Close)
+	untrusted := httptest.NewTLSServer(http.NotFoundHandler())
+	t.Cleanup(untrusted.Close)
+	// A listener that answers the handshake with bytes that are not TLS.
+	garbage, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { garbage.Close() })
+	go func() {
+		for {
+			c, err := garbage.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("SSH-2.0-OpenSSH_9.6\r\n"))
+			c.Close()
+		}
+	}()
+
+	dev := ssrf.NewClient(ssrf.Options{Dev: true, Timeout: 200 * time.Millisecond})
+	guarded := ssrf.NewClient(ssrf.Options{Timeout: time.Second})
+	cases := []struct {
+		name   string
+		client *http.Client
+		url    string
+		want   string
+	}{
+		{"no answer in time", dev, slow.URL, ReasonTimeout},
+		{"untrusted certificate", dev, untrusted.URL, ReasonTLS},
+		{"not TLS", dev, "https://" + garbage.Addr().String(), ReasonTLS},
+		{"loopback outside dev mode", guarded, untrusted.URL, ReasonBlocked},
+		{"unresolvable", dev, "https://plinth-nowhere.invalid/", ReasonDNS},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, c.url, nil)
+			_, err := c.client.Do(req)
+			if err == nil {
+				t.Fatal("the request succeeded")
+			}
+			if got := transportReason(err); got != c.want {
+				t.Fatalf("transportReason(%v) = %q, want %q", err, got, c.want)
+			}
+		})
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	if got := transportReason(ctx.Err()); got != ReasonTimeout {
+		t.Fatalf("a passed deadline: %q", got)
+	}
+	if got := statusReason(503); got != "http_status 503" {
+		t.Fatalf("statusReason(503) = %q", got)
+	}
+}
