@@ -23,6 +23,27 @@ func IsPublic(path string) bool {
 // in the path: browsers load them (<img src>) without headers.
 const MediaPath = "/v1/public/media/"
 
+// PublicVary is the Vary of every answer on the public surface. A public
+// answer depends on X-Service-Project-Key, which names the project and
+// takes precedence over ?project_id=, so a shared cache keyed on the URL
+// alone would serve one project's content to another's visitors; the
+// contract adds Origin, on which the surface's CORS answers may depend.
+const PublicVary = "X-Service-Project-Key, Origin"
+
+// VaryPublic adds PublicVary to every response on the public surface, errors
+// included: a 404 is heuristically cacheable, and a 400 or 429 must not be
+// served to a request that names its project. It goes on the root router
+// before the rate limiter and the forms' CORS, so that no answer of the
+// surface leaves without it.
+func VaryPublic(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if IsPublic(r.URL.Path) {
+			w.Header().Add("Vary", PublicVary)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // PublicProjectID returns the project a public request names: the header
 // X-Service-Project-Key, else the query parameter project_id; a media URL
 // names it in its path (/v1/public/media/{project}/{key}).

@@ -167,6 +167,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	// The request path.
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20)) // request id, panics, body size
+	r.Use(VaryPublic)                                  // public answers vary with the project header, errors included
 	r.Use(forms.CORS)                                  // before the limiter: a 429 of a public form is readable in a browser
 	r.Use(c.Identify)                                  // the key, resolved once
 	r.Use(s.Limits.Handler)                            // before routing: every response carries the headers

@@ -34,13 +34,26 @@ func ParsePage(r *http.Request) (Page, error) {
 		p.Limit = n
 	}
 	if s := q.Get("cursor"); s != "" {
-		b, err := base64.RawURLEncoding.DecodeString(s)
-		if err != nil || len(b) == 0 {
-			return p, BadCursor()
+		c, err := DecodeCursor(s)
+		if err != nil {
+			return p, err
 		}
-		p.Cursor = string(b)
+		p.Cursor = c
 	}
 	return p, nil
+}
+
+// EncodeCursor is the opaque next_cursor of the cursor text c.
+func EncodeCursor(c string) string { return base64.RawURLEncoding.EncodeToString([]byte(c)) }
+
+// DecodeCursor returns the cursor text of a cursor EncodeCursor made (422
+// BadCursor for anything else).
+func DecodeCursor(s string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) == 0 {
+		return "", BadCursor()
+	}
+	return string(b), nil
 }
 
 // BadCursor is the 422 of a cursor this API did not issue.
@@ -69,7 +82,7 @@ func NewList[T any](rows []T, limit int, cursorOf func(T) string) List[T] {
 	if len(rows) > limit {
 		l.Data = rows[:limit]
 		l.HasMore = true
-		c := base64.RawURLEncoding.EncodeToString([]byte(cursorOf(rows[limit-1])))
+		c := EncodeCursor(cursorOf(rows[limit-1]))
 		l.NextCursor = &c
 	}
 	return l

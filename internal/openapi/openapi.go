@@ -78,7 +78,8 @@ func Build(parts ...func(*Doc)) M {
 				"except /v1/health, /v1/openapi.json and the public read surface /v1/public/* (project from the " +
 				"X-Service-Project-Key header or ?project_id=). The dashboard endpoints under /central/api use a JWT from " +
 				"POST /central/api/login. Errors are application/problem+json. Every /v1 response carries X-Request-Id and " +
-				"the rate-limit headers; mutating requests accept Idempotency-Key.",
+				"the rate-limit headers; every /v1/public/* response carries Vary: X-Service-Project-Key, Origin; " +
+				"mutating requests accept Idempotency-Key.",
 		},
 		"servers":  []any{M{"url": "/", "description": "the Plinth host; /v1 is the API, /central/api the dashboard"}},
 		"tags":     d.tags,
@@ -200,7 +201,11 @@ func (d *Doc) Add(method, path string, o Op) {
 	}
 	responses := M{}
 	for _, r := range o.OK {
-		x := M{"description": r.Desc, "headers": headers(rateLimited, r.Status, r.Headers)}
+		h := headers(rateLimited, r.Status, r.Headers)
+		if strings.HasPrefix(path, "/v1/public/") {
+			h["Vary"] = headerRef("Vary")
+		}
+		x := M{"description": r.Desc, "headers": h}
 		if r.Content != nil {
 			x["content"] = content(r.Content)
 		}
@@ -288,6 +293,8 @@ func commonHeaders() M {
 		"X-RateLimit-Remaining": M{"description": "Requests left in the bucket.", "required": true, "schema": M{"type": "integer", "minimum": 0}},
 		"X-RateLimit-Reset":     M{"description": "Unix seconds when the bucket is full again.", "required": true, "schema": M{"type": "integer", "minimum": 0}},
 		"Idempotent-Replayed":   M{"description": "true on a replay of an Idempotency-Key.", "schema": M{"type": "string", "enum": []any{"true"}}},
+		"Vary": M{"description": "On every answer of /v1/public/*, errors included: `X-Service-Project-Key, Origin`, so that a shared cache keeps " +
+			"one project's answer from another's visitors.", "required": true, "schema": Str()},
 	}
 }
 

@@ -83,6 +83,8 @@ func TestDocumentAssemblesParts(t *testing.T) {
 	require.Equal(t, []any{}, public["security"])
 	require.Len(t, public["parameters"], 2, "X-Service-Project-Key and project_id")
 	require.ElementsMatch(t, []string{"200", "400", "404", "429", "500", "503"}, keys(public["responses"].(M)))
+	require.Contains(t, at(t, public, "responses", "200", "headers"), "Vary", "a public answer varies with the project header")
+	require.NotContains(t, at(t, list, "responses", "200", "headers"), "Vary")
 
 	dash := at(t, doc, "paths", "/central/api/gadgets", "get").(M)
 	require.Equal(t, []any{M{"dashboardJWT": []any{}}}, dash["security"])

@@ -121,7 +121,7 @@ func (sv *Service) PublicRoutes(r chi.Router) {
 var KeyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,199}$`)
 
 // ValidKey reports whether k matches KeyPattern, without the regexp
-// engine (the public bulk read checks up to 500 keys per request).
+// engine (a bulk read checks up to 500 keys per request).
 func ValidKey(k string) bool {
 	if len(k) == 0 || len(k) > 200 {
 		return false

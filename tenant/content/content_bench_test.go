@@ -48,7 +48,7 @@ func BenchmarkPublicBulk(b *testing.B) {
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ks := strings.Split(r.URL.Query().Get("keys"), ",")
 		lang := r.URL.Query().Get("lang")
-		rows, err := pool.Query(r.Context(), bareSQL, ks, lang, "en")
+		rows, err := pool.Query(r.Context(), bareSQL, ks, lang, "en", nil, nil)
 		if err != nil {
 			http.Error(w, err.Error(), 500)
 			return

@@ -21,6 +21,13 @@ const (
 	MaxValueLen     = 65536 // characters of one value
 	MaxBatchUpdates = 500   // items of PUT /content
 	MaxBulkKeys     = 500   // keys of GET /content/bulk
+	// MaxPublicBulkKeys is the most keys an anonymous bulk read may list:
+	// a page's worth, not a project's (the public read requires keys).
+	MaxPublicBulkKeys = 200
+	// BulkPage is the most values GET /content/bulk without keys answers
+	// at once; has_more and next_cursor lead to the rest, so no single
+	// request reads a whole large project into memory.
+	BulkPage = 5000
 )
 
 // ValueCost is the price of one written content value (content_update).
@@ -37,11 +44,15 @@ type ContentKey struct {
 	UpdatedAt  time.Time         `json:"updated_at"`
 }
 
-// Bulk is the body of GET /content/bulk.
+// Bulk is the body of GET /content/bulk. A read without keys is paged by
+// key: HasMore and NextCursor are those of the contract's lists (a read
+// of listed keys is one page).
 type Bulk struct {
-	Data    map[string]string `json:"data"`
-	Lang    string            `json:"lang"`
-	Missing []string          `json:"missing"`
+	Data       map[string]string `json:"data"`
+	Lang       string            `json:"lang"`
+	Missing    []string          `json:"missing"`
+	HasMore    bool              `json:"has_more"`
+	NextCursor *string           `json:"next_cursor"`
 }
 
 // PutValueRequest is the body of PUT /content/{key}.
@@ -73,8 +84,9 @@ func langParam(r *http.Request, p *tenant.Project) (string, error) {
 }
 
 // parseKeys reads the keys query parameter: comma-separated, blanks
-// skipped, duplicates once. nil when the parameter is absent (every key).
-func parseKeys(r *http.Request) ([]string, error) {
+// skipped, duplicates once, at most max. nil when the parameter is absent
+// (every key).
+func parseKeys(r *http.Request, max int) ([]string, error) {
 	q := r.URL.Query()
 	if !q.Has("keys") {
 		return nil, nil
@@ -93,32 +105,60 @@ func parseKeys(r *http.Request) ([]string, error) {
 		}
 		keys = append(keys, k)
 	}
-	v.Check(len(keys) >= 1 && len(keys) <= MaxBulkKeys, "keys", fmt.Sprintf("must list 1 to %d comma-separated keys", MaxBulkKeys))
+	v.Check(len(keys) >= 1 && len(keys) <= max, "keys", fmt.Sprintf("must list 1 to %d comma-separated keys", max))
 	return keys, v.Err()
 }
 
-func (sv *Service) bulk(r *http.Request, s *tenant.Scope) (Bulk, error) {
+// bulkCursor reads the cursor of a read without keys: the last key of the
+// page before ("" on the first page). With keys, a cursor is refused.
+func bulkCursor(r *http.Request, keys []string) (string, error) {
+	c := r.URL.Query().Get("cursor")
+	switch {
+	case c == "":
+		return "", nil
+	case keys != nil:
+		return "", httpapi.Invalid("cursor", "pages a read without keys; a read of listed keys is one page")
+	}
+	after, err := httpapi.DecodeCursor(c)
+	if err != nil || !ValidKey(after) {
+		return "", httpapi.BadCursor()
+	}
+	return after, nil
+}
+
+// bulk reads the values of the keys the request lists (at most maxKeys),
+// or the page after its cursor of every key.
+func (sv *Service) bulk(r *http.Request, s *tenant.Scope, maxKeys int) (Bulk, error) {
 	lang, err := langParam(r, s.Project)
 	if err != nil {
 		return Bulk{}, err
 	}
-	keys, err := parseKeys(r)
+	keys, err := parseKeys(r, maxKeys)
 	if err != nil {
 		return Bulk{}, err
 	}
-	return readBulk(r.Context(), s, keys, lang, s.Project.DefaultLanguage)
+	after, err := bulkCursor(r, keys)
+	if err != nil {
+		return Bulk{}, err
+	}
+	return readBulk(r.Context(), s, keys, lang, s.Project.DefaultLanguage, after)
 }
 
 func (sv *Service) getBulk(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	b, err := sv.bulk(r, s)
+	b, err := sv.bulk(r, s, MaxBulkKeys)
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, b)
 }
 
+// publicBulk is the anonymous bulk read. It requires keys: anyone may send
+// it, so it reads what one page needs, never the whole project.
 func (sv *Service) publicBulk(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	b, err := sv.bulk(r, s)
+	if !r.URL.Query().Has("keys") {
+		return httpapi.BadRequest(fmt.Sprintf("keys is required: list the content keys the page needs, comma-separated (at most %d)", MaxPublicBulkKeys))
+	}
+	b, err := sv.bulk(r, s, MaxPublicBulkKeys)
 	if err != nil {
 		return err
 	}

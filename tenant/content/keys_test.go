@@ -1,10 +1,16 @@
 package content_test
 
 import (
+	"context"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/tenant/content"
 )
 
 func TestContentKeysAPI(t *testing.T) {
@@ -88,6 +94,9 @@ func TestContentKeysAPI(t *testing.T) {
 		{name: "bulk empty keys", method: "GET", path: "/v1/content/bulk?keys=", status: 422, check: field("keys")},
 		{name: "bulk too many keys", method: "GET", path: "/v1/content/bulk?keys=" + manyKeys(501), status: 422, check: field("keys")},
 		{name: "bulk bad lang", method: "GET", path: "/v1/content/bulk?lang=__", status: 422, check: field("lang")},
+		{name: "bulk cursor with keys", method: "GET", path: "/v1/content/bulk?keys=home.title&cursor=aG9tZQ", status: 422, check: field("cursor")},
+		{name: "bulk foreign cursor", method: "GET", path: "/v1/content/bulk?cursor=%21%21", status: 422, check: field("cursor")},
+		{name: "bulk cursor of no key", method: "GET", path: "/v1/content/bulk?cursor=QmFkIEtleQ", status: 422, check: field("cursor")},
 		{name: "bulk without key", method: "GET", path: "/v1/content/bulk", key: noKey, status: 401},
 		{name: "bulk other pillar", method: "GET", path: "/v1/content/bulk", key: other, status: 403},
 
@@ -145,5 +154,79 @@ func TestContentKeysCredits(t *testing.T) {
 	})
 	if n := query[int](t, p, `SELECT count(*) FROM content_values`); n != 2 {
 		t.Fatalf("%d values, want 2: a refused write writes nothing", n)
+	}
+}
+
+// TestBulkReadPages: a keyed bulk read without keys answers at most
+// content.BulkPage values, in key order, and next_cursor leads through
+// the rest: every key once, the language fallback holding across pages.
+func TestBulkReadPages(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	total := 2*content.BulkPage + 1
+	// Written straight to the table: 10,001 values through PUT /content
+	// would take 21 requests and as many credits for nothing this test reads.
+	err := p.Scope.Tx(context.Background(), func(tx pgx.Tx) error {
+		_, err := tx.Exec(context.Background(), `INSERT INTO content_values (key, lang, value)
+			SELECT format('k%s', lpad(i::text, 6, '0')), l, format('%s-%s', l, i)
+			FROM generate_series(1, $1) i, unnest(ARRAY['en', 'fr']) l
+			WHERE l = 'en' OR i % 2 = 0`, total)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	seen := map[string]string{}
+	path := "/v1/content/bulk?lang=fr"
+	var sizes []int
+	for pages := 0; ; pages++ {
+		if pages > 3 {
+			t.Fatal("more pages than the values fill")
+		}
+		var b content.Bulk
+		env.Do("GET", path, p.Key, nil).Expect(t, 200).Decode(t, &b)
+		sizes = append(sizes, len(b.Data))
+		if b.Lang != "fr" || len(b.Missing) != 0 {
+			t.Fatalf("page %d: lang %q, missing %v", pages, b.Lang, b.Missing)
+		}
+		for k, v := range b.Data {
+			if _, dup := seen[k]; dup {
+				t.Fatalf("key %s on two pages", k)
+			}
+			seen[k] = v
+		}
+		if !b.HasMore {
+			if b.NextCursor != nil {
+				t.Fatalf("last page with a next cursor %q", *b.NextCursor)
+			}
+			break
+		}
+		if b.NextCursor == nil {
+			t.Fatal("has_more without next_cursor")
+		}
+		path = "/v1/content/bulk?lang=fr&cursor=" + url.QueryEscape(*b.NextCursor)
+	}
+	if fmt.Sprint(sizes) != fmt.Sprint([]int{content.BulkPage, content.BulkPage, 1}) {
+		t.Fatalf("page sizes %v", sizes)
+	}
+	if len(seen) != total {
+		t.Fatalf("%d keys read, want %d", len(seen), total)
+	}
+	for _, i := range []int{1, 2, content.BulkPage, content.BulkPage + 1, total} {
+		want := fmt.Sprintf("en-%d", i)
+		if i%2 == 0 {
+			want = fmt.Sprintf("fr-%d", i)
+		}
+		if k := fmt.Sprintf("k%06d", i); seen[k] != want {
+			t.Fatalf("%s: %q, want %q", k, seen[k], want)
+		}
+	}
+	// Listed keys are one page, however many the project holds.
+	var b content.Bulk
+	env.Do("GET", "/v1/content/bulk?keys=k000001,k000002", p.Key, nil).Expect(t, 200).Decode(t, &b)
+	if len(b.Data) != 2 || b.HasMore || b.NextCursor != nil {
+		t.Fatalf("listed keys: %+v", b)
 	}
 }

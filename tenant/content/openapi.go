@@ -1,6 +1,8 @@
 package content
 
 import (
+	"fmt"
+
 	"github.com/plinth-dev/plinth/internal/openapi"
 	"github.com/plinth-dev/plinth/internal/slug"
 )
@@ -74,18 +76,22 @@ func openAPIKeys(d *openapi.Doc) {
 		"updated_at":  openapi.Timestamp(),
 	}, "key", "value", "lang", "all_locales", "updated_at"))
 	d.Schema("ContentBulk", openapi.Obj(openapi.M{
-		"data":    openapi.With(openapi.MapOf(openapi.Str()), openapi.M{"description": "Values by key."}),
-		"lang":    openapi.Str(),
-		"missing": openapi.M{"type": "array", "items": openapi.Str(), "description": "Keys asked for that have no value in lang or the default language."},
-	}, "data", "lang", "missing"))
+		"data":        openapi.With(openapi.MapOf(openapi.Str()), openapi.M{"description": "Values by key."}),
+		"lang":        openapi.Str(),
+		"missing":     openapi.M{"type": "array", "items": openapi.Str(), "description": "Keys asked for that have no value in lang or the default language."},
+		"has_more":    openapi.M{"type": "boolean", "description": fmt.Sprintf("A read without keys answers at most %d values, in key order: true when more follow.", BulkPage)},
+		"next_cursor": openapi.With(openapi.Nullable(openapi.Str()), openapi.M{"description": "The cursor of the next page when has_more (pass it as cursor)."}),
+	}, "data", "lang", "missing", "has_more", "next_cursor"))
 	keyParam := openapi.M{"key": keySchema()}
 	bulkQuery := []openapi.M{
 		{"name": "keys", "in": "query", "schema": openapi.Str(),
-			"description": "Comma-separated keys (1 to 500; blanks skipped, duplicates once); every key when absent."},
+			"description": fmt.Sprintf("Comma-separated keys (1 to %d; blanks skipped, duplicates once); every key, %d per page, when absent.", MaxBulkKeys, BulkPage)},
+		{"name": "cursor", "in": "query", "schema": openapi.Str(), "description": "The next_cursor of the page before, for a read without keys."},
 		langQuery("The language to read; the project's default language when absent."),
 	}
 	d.Add("GET", "/v1/content/bulk", openapi.Op{ID: "getContentBulk", Summary: "Many content values in one language", Tag: "content", Scope: "content:read",
-		Desc:  "Each key's value in `lang`, else in the project's default language. `missing` lists the keys asked for that have neither. No credits.",
+		Desc: "Each key's value in `lang`, else in the project's default language. `missing` lists the keys asked for that have neither. " +
+			fmt.Sprintf("Without `keys`, every key's value in key order, %d per page (`has_more`, `next_cursor`, then `cursor`). No credits.", BulkPage),
 		Query: bulkQuery, Errs: []int{422},
 		OK: []openapi.Resp{{Status: 200, Desc: "The values by key.", Content: openapi.JSON(openapi.Ref("ContentBulk"))}}})
 	d.Add("PUT", "/v1/content", openapi.Op{ID: "putContentBatch", Summary: "Set many content values", Tag: "content", Scope: "content:write",
@@ -351,8 +357,10 @@ func openAPIBrand(d *openapi.Doc) {
 func openAPIPublic(d *openapi.Doc) {
 	lang := langQuery("The language to read; the project's default language when absent.")
 	d.Add("GET", "/v1/public/content/bulk", openapi.Op{ID: "getPublicContentBulk", Summary: "Many content values (public)", Tag: "public", Auth: openapi.Public,
-		Desc:    "As GET /v1/content/bulk, without a key.",
-		Query:   []openapi.M{{"name": "keys", "in": "query", "schema": openapi.Str(), "description": "Comma-separated keys (1 to 500); every key when absent."}, lang},
+		Desc: "As GET /v1/content/bulk, without a key, for the keys listed: `keys` is required (400 without it) and lists at most " +
+			fmt.Sprintf("%d keys (422 beyond).", MaxPublicBulkKeys),
+		Query: []openapi.M{{"name": "keys", "in": "query", "required": true, "schema": openapi.Str(),
+			"description": fmt.Sprintf("Comma-separated keys (1 to %d; blanks skipped, duplicates once).", MaxPublicBulkKeys)}, lang},
 		Headers: []openapi.M{ifNoneMatchHeader()}, Errs: []int{422},
 		OK: publicAnswers("The values by key.", openapi.Ref("ContentBulk"))})
 	d.Add("GET", "/v1/public/content/{key}", openapi.Op{ID: "getPublicContentKey", Summary: "A content key (public)", Tag: "public", Auth: openapi.Public,

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/tenant/content"
 )
 
 func TestBrandAPI(t *testing.T) {
@@ -156,6 +157,32 @@ func TestPublicSurface(t *testing.T) {
 	env.Send(apitest.Request{Method: "GET", Path: "/v1/public/content/bulk", Header: map[string]string{"X-Service-Project-Key": "prj_000000000000000000000000"}}).Problem(t, 404, "not_found")
 	if spent(t, p) != before {
 		t.Fatal("public reads cost nothing")
+	}
+}
+
+// TestPublicBulkNeedsKeys: the anonymous bulk read lists what it reads
+// (400 without keys, whatever the project holds) and lists at most
+// content.MaxPublicBulkKeys of them (422 beyond).
+func TestPublicBulkNeedsKeys(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	env.Do("PUT", "/v1/content/home.title", p.Key, map[string]any{"value": "Welcome"}).Expect(t, 200)
+
+	for _, path := range []string{"/v1/public/content/bulk", "/v1/public/content/bulk?lang=en", "/v1/public/content/bulk?cursor=aG9tZQ"} {
+		m := public(env, p, path).Problem(t, 400, "bad_request")
+		if !strings.Contains(fmt.Sprint(m["detail"]), "keys") {
+			t.Fatalf("%s: the detail names keys: %v", path, m["detail"])
+		}
+	}
+	m := public(env, p, "/v1/public/content/bulk?keys="+manyKeys(content.MaxPublicBulkKeys+1)).Problem(t, 422, "validation_failed")
+	if errs, _ := m["errors"].(map[string]any); errs["keys"] == nil {
+		t.Fatalf("errors must name keys: %v", m)
+	}
+	public(env, p, "/v1/public/content/bulk?keys=home.title&cursor=aG9tZQ").Problem(t, 422, "validation_failed")
+	r := public(env, p, "/v1/public/content/bulk?keys=home.title,"+manyKeys(content.MaxPublicBulkKeys-1)).Expect(t, 200)
+	if b := r.JSON(t); b["data"].(map[string]any)["home.title"] != "Welcome" || len(b["missing"].([]any)) != content.MaxPublicBulkKeys-1 {
+		t.Fatalf("at the limit: %s", r.Body)
 	}
 }
 

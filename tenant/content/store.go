@@ -187,10 +187,12 @@ func deleteValues(ctx context.Context, tx pgx.Tx, key, lang string) error {
 }
 
 // bulkSQL reads the values of keys (every key when NULL) in lang, falling
-// back to def, one row per key.
+// back to def, one row per key, in key order: the keys after $4 (from the
+// first when NULL), at most $5 of them (every one when NULL).
 const bulkSQL = `SELECT DISTINCT ON (key) key, value FROM content_values
-	WHERE lang IN ($2, $3) AND ($1::text[] IS NULL OR key = ANY ($1))
-	ORDER BY key, lang = $2 DESC`
+	WHERE lang IN ($2, $3) AND ($1::text[] IS NULL OR key = ANY ($1)) AND ($4::text IS NULL OR key > $4)
+	ORDER BY key, lang = $2 DESC
+	LIMIT $5`
 
 // BulkSQL is the query GET /content/bulk runs, for benchmarks comparing
 // it with a bare handler.
@@ -198,12 +200,28 @@ const BulkSQL = bulkSQL
 
 // readBulk reads the values of keys in lang, falling back to def, in one
 // round trip (the public surface's hot path, hence s.Read, not a Tx).
-func readBulk(ctx context.Context, s *tenant.Scope, keys []string, lang, def string) (Bulk, error) {
+// Without keys it reads the page of BulkPage keys after the key after.
+func readBulk(ctx context.Context, s *tenant.Scope, keys []string, lang, def, after string) (Bulk, error) {
 	b := Bulk{Data: make(map[string]string, len(keys)), Lang: lang, Missing: []string{}}
-	err := s.Read(ctx, bulkSQL, []any{keys, lang, def}, func(rows pgx.Rows) error {
-		var k, v string
+	var from *string // Read sends "" as NULL: say NULL outright
+	if after != "" {
+		from = &after
+	}
+	var limit *int
+	if keys == nil {
+		n := BulkPage + 1 // the extra row only tells that more exist
+		limit = &n
+	}
+	err := s.Read(ctx, bulkSQL, []any{keys, lang, def, from, limit}, func(rows pgx.Rows) error {
+		var k, v, last string
 		_, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error {
-			b.Data[k] = v
+			if len(b.Data) == BulkPage && keys == nil {
+				b.HasMore = true
+				c := httpapi.EncodeCursor(last)
+				b.NextCursor = &c
+				return nil
+			}
+			b.Data[k], last = v, k
 			return nil
 		})
 		return err

@@ -37,6 +37,31 @@ func count(t *testing.T, p *apitest.Project, where string, args ...any) int {
 	return n
 }
 
+// subscriber is the admin view of the genuine newsletter subscriber email.
+func subscriber(t *testing.T, env *apitest.Env, p *apitest.Project, email string) map[string]any {
+	t.Helper()
+	l := env.Do("GET", "/v1/form-submissions?type=newsletter&limit=100", p.Key, nil).Expect(t, 200).JSON(t)
+	for _, d := range l["data"].([]any) {
+		if m := d.(map[string]any); m["email"] == email && m["spam"] == false {
+			return m
+		}
+	}
+	t.Fatalf("no subscriber %s", email)
+	return nil
+}
+
+// checkAck asserts the public answer to a subscription: what was sent,
+// and nothing read from the stored row.
+func checkAck(t *testing.T, m map[string]any) {
+	t.Helper()
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	require.ElementsMatch(t, []string{"type", "email", "name", "source"}, keys, "a subscription's answer: %v", m)
+	require.Equal(t, "newsletter", m["type"])
+}
+
 func checkShape(t *testing.T, m map[string]any) {
 	t.Helper()
 	for _, f := range []string{"id", "type", "email", "name", "subject", "message", "fields", "source", "spam", "created_at"} {
@@ -62,14 +87,10 @@ func TestPublicSubmitNamesTheProjectBothWays(t *testing.T) {
 
 	// by header, no key
 	n := submit(env, p, newsletterPath, map[string]any{"email": "ann@example.com", "name": "Ann", "source": "footer"}).Expect(t, 201).JSON(t)
-	checkShape(t, n)
-	require.Equal(t, "newsletter", n["type"])
+	checkAck(t, n)
 	require.Equal(t, "ann@example.com", n["email"])
 	require.Equal(t, "Ann", n["name"])
 	require.Equal(t, "footer", n["source"])
-	require.Equal(t, false, n["spam"])
-	require.Nil(t, n["subject"])
-	require.Nil(t, n["message"])
 
 	// by query parameter, no key
 	c := env.Do("POST", contactPath+"?project_id="+url.QueryEscape(p.ID), "", map[string]any{
@@ -94,7 +115,14 @@ func TestPublicSubmitNamesTheProjectBothWays(t *testing.T) {
 	data := l["data"].([]any)
 	require.Len(t, data, 2)
 	require.Equal(t, c, data[0])
-	require.Equal(t, n, data[1])
+	sub := data[1].(map[string]any)
+	checkShape(t, sub)
+	for k, v := range n {
+		require.Equal(t, v, sub[k], k)
+	}
+	require.Equal(t, false, sub["spam"])
+	require.Nil(t, sub["subject"])
+	require.Nil(t, sub["message"])
 	require.Equal(t, false, l["has_more"])
 	require.Nil(t, l["next_cursor"])
 
@@ -245,11 +273,12 @@ func TestHoneypot(t *testing.T) {
 	require.Equal(t, false, h["spam"])
 
 	// a genuine subscriber, then a bot posting the same address: the bot's
-	// row is kept apart and the subscriber stays untouched
+	// row is kept apart and the subscriber stays untouched; the bot's
+	// answer looks like anyone's
 	g := submit(env, p, newsletterPath, map[string]any{"email": "ann@example.com", "name": "Ann"}).Expect(t, 201).JSON(t)
 	s := submit(env, p, newsletterPath, map[string]any{"email": "ANN@example.com", "name": "Bot", "source": "x", "website": "y"}).Expect(t, 201).JSON(t)
-	require.Equal(t, true, s["spam"])
-	require.NotEqual(t, g["id"], s["id"])
+	checkAck(t, g)
+	checkAck(t, s)
 	require.Equal(t, 1, count(t, p, "type = 'newsletter' AND NOT spam AND name = 'Ann' AND source IS NULL"))
 	require.Equal(t, 1, count(t, p, "type = 'newsletter' AND spam AND name = 'Bot'"))
 
@@ -266,14 +295,14 @@ func TestNewsletterSubscribingTwiceKeepsOneRow(t *testing.T) {
 	env := apitest.New(t)
 	p := env.NewProject("")
 
-	first := submit(env, p, newsletterPath, map[string]any{"email": "Ann@Example.com", "name": "Ann"}).Expect(t, 201).JSON(t)
+	submit(env, p, newsletterPath, map[string]any{"email": "Ann@Example.com", "name": "Ann"}).Expect(t, 201)
 	again := submit(env, p, newsletterPath, map[string]any{"email": "ann@example.com", "source": "popup"}).Expect(t, 201).JSON(t)
-	require.Equal(t, first["id"], again["id"])
-	require.Equal(t, first["created_at"], again["created_at"])
 	// the response echoes this request only, never a name stored before
+	checkAck(t, again)
 	require.Equal(t, "ann@example.com", again["email"])
 	require.Nil(t, again["name"])
 	require.Equal(t, "popup", again["source"])
+	first := subscriber(t, env, p, "Ann@Example.com")
 
 	require.Equal(t, 1, count(t, p, "type = 'newsletter'"))
 	// the stored row keeps its name and fills in the new source
@@ -305,9 +334,40 @@ func TestNewsletterSubscribingTwiceKeepsOneRow(t *testing.T) {
 
 	// after a delete, subscribing again makes a new row
 	env.Do("DELETE", fmt.Sprintf("/v1/form-submissions/%v", first["id"]), p.Key, nil).Expect(t, 204)
-	third := submit(env, p, newsletterPath, map[string]any{"email": "ann@example.com"}).Expect(t, 201).JSON(t)
-	require.NotEqual(t, first["id"], third["id"])
+	submit(env, p, newsletterPath, map[string]any{"email": "ann@example.com"}).Expect(t, 201)
+	require.NotEqual(t, first["id"], subscriber(t, env, p, "ann@example.com")["id"])
 	require.Equal(t, 1, count(t, p, "type = 'newsletter' AND lower(email) = 'ann@example.com'"))
+}
+
+// TestNewsletterAnswerTellsNoMembership: an anonymous caller subscribing
+// an address learns nothing of whether it was subscribed before. The same
+// request answers byte for byte the same in a project where the address
+// has long been a subscriber as in a project that never saw it; the
+// merge still happens behind it.
+func TestNewsletterAnswerTellsNoMembership(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	member, stranger := env.NewProject(""), env.NewProject("")
+	for i := range 3 {
+		submit(env, member, newsletterPath, map[string]any{"email": fmt.Sprintf("other%d@example.com", i)}).Expect(t, 201)
+	}
+	submit(env, member, newsletterPath, map[string]any{"email": "Ann@Example.com", "name": "Ann"}).Expect(t, 201)
+	before := subscriber(t, env, member, "Ann@Example.com")
+
+	probe := map[string]any{"email": "ann@example.com", "source": "probe"}
+	again := submit(env, member, newsletterPath, probe).Expect(t, 201)
+	fresh := submit(env, stranger, newsletterPath, probe).Expect(t, 201)
+	require.JSONEq(t, string(fresh.Body), string(again.Body), "a repeated subscription must answer as a first one")
+	checkAck(t, again.JSON(t))
+	require.Equal(t, fresh.Header.Get("Content-Type"), again.Header.Get("Content-Type"))
+
+	// behind the answer, the one row kept its id, date and name and took the new source
+	after := subscriber(t, env, member, "Ann@Example.com")
+	require.Equal(t, before["id"], after["id"])
+	require.Equal(t, before["created_at"], after["created_at"])
+	require.Equal(t, "Ann", after["name"])
+	require.Equal(t, "probe", after["source"])
+	require.Equal(t, 1, count(t, member, "type = 'newsletter' AND lower(email) = 'ann@example.com'"))
 }
 
 func TestAdminListAndDelete(t *testing.T) {
@@ -316,8 +376,9 @@ func TestAdminListAndDelete(t *testing.T) {
 	p := env.NewProject("")
 	var news, contacts []any
 	for i := 0; i < 5; i++ {
-		n := submit(env, p, newsletterPath, map[string]any{"email": fmt.Sprintf("n%d@example.com", i)}).Expect(t, 201).JSON(t)
-		news = append(news, n["id"])
+		email := fmt.Sprintf("n%d@example.com", i)
+		submit(env, p, newsletterPath, map[string]any{"email": email}).Expect(t, 201)
+		news = append(news, subscriber(t, env, p, email)["id"])
 		c := submit(env, p, contactPath, map[string]any{"name": "C", "email": fmt.Sprintf("c%d@example.com", i), "message": "m"}).Expect(t, 201).JSON(t)
 		contacts = append(contacts, c["id"])
 	}
@@ -379,8 +440,8 @@ func TestAdminScopes(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
 	p := env.NewProject("")
-	sub := submit(env, p, newsletterPath, map[string]any{"email": "ann@example.com"}).Expect(t, 201).JSON(t)
-	del := fmt.Sprintf("/v1/form-submissions/%v", sub["id"])
+	submit(env, p, newsletterPath, map[string]any{"email": "ann@example.com"}).Expect(t, 201)
+	del := fmt.Sprintf("/v1/form-submissions/%v", subscriber(t, env, p, "ann@example.com")["id"])
 	csvReq := func(key string) *apitest.Resp {
 		return env.Send(apitest.Request{Method: "GET", Path: "/v1/form-submissions", Key: key, Header: map[string]string{"Accept": "text/csv"}})
 	}
@@ -440,8 +501,8 @@ func TestNewsletterCSVExport(t *testing.T) {
 	}
 	var created []string
 	for _, s := range subs {
-		r := submit(env, p, newsletterPath, s).Expect(t, 201).JSON(t)
-		created = append(created, r["created_at"].(string))
+		submit(env, p, newsletterPath, s).Expect(t, 201)
+		created = append(created, subscriber(t, env, p, s["email"].(string))["created_at"].(string))
 	}
 	// neither contact messages nor spam are subscribers
 	submit(env, p, contactPath, map[string]any{"name": "C", "email": "contact@example.com", "message": "m"}).Expect(t, 201)

@@ -48,6 +48,21 @@ type Submission struct {
 	CreatedAt time.Time       `json:"created_at"`
 }
 
+// Subscription is the public answer to a newsletter subscription: what the
+// request sent, with no id or date and no spam flag, so that a first
+// subscription, a repeated one and a filled honeypot answer the same.
+type Subscription struct {
+	Type   string  `json:"type"`
+	Email  string  `json:"email"`
+	Name   *string `json:"name"`
+	Source *string `json:"source"`
+}
+
+// toSubscription is the answer to the validated subscription r.
+func toSubscription(r row) Subscription {
+	return Subscription{Type: TypeNewsletter, Email: r.Email, Name: r.Name, Source: r.Source}
+}
+
 // toSubmission is the resource of a stored row.
 func toSubmission(r row) Submission {
 	fields := json.RawMessage(r.Fields)

@@ -56,17 +56,16 @@ func submit(r *http.Request, s *tenant.Scope, in formRequest) (sent, saved row, 
 	return sent, saved, err
 }
 
+// subscribe answers every subscription alike, first, repeated or spam:
+// the Subscription this request sent. Anything read from the stored row
+// (its id, its date, a name an earlier request gave) would tell an
+// anonymous caller whether the address was already subscribed.
 func subscribe(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	sub, saved, err := submit(r, s, &newsletterRequest{})
+	sent, _, err := submit(r, s, &newsletterRequest{})
 	if err != nil {
 		return err
 	}
-	out := toSubmission(saved)
-	// A repeated subscription answers with the existing row's id and date,
-	// but echoes only what this request sent: an anonymous caller must not
-	// read back a name or source stored by an earlier subscription.
-	out.Email, out.Name, out.Source = sub.Email, sub.Name, sub.Source
-	return httpapi.JSON(w, http.StatusCreated, out)
+	return httpapi.JSON(w, http.StatusCreated, toSubscription(sent))
 }
 
 func contact(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {

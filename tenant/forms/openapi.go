@@ -23,17 +23,24 @@ func OpenAPI(d *openapi.Doc) {
 		"fields": openapi.Nullable(openapi.MapOf(value)), "source": openapi.Nullable(openapi.Str()), "spam": openapi.M{"type": "boolean"},
 		"created_at": openapi.Timestamp(),
 	}, "id", "type", "email", "name", "subject", "message", "fields", "source", "spam", "created_at")))
+	subscription := openapi.JSON(d.Schema("NewsletterSubscription", openapi.With(openapi.Obj(openapi.M{
+		"type": openapi.M{"type": "string", "enum": []any{TypeNewsletter}}, "email": openapi.Str(),
+		"name": openapi.Nullable(openapi.Str()), "source": openapi.Nullable(openapi.Str()),
+	}, "type", "email", "name", "source"), openapi.M{"description": "The subscription as the request sent it (email, name and source trimmed). " +
+		"It carries nothing of the stored row, so a first subscription, a repeated one and a spam one answer alike."})))
 	cors := openapi.M{"Access-Control-Allow-Origin": openapi.M{"required": true, "schema": openapi.M{"type": "string", "enum": []any{"*"}}},
 		"Access-Control-Expose-Headers": openapi.M{"schema": openapi.Str()}}
 	d.Add("POST", "/v1/public/forms/newsletter", openapi.Op{ID: "subscribeNewsletter", Summary: "Subscribe to the newsletter", Tag: "forms", Auth: openapi.Public,
-		Desc:       "No key, no credits. Subscribing twice keeps one row. A non-empty hidden `website` field marks spam (still 201).",
+		Desc: "No key, no credits. Subscribing twice keeps one row: a repeated subscription fills in a name or source the row lacks, " +
+			"and answers exactly as a first one, so the answer never tells whether an address was subscribed. " +
+			"A non-empty hidden `website` field marks spam (still 201, the same answer).",
 		Idempotent: true,
 		Body: openapi.JSON(d.Schema("SubscribeNewsletterRequest", openapi.Obj(openapi.M{
 			"email": openapi.M{"type": "string", "minLength": 1, "maxLength": httpapi.MaxEmail}, "name": openapi.M{"type": "string", "maxLength": MaxName},
 			"source": openapi.M{"type": "string", "maxLength": MaxSource}, "website": openapi.Str(),
 		}, "email"))),
 		Errs: []int{422},
-		OK:   []openapi.Resp{{Status: 201, Desc: "The submission.", Content: submission, Headers: cors}}})
+		OK:   []openapi.Resp{{Status: 201, Desc: "The subscription, acknowledged.", Content: subscription, Headers: cors}}})
 	d.Add("POST", "/v1/public/forms/contact", openapi.Op{ID: "submitContact", Summary: "Submit the contact form", Tag: "forms", Auth: openapi.Public,
 		Desc:       "No key, no credits. A non-empty hidden `website` field marks spam (still 201).",
 		Idempotent: true,
