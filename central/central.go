@@ -325,14 +325,15 @@ func (c *Central) ScopeFor(ctx context.Context, projectID string) (*tenant.Scope
 	return tenant.NewScope(pool, p, nil)
 }
 
-// ProjectUpdate holds the fields a PATCH may change (nil: unchanged).
+// ProjectUpdate holds the fields of a project to change (nil: unchanged).
+// Plan is the operator's: PATCH /projects/me never sets it.
 type ProjectUpdate struct {
-	Name            *string   `json:"name"`
-	Industry        *string   `json:"industry"`
-	DefaultLanguage *string   `json:"default_language"`
-	TargetLanguages *[]string `json:"target_languages"`
-	Timezone        *string   `json:"timezone"`
-	Plan            *string   `json:"plan"`
+	Name            *string
+	Industry        *string
+	DefaultLanguage *string
+	TargetLanguages *[]string
+	Timezone        *string
+	Plan            *string
 }
 
 // UpdateProject applies u and tells every instance to drop cached copies.

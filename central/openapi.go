@@ -121,12 +121,14 @@ func OpenAPI(d *openapi.Doc) {
 	// The key's project.
 	d.Add("GET", "/v1/projects/me", openapi.Op{ID: "getProject", Summary: "The key's project", Tag: "project", Scope: "project:read",
 		OK: []openapi.Resp{{Status: 200, Desc: "The project.", Content: project}}})
-	d.Add("PATCH", "/v1/projects/me", openapi.Op{ID: "updateProject", Summary: "Update the project", Tag: "project", Scope: "project:write (plan: project:admin)",
+	d.Add("PATCH", "/v1/projects/me", openapi.Op{ID: "updateProject", Summary: "Update the project", Tag: "project", Scope: "project:write",
+		Desc: "The plan and the limits are the platform operator's: a body with plan, plan_credits, topup_credits, rate_rpm or rate_burst " +
+			"answers 403 forbidden, whatever the key's scopes.",
 		Idempotent: true,
 		Body: openapi.JSON(d.Schema("UpdateProjectRequest", openapi.Obj(openapi.M{
 			"name": openapi.M{"type": "string", "minLength": 1, "maxLength": 255}, "industry": openapi.M{"type": "string", "maxLength": 100},
 			"default_language": openapi.Str(), "target_languages": openapi.M{"type": "array", "maxItems": 50, "items": openapi.Str()},
-			"timezone": openapi.Str(), "plan": plan,
+			"timezone": openapi.Str(),
 		}))),
 		OK:   []openapi.Resp{{Status: 200, Desc: "The updated project.", Content: project}},
 		Errs: []int{422}})
