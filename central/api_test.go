@@ -106,6 +106,46 @@ func TestPlanIsTheOperators(t *testing.T) {
 	}
 }
 
+// TestTestKeysMintTestKeys: a test key, even "*", cannot mint a live key
+// (it did, with test false); it mints test keys, and a live key mints
+// either.
+func TestTestKeysMintTestKeys(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	testKey := p.NewKey(true, "*")
+	m := env.Do("POST", "/v1/projects/me/api-keys", testKey, map[string]any{"name": "live", "scopes": []string{"*"}, "test": false}).Problem(t, 403, "forbidden")
+	if !strings.Contains(fmt.Sprint(m["detail"]), "test key") {
+		t.Fatalf("the detail must say why: %v", m)
+	}
+	for _, body := range []map[string]any{
+		{"name": "implied", "scopes": []string{"content:read"}},
+		{"name": "explicit", "scopes": []string{"content:read"}, "test": true},
+	} {
+		k := env.Do("POST", "/v1/projects/me/api-keys", testKey, body).Expect(t, 201).JSON(t)
+		if !strings.HasPrefix(fmt.Sprint(k["secret"]), "pln_test_") || k["prefix"] != "pln_test_" {
+			t.Fatalf("%v: minted %v", body, k)
+		}
+	}
+	k := env.Do("POST", "/v1/projects/me/api-keys", p.Key, map[string]any{"name": "from live", "scopes": []string{"content:read"}, "test": true}).Expect(t, 201).JSON(t)
+	if k["prefix"] != "pln_test_" {
+		t.Fatalf("a live key's test key: %v", k)
+	}
+	keys, err := env.Server.Central.ListKeys(context.Background(), p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live int
+	for _, k := range keys {
+		if k.Prefix == "pln_live_" {
+			live++
+		}
+	}
+	if live != 1 {
+		t.Fatalf("%d live keys, want only the project's first: %+v", live, keys)
+	}
+}
+
 func TestUnauthorized(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)

@@ -135,7 +135,8 @@ func OpenAPI(d *openapi.Doc) {
 	d.Add("GET", "/v1/projects/me/api-keys", openapi.Op{ID: "listKeys", Summary: "Keys of the project", Tag: "project", Scope: "project:admin",
 		OK: []openapi.Resp{{Status: 200, Desc: "Masked keys, never secret.", Content: openapi.JSON(d.List("APIKey"))}}})
 	d.Add("POST", "/v1/projects/me/api-keys", openapi.Op{ID: "createKey", Summary: "Mint a key", Tag: "project", Scope: "project:admin",
-		Desc:       "The new key's scopes must be a subset of the caller's (else 403); unknown scopes 422. The secret is shown once and never replayed.",
+		Desc: "The new key's scopes must be a subset of the caller's (else 403); unknown scopes 422. test defaults to the caller's kind; " +
+			"a test key mints only test keys (test false: 403). The secret is shown once and never replayed.",
 		Idempotent: true,
 		Body:       openapi.JSON(d.Schema("CreateKeyRequest", keyBody("name", "scopes"))),
 		OK: []openapi.Resp{{Status: 201, Desc: "The key with its secret (a replay of an Idempotency-Key answers without it).",

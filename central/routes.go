@@ -113,6 +113,11 @@ func (c *Central) createKey(w http.ResponseWriter, r *http.Request, s *tenant.Sc
 	if req.Test != nil {
 		test = *req.Test
 	}
+	// A test key is for development: it must not be a way to a live key,
+	// which bills and reaches production data.
+	if s.Key.Test && !test {
+		return httpapi.Fail(httpapi.ErrForbidden, "a test key mints only test keys; a live key is minted with a live key or from the dashboard")
+	}
 	k, err := c.MintKey(r.Context(), s.Project.ID, req.Name, req.Scopes, s.Key.Scopes, test)
 	if err != nil {
 		return err
