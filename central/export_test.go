@@ -9,3 +9,7 @@ var (
 
 // Resolves is how many keys c has resolved.
 func (c *Central) Resolves() int64 { return c.resolves.Load() }
+
+// SetBeforeCacheFill makes f run between each key or project lookup and
+// its cache fill (nil: nothing), for a test that calls c on one goroutine.
+func (c *Central) SetBeforeCacheFill(f func()) { c.keys.beforeFill = f }
