@@ -7,6 +7,9 @@ var (
 	ScanProject = scanProject
 )
 
+// PrivateCluster is the cluster OpenDatabase runs without DATABASE_URL.
+var PrivateCluster = privateCluster
+
 // Resolves is how many keys c has resolved.
 func (c *Central) Resolves() int64 { return c.resolves.Load() }
 
