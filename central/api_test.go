@@ -71,6 +71,81 @@ func TestProjectsMeAndKeys(t *testing.T) {
 	env.Do("DELETE", "/v1/api-keys/"+k["id"].(string), p.Key, nil).Problem(t, 404, "not_found")
 }
 
+// TestPlanIsTheOperators: no project key, not even "*", changes the plan
+// or a limit (a free project's "*" key asked for scale and got 50,000
+// credits); the other fields still change.
+func TestPlanIsTheOperators(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("free")
+	for _, body := range []map[string]any{
+		{"plan": "scale"},
+		{"plan": "free"},
+		{"name": "Renamed", "plan": "enterprise"},
+		{"plan_credits": 50000},
+		{"topup_credits": 1000},
+		{"rate_rpm": 100000, "rate_burst": 100000},
+	} {
+		m := env.Do("PATCH", "/v1/projects/me", p.Key, body).Problem(t, 403, "forbidden")
+		if !strings.Contains(fmt.Sprint(m["detail"]), "operator") {
+			t.Fatalf("%v: the detail must say who changes it: %v", body, m)
+		}
+	}
+	var usage struct {
+		Plan        string `json:"plan"`
+		PlanCredits int64  `json:"plan_credits"`
+	}
+	env.Do("GET", "/v1/projects/me/usage?period=current", p.Key, nil).Expect(t, 200).Decode(t, &usage)
+	me := env.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200).JSON(t)
+	if usage.Plan != "free" || usage.PlanCredits != 100 || me["plan"] != "free" || me["name"] != p.Name {
+		t.Fatalf("a refused PATCH changed the project: %+v %v", usage, me)
+	}
+	got := env.Do("PATCH", "/v1/projects/me", p.Key, map[string]any{"industry": "bakery"}).Expect(t, 200).JSON(t)
+	if got["industry"] != "bakery" || got["plan"] != "free" {
+		t.Fatalf("patch of the key's fields: %v", got)
+	}
+}
+
+// TestTestKeysMintTestKeys: a test key, even "*", cannot mint a live key
+// (it did, with test false); it mints test keys, and a live key mints
+// either.
+func TestTestKeysMintTestKeys(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	testKey := p.NewKey(true, "*")
+	m := env.Do("POST", "/v1/projects/me/api-keys", testKey, map[string]any{"name": "live", "scopes": []string{"*"}, "test": false}).Problem(t, 403, "forbidden")
+	if !strings.Contains(fmt.Sprint(m["detail"]), "test key") {
+		t.Fatalf("the detail must say why: %v", m)
+	}
+	for _, body := range []map[string]any{
+		{"name": "implied", "scopes": []string{"content:read"}},
+		{"name": "explicit", "scopes": []string{"content:read"}, "test": true},
+	} {
+		k := env.Do("POST", "/v1/projects/me/api-keys", testKey, body).Expect(t, 201).JSON(t)
+		if !strings.HasPrefix(fmt.Sprint(k["secret"]), "pln_test_") || k["prefix"] != "pln_test_" {
+			t.Fatalf("%v: minted %v", body, k)
+		}
+	}
+	k := env.Do("POST", "/v1/projects/me/api-keys", p.Key, map[string]any{"name": "from live", "scopes": []string{"content:read"}, "test": true}).Expect(t, 201).JSON(t)
+	if k["prefix"] != "pln_test_" {
+		t.Fatalf("a live key's test key: %v", k)
+	}
+	keys, err := env.Server.Central.ListKeys(context.Background(), p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live int
+	for _, k := range keys {
+		if k.Prefix == "pln_live_" {
+			live++
+		}
+	}
+	if live != 1 {
+		t.Fatalf("%d live keys, want only the project's first: %+v", live, keys)
+	}
+}
+
 func TestUnauthorized(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)

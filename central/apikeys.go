@@ -190,6 +190,7 @@ func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error
 		c.touch(e.scope.Key.ID)
 		return e.scope, nil
 	}
+	gen := c.keys.generation()
 	var k tenant.Key
 	var revoked *time.Time
 	p, err := scanProject(c.pool.QueryRow(ctx, resolveSQL, hash), &k.ID, &k.Scopes, &k.Test, &revoked)
@@ -213,7 +214,7 @@ func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error
 	if err != nil {
 		return nil, err
 	}
-	c.keys.put(hk, s)
+	c.keys.put(hk, s, gen)
 	c.touch(k.ID)
 	return s, nil
 }

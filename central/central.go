@@ -313,11 +313,12 @@ func (c *Central) ScopeFor(ctx context.Context, projectID string) (*tenant.Scope
 	if e, ok := c.keys.project(projectID); ok {
 		return tenant.NewScope(c.pool, e, nil)
 	}
+	gen := c.keys.generation()
 	p, err := c.Project(ctx, projectID)
 	if err != nil {
 		return nil, err
 	}
-	c.keys.putProject(p)
+	c.keys.putProject(p, gen)
 	pool, err := c.ShardPool(p.Shard)
 	if err != nil {
 		return nil, err
@@ -325,14 +326,15 @@ func (c *Central) ScopeFor(ctx context.Context, projectID string) (*tenant.Scope
 	return tenant.NewScope(pool, p, nil)
 }
 
-// ProjectUpdate holds the fields a PATCH may change (nil: unchanged).
+// ProjectUpdate holds the fields of a project to change (nil: unchanged).
+// Plan is the operator's: PATCH /projects/me never sets it.
 type ProjectUpdate struct {
-	Name            *string   `json:"name"`
-	Industry        *string   `json:"industry"`
-	DefaultLanguage *string   `json:"default_language"`
-	TargetLanguages *[]string `json:"target_languages"`
-	Timezone        *string   `json:"timezone"`
-	Plan            *string   `json:"plan"`
+	Name            *string
+	Industry        *string
+	DefaultLanguage *string
+	TargetLanguages *[]string
+	Timezone        *string
+	Plan            *string
 }
 
 // UpdateProject applies u and tells every instance to drop cached copies.
@@ -441,11 +443,19 @@ type projectEntry struct {
 
 // keyCache holds resolved keys (by hash) and projects (by id) for at most ttl.
 type keyCache struct {
-	ttl      time.Duration
-	mu       sync.RWMutex
+	ttl time.Duration
+	mu  sync.RWMutex
+	// gen counts invalidations (changed under mu). A fill carries the
+	// generation read before its database lookup and is dropped if an
+	// invalidation came in between: what it read may be the key before
+	// its revocation, and the notification that would have removed it
+	// is already spent, so a revoked key would work until the TTL.
+	gen      atomic.Uint64
 	byHash   map[string]*keyEntry
 	projects map[string]projectEntry
 	touched  map[string]time.Time // key id → last last_used_at write
+	// beforeFill, set only by tests, runs between a lookup and its fill.
+	beforeFill func()
 }
 
 func newKeyCache(ttl time.Duration) *keyCache {
@@ -462,17 +472,27 @@ func (k *keyCache) get(hash string) (*keyEntry, bool) {
 	return e, true
 }
 
-func (k *keyCache) put(hash string, s *tenant.Scope) {
+// generation is read before a lookup whose result is to be put.
+func (k *keyCache) generation() uint64 { return k.gen.Load() }
+
+// put caches a key's scope, looked up at generation gen.
+func (k *keyCache) put(hash string, s *tenant.Scope, gen uint64) {
 	if k.ttl <= 0 {
 		return
 	}
+	if k.beforeFill != nil {
+		k.beforeFill()
+	}
 	e := &keyEntry{scope: s, expires: time.Now().Add(k.ttl)}
 	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.gen.Load() != gen {
+		return
+	}
 	if len(k.byHash) > 100_000 {
 		k.byHash = map[string]*keyEntry{}
 	}
 	k.byHash[hash] = e
-	k.mu.Unlock()
 }
 
 func (k *keyCache) project(pid string) (*tenant.Project, bool) {
@@ -485,13 +505,20 @@ func (k *keyCache) project(pid string) (*tenant.Project, bool) {
 	return e.p, true
 }
 
-func (k *keyCache) putProject(p *tenant.Project) {
+// putProject caches a project, looked up at generation gen.
+func (k *keyCache) putProject(p *tenant.Project, gen uint64) {
+	if k.beforeFill != nil {
+		k.beforeFill()
+	}
 	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.gen.Load() != gen {
+		return
+	}
 	if len(k.projects) > 100_000 {
 		k.projects = map[string]projectEntry{}
 	}
 	k.projects[p.ID] = projectEntry{p: p, expires: time.Now().Add(k.ttl)}
-	k.mu.Unlock()
 }
 
 // invalidate drops "key:<id>" or every entry of "project:<id>".
@@ -499,6 +526,7 @@ func (k *keyCache) invalidate(payload string) {
 	kind, ident, _ := strings.Cut(payload, ":")
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.gen.Add(1)
 	switch kind {
 	case "key":
 		for h, e := range k.byHash {

@@ -7,5 +7,12 @@ var (
 	ScanProject = scanProject
 )
 
+// PrivateCluster is the cluster OpenDatabase runs without DATABASE_URL.
+var PrivateCluster = privateCluster
+
 // Resolves is how many keys c has resolved.
 func (c *Central) Resolves() int64 { return c.resolves.Load() }
+
+// SetBeforeCacheFill makes f run between each key or project lookup and
+// its cache fill (nil: nothing), for a test that calls c on one goroutine.
+func (c *Central) SetBeforeCacheFill(f func()) { c.keys.beforeFill = f }

@@ -121,19 +121,22 @@ func OpenAPI(d *openapi.Doc) {
 	// The key's project.
 	d.Add("GET", "/v1/projects/me", openapi.Op{ID: "getProject", Summary: "The key's project", Tag: "project", Scope: "project:read",
 		OK: []openapi.Resp{{Status: 200, Desc: "The project.", Content: project}}})
-	d.Add("PATCH", "/v1/projects/me", openapi.Op{ID: "updateProject", Summary: "Update the project", Tag: "project", Scope: "project:write (plan: project:admin)",
+	d.Add("PATCH", "/v1/projects/me", openapi.Op{ID: "updateProject", Summary: "Update the project", Tag: "project", Scope: "project:write",
+		Desc: "The plan and the limits are the platform operator's: a body with plan, plan_credits, topup_credits, rate_rpm or rate_burst " +
+			"answers 403 forbidden, whatever the key's scopes.",
 		Idempotent: true,
 		Body: openapi.JSON(d.Schema("UpdateProjectRequest", openapi.Obj(openapi.M{
 			"name": openapi.M{"type": "string", "minLength": 1, "maxLength": 255}, "industry": openapi.M{"type": "string", "maxLength": 100},
 			"default_language": openapi.Str(), "target_languages": openapi.M{"type": "array", "maxItems": 50, "items": openapi.Str()},
-			"timezone": openapi.Str(), "plan": plan,
+			"timezone": openapi.Str(),
 		}))),
 		OK:   []openapi.Resp{{Status: 200, Desc: "The updated project.", Content: project}},
 		Errs: []int{422}})
 	d.Add("GET", "/v1/projects/me/api-keys", openapi.Op{ID: "listKeys", Summary: "Keys of the project", Tag: "project", Scope: "project:admin",
 		OK: []openapi.Resp{{Status: 200, Desc: "Masked keys, never secret.", Content: openapi.JSON(d.List("APIKey"))}}})
 	d.Add("POST", "/v1/projects/me/api-keys", openapi.Op{ID: "createKey", Summary: "Mint a key", Tag: "project", Scope: "project:admin",
-		Desc:       "The new key's scopes must be a subset of the caller's (else 403); unknown scopes 422. The secret is shown once and never replayed.",
+		Desc: "The new key's scopes must be a subset of the caller's (else 403); unknown scopes 422. test defaults to the caller's kind; " +
+			"a test key mints only test keys (test false: 403). The secret is shown once and never replayed.",
 		Idempotent: true,
 		Body:       openapi.JSON(d.Schema("CreateKeyRequest", keyBody("name", "scopes"))),
 		OK: []openapi.Resp{{Status: 201, Desc: "The key with its secret (a replay of an Idempotency-Key answers without it).",

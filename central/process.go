@@ -64,18 +64,9 @@ func OpenDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger) (
 	db := &Database{}
 	url := cfg.DatabaseURL
 	if url == "" {
-		c, err := pgcluster.New(privateDir)
+		c, err := privateCluster(privateDir)
 		if err != nil {
 			return nil, err
-		}
-		// A fixed port lets psql find the cluster; another process on it
-		// (a second checkout, say) makes this one pick a free port.
-		c.Port = privatePort
-		c.Durable = true // it holds the operator's data
-		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.Port)); err != nil {
-			c.Port = 0
-		} else {
-			l.Close()
 		}
 		if db.started, err = c.Start(ctx); err != nil {
 			return nil, fmt.Errorf("private PostgreSQL cluster: %w", err)
@@ -112,6 +103,25 @@ func OpenDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger) (
 		return nil, err
 	}
 	return db, nil
+}
+
+// privateCluster is the cluster OpenDatabase runs in dir when no
+// DATABASE_URL is set: durable, since it holds the operator's data.
+func privateCluster(dir string) (*pgcluster.Cluster, error) {
+	c, err := pgcluster.New(dir)
+	if err != nil {
+		return nil, err
+	}
+	c.Durable = true
+	// A fixed port lets psql find the cluster; another process on it
+	// (a second checkout, say) makes this one pick a free port.
+	c.Port = privatePort
+	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.Port)); err != nil {
+		c.Port = 0
+	} else {
+		l.Close()
+	}
+	return c, nil
 }
 
 // Private reports whether the database is the private cluster.

@@ -48,17 +48,41 @@ func (c *Central) getMe(w http.ResponseWriter, r *http.Request, s *tenant.Scope)
 	return httpapi.JSON(w, 200, ToProjectJSON(s.Project))
 }
 
+// updateProjectRequest is the body of PATCH /projects/me: the fields a key
+// may change, and the operator's (the plan and the limits, which set what
+// the project is allowed and billed), named so that a body with one is
+// refused for what it is rather than as an unknown field.
+type updateProjectRequest struct {
+	Name            *string   `json:"name"`
+	Industry        *string   `json:"industry"`
+	DefaultLanguage *string   `json:"default_language"`
+	TargetLanguages *[]string `json:"target_languages"`
+	Timezone        *string   `json:"timezone"`
+
+	Plan         any `json:"plan"`
+	PlanCredits  any `json:"plan_credits"`
+	TopupCredits any `json:"topup_credits"`
+	RateRPM      any `json:"rate_rpm"`
+	RateBurst    any `json:"rate_burst"`
+}
+
 func (c *Central) patchMe(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	var u ProjectUpdate
-	if err := httpapi.Decode(r, &u); err != nil {
+	var req updateProjectRequest
+	if err := httpapi.Decode(r, &req); err != nil {
 		return err
 	}
-	if u.Plan != nil {
-		if err := s.Require("project:admin"); err != nil {
-			return err
+	// Whatever its scopes, a project key never changes what the project
+	// is allowed: a "*" key could otherwise move a free project to scale.
+	for _, f := range []struct {
+		name  string
+		value any
+	}{{"plan", req.Plan}, {"plan_credits", req.PlanCredits}, {"topup_credits", req.TopupCredits}, {"rate_rpm", req.RateRPM}, {"rate_burst", req.RateBurst}} {
+		if f.value != nil {
+			return httpapi.Fail(httpapi.ErrForbidden, "the "+f.name+" of a project is changed by the platform operator, not with an API key")
 		}
 	}
-	p, err := c.UpdateProject(r.Context(), s.Project.ID, u)
+	p, err := c.UpdateProject(r.Context(), s.Project.ID, ProjectUpdate{Name: req.Name, Industry: req.Industry,
+		DefaultLanguage: req.DefaultLanguage, TargetLanguages: req.TargetLanguages, Timezone: req.Timezone})
 	if err != nil {
 		return err
 	}
@@ -88,6 +112,11 @@ func (c *Central) createKey(w http.ResponseWriter, r *http.Request, s *tenant.Sc
 	test := s.Key.Test
 	if req.Test != nil {
 		test = *req.Test
+	}
+	// A test key is for development: it must not be a way to a live key,
+	// which bills and reaches production data.
+	if s.Key.Test && !test {
+		return httpapi.Fail(httpapi.ErrForbidden, "a test key mints only test keys; a live key is minted with a live key or from the dashboard")
 	}
 	k, err := c.MintKey(r.Context(), s.Project.ID, req.Name, req.Scopes, s.Key.Scopes, test)
 	if err != nil {

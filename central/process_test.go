@@ -1,0 +1,24 @@
+package central_test
+
+import (
+	"testing"
+
+	"github.com/plinth-dev/plinth/central"
+	"github.com/plinth-dev/plinth/internal/pgtest"
+)
+
+// TestPrivateClusterIsDurable: the cluster `plinth serve` runs without
+// DATABASE_URL keeps PostgreSQL's crash safety, for it holds the
+// operator's data (internal/pgcluster's TestDurable shows what Durable
+// turns on).
+func TestPrivateClusterIsDurable(t *testing.T) {
+	t.Parallel()
+	dir := pgtest.TempDir(t)
+	c, err := central.PrivateCluster(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Durable || c.Dir != dir {
+		t.Fatalf("private cluster: Durable %t in %s, want durable in %s", c.Durable, c.Dir, dir)
+	}
+}
