@@ -34,8 +34,11 @@ func ParsePage(r *http.Request) (Page, error) {
 		p.Limit = n
 	}
 	if s := q.Get("cursor"); s != "" {
+		// Every cursor this API issues is the base64 of UTF-8 text without
+		// NUL (an id, a time and an id): anything else would reach the
+		// list's query as text PostgreSQL refuses.
 		b, err := base64.RawURLEncoding.DecodeString(s)
-		if err != nil || len(b) == 0 {
+		if err != nil || len(b) == 0 || !ValidText(string(b)) {
 			return p, BadCursor()
 		}
 		p.Cursor = string(b)
