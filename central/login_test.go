@@ -75,11 +75,16 @@ func TestLoginMatrix(t *testing.T) {
 	if got := strings.TrimSpace(string(r.Body)); got != want {
 		t.Fatalf("tenants-for-email:\n got %s\nwant %s", got, want)
 	}
-	for _, q := range []string{"?email=nobody@example.com", "?email=", "", "?email=%FF%FE", "?email=multi%00@example.com"} {
+	for _, q := range []string{"?email=nobody@example.com", "?email=", ""} {
 		r := env.Do("GET", "/central/api/tenants-for-email"+q, "", nil).Expect(t, 200)
 		if got := strings.TrimSpace(string(r.Body)); got != `{"tenants":[]}` {
 			t.Fatalf("tenants-for-email%s: %s", q, got)
 		}
+	}
+	// an email that is not text is a malformed request, refused before the
+	// lookup (it tells nothing of the accounts)
+	for _, q := range []string{"?email=%FF%FE", "?email=multi%00@example.com"} {
+		env.Do("GET", "/central/api/tenants-for-email"+q, "", nil).Problem(t, 400, "bad_request")
 	}
 
 	// tenant_id omitted: the workspace whose password verifies
@@ -141,7 +146,6 @@ func TestLoginMatrix(t *testing.T) {
 		"empty password":          {"email": "multi@example.com", "password": ""},
 		"not an email":            {"email": "multi", "password": "password-bravo"},
 		"other workspace's owner": {"email": "owner@alpha.test", "password": "owner-password", "tenant_id": bravo.ID},
-		"NUL in the email":        {"email": "multi\x00@example.com", "password": "password-bravo"},
 		"overlong email":          {"email": strings.Repeat("m", 5000) + "@example.com", "password": "password-bravo"},
 	} {
 		if got := failed(name, body); fmt.Sprint(got) != fmt.Sprint(ref) {
@@ -151,6 +155,7 @@ func TestLoginMatrix(t *testing.T) {
 
 	// malformed requests are not credential failures
 	login(env, map[string]any{"email": "multi@example.com"}).Problem(t, 400, "bad_request")
+	login(env, map[string]any{"email": "multi\x00@example.com", "password": "password-bravo"}).Problem(t, 400, "bad_request")
 	p := login(env, map[string]any{"email": "multi@example.com", "password": "x", "tenant_id": "one"}).Problem(t, 422, "validation_failed")
 	if _, ok := p["errors"].(map[string]any)["tenant_id"]; !ok {
 		t.Fatalf("wrong-typed tenant_id: %v", p)

@@ -391,7 +391,7 @@ func (e *Env) checkContract(req *http.Request, reqBody []byte, res *http.Respons
 	if routed && e.testRoutes[req.Method+" "+rctx.RoutePattern()] {
 		return
 	}
-	path := req.URL.Path
+	path := req.URL.EscapedPath() // a decoded NUL would not parse again
 	if req.URL.RawQuery != "" {
 		path += "?" + req.URL.RawQuery
 	}

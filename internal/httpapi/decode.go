@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxJSONBody bounds a JSON request body (413 above it).
@@ -59,6 +60,9 @@ func DecodeBytes(body []byte, dst any) error {
 	if present == nil {
 		return BadRequest("the body must be a JSON object")
 	}
+	if err := checkText(body); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -81,6 +85,116 @@ func DecodeBytes(body []byte, dst any) error {
 		return BadRequest("the body has data after the JSON object")
 	}
 	return checkRequired(reflect.ValueOf(dst), present)
+}
+
+// checkText refuses a body with a string (a value or a key, at any depth)
+// that holds a NUL character or is not valid UTF-8. PostgreSQL stores
+// neither in text or jsonb, and encoding/json lets both through: NUL as
+// is, invalid bytes verbatim in json.RawMessage fields (U+FFFD elsewhere).
+// The body is valid JSON here; the scan naming the field runs only when
+// the quick test finds a suspect.
+func checkText(body []byte) error {
+	if utf8.Valid(body) && !bytes.Contains(body, []byte(`\u0000`)) {
+		return nil
+	}
+	if field, what := badString(body); field != "" {
+		return BadRequest(fmt.Sprintf("the field %q %s", field, what))
+	}
+	return nil // `\\u0000` is a backslash and "u0000", not a NUL
+}
+
+// badString finds the first string of the valid JSON document b that
+// holds a NUL or invalid UTF-8, and returns its field (items[0].name; a
+// key is named by itself) and what is wrong with it.
+func badString(b []byte) (field, what string) {
+	var stack []jsonFrame
+	expectKey := false
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '{':
+			stack = append(stack, jsonFrame{})
+			expectKey = true
+		case '[':
+			stack = append(stack, jsonFrame{array: true})
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+			expectKey = false // {} ends without a key
+		case ',':
+			if top := &stack[len(stack)-1]; top.array {
+				top.index++
+			} else {
+				expectKey = true
+			}
+		case '"':
+			end := i + 1
+			for b[end] != '"' {
+				if b[end] == '\\' {
+					end++
+				}
+				end++
+			}
+			raw := b[i+1 : end]
+			switch {
+			case !utf8.Valid(raw):
+				what = "is not valid UTF-8"
+			case hasNULEscape(raw):
+				what = "contains a NUL character"
+			}
+			if expectKey {
+				var key string
+				_ = json.Unmarshal(b[i:end+1], &key)
+				stack[len(stack)-1].key = key
+				expectKey = false
+			}
+			if what != "" {
+				return fieldPath(stack), what
+			}
+			i = end
+		}
+	}
+	return "", ""
+}
+
+// jsonFrame is an object or an array badString is in: the key or the
+// index it is at.
+type jsonFrame struct {
+	array bool
+	index int
+	key   string
+}
+
+// fieldPath names the place of the innermost frame: a.b[2].c.
+func fieldPath(stack []jsonFrame) string {
+	var sb strings.Builder
+	for _, f := range stack {
+		if f.array {
+			fmt.Fprintf(&sb, "[%d]", f.index)
+			continue
+		}
+		if sb.Len() > 0 {
+			sb.WriteByte('.')
+		}
+		sb.WriteString(f.key)
+	}
+	if sb.Len() == 0 {
+		return "body"
+	}
+	return sb.String()
+}
+
+// hasNULEscape reports whether the raw text of a JSON string holds the
+// escape \u0000 (a backslash escape is skipped whole, so \\u0000 is not).
+func hasNULEscape(raw []byte) bool {
+	for j := 0; j < len(raw); j++ {
+		if raw[j] != '\\' {
+			continue
+		}
+		if j+5 < len(raw) && string(raw[j+1:j+6]) == "u0000" {
+			return true
+		}
+		j++
+	}
+	return false
 }
 
 func checkRequired(v reflect.Value, present map[string]json.RawMessage) error {

@@ -3,6 +3,8 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -100,9 +102,11 @@ func TestRequestID(t *testing.T) {
 // TestDecode covers the strict decoder behind every JSON body.
 func TestDecode(t *testing.T) {
 	type body struct {
-		Name  string   `json:"name" required:"true"`
-		Tags  []string `json:"tags"`
-		Count *int     `json:"count"`
+		Name  string          `json:"name" required:"true"`
+		Tags  []string        `json:"tags"`
+		Count *int            `json:"count"`
+		Meta  map[string]any  `json:"meta"`
+		Raw   json.RawMessage `json:"raw"`
 	}
 	cases := []struct {
 		name, ct, body string
@@ -124,6 +128,17 @@ func TestDecode(t *testing.T) {
 		{name: "null required", ct: "application/json", body: `{"name":null}`, status: 400, detail: `"name"`},
 		{name: "wrong type", ct: "application/json", body: `{"name":"a","count":"two"}`, status: 422, field: "count"},
 		{name: "wrong element type", ct: "application/json", body: `{"name":"a","tags":[1]}`, status: 422, field: "tags"},
+		// Text PostgreSQL cannot store is refused wherever it is, naming
+		// where: encoding/json would pass a NUL on, and invalid UTF-8
+		// verbatim in raw JSON.
+		{name: "nul", ct: "application/json", body: `{"name":"a\u0000b"}`, status: 400, detail: `"name" contains a NUL`},
+		{name: "nul in array", ct: "application/json", body: `{"name":"a","tags":["x","\u0000"]}`, status: 400, detail: `"tags[1]" contains a NUL`},
+		{name: "nul nested", ct: "application/json", body: `{"name":"a","meta":{"a":[{},{"b":"\u0000"}]}}`, status: 400, detail: `"meta.a[1].b" contains a NUL`},
+		{name: "nul in key", ct: "application/json", body: `{"name":"a","meta":{"k\u0000":1}}`, status: 400, detail: `"meta.k\x00" contains a NUL`},
+		{name: "invalid utf-8", ct: "application/json", body: "{\"name\":\"a\xffb\"}", status: 400, detail: `"name" is not valid UTF-8`},
+		{name: "invalid utf-8 raw", ct: "application/json", body: "{\"name\":\"a\",\"raw\":{\"x\":[\"\xc0\xaf\"]}}", status: 400, detail: `"raw.x[0]" is not valid UTF-8`},
+		{name: "invalid utf-8 key", ct: "application/json", body: "{\"name\":\"a\",\"meta\":{\"\xff\":1}}", status: 400, detail: "not valid UTF-8"},
+		{name: "escaped backslash is no nul", ct: "application/json", body: `{"name":"a","meta":{"p":"C:\\u0000"}}`},
 		{name: "over 1 MiB", ct: "application/json", body: `{"name":"` + strings.Repeat("a", httpapi.MaxJSONBody) + `"}`, status: 413},
 	}
 	for _, c := range cases {
@@ -186,6 +201,12 @@ func TestAsError(t *testing.T) {
 		{&pgconn.PgError{Code: "23505"}, 409, "conflict"},
 		{&pgconn.PgError{Code: "40001"}, 503, "service_unavailable"},
 		{&pgconn.PgError{Code: "22003"}, 422, "validation_failed"},
+		{&pgconn.PgError{Code: "22021"}, 400, "bad_request"},                        // invalid byte sequence (a NUL in text)
+		{fmt.Errorf("put: %w", &pgconn.PgError{Code: "22P05"}), 400, "bad_request"}, // \u0000 in jsonb
+		{&pgconn.PgError{Code: "22P02"}, 422, "validation_failed"},
+		{&pgconn.PgError{Code: "22008"}, 422, "validation_failed"},
+		{&pgconn.PgError{Code: "22025"}, 422, "validation_failed"}, // a bad escape in a LIKE pattern
+		{&pgconn.PgError{Code: "22012"}, 422, "validation_failed"}, // any data exception
 		{fmt.Errorf("insert: %w", &pgconn.PgError{Code: "23514"}), 422, "validation_failed"},
 		{context.DeadlineExceeded, 503, "service_unavailable"},
 		{errors.New("disk on fire"), 500, "internal_error"},
@@ -246,7 +267,7 @@ func TestFailures(t *testing.T) {
 // FuzzDecodeBytes: any body either decodes or is refused with a 400 or a
 // 422, never a panic or a 500.
 func FuzzDecodeBytes(f *testing.F) {
-	for _, s := range []string{`{"name":"a","tags":["x"],"count":1}`, `{"name":null}`, `[]`, `{"name":"a"} x`, `{"count":"1"}`, ``, `{"tags":[1,{}]}`} {
+	for _, s := range []string{`{"name":"a","tags":["x"],"count":1}`, `{"name":"\u0000"}`, "{\"name\":\"\xff\"}", `{"name":null}`, `[]`, `{"name":"a"} x`, `{"count":"1"}`, ``, `{"tags":[1,{}]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -312,6 +333,22 @@ func TestListOf(t *testing.T) {
 			t.Errorf("%s: %v, want 422", q, err)
 		}
 	}
+	// A cursor this API issued is base64 of UTF-8 text without NUL; a
+	// list ordered by text (CursorText) would take anything else to its
+	// query.
+	text := func(cursor string) error {
+		_, err := httpapi.ListOf(httptest.NewRequest("GET", "/x?cursor="+base64.RawURLEncoding.EncodeToString([]byte(cursor)), nil),
+			httpapi.CursorText, func(string, int) ([]string, error) { return nil, nil }, func(s string) string { return s })
+		return err
+	}
+	for _, c := range []string{"\x00", "prj_1\x00", "\xff\xfe", "a\xc0\xaf"} {
+		if err := text(c); httpapi.AsError(err).Status != 422 || httpapi.AsError(err).Errors["cursor"] == nil {
+			t.Errorf("cursor %q: %v, want 422 on cursor", c, err)
+		}
+	}
+	if err := text("2026-01-01T00:00:00Z|prj_é"); err != nil {
+		t.Fatalf("a text cursor: %v", err)
+	}
 }
 
 // TestPathID: only the decimal digits of a positive integer name a row.
@@ -327,5 +364,55 @@ func TestPathID(t *testing.T) {
 		if got != want || (want == 0) != (err == missing) {
 			t.Errorf("%q: %d, %v; want %d", in, got, err, want)
 		}
+	}
+}
+
+// TestValidURL: a path that is not UTF-8 text without NUL names no
+// resource (404); such a query parameter is a 400 naming it. Both are
+// refused before the handler, which would pass the text to PostgreSQL.
+func TestValidURL(t *testing.T) {
+	reached := 0
+	r := httpapi.NewRouter()
+	r.Use(httpapi.Base("https://e.test/errors", slog.New(slog.DiscardHandler), 0))
+	r.Use(httpapi.ValidURL)
+	r.Get("/x/{id}", func(w http.ResponseWriter, r *http.Request) { reached++ })
+	for _, c := range []struct {
+		target string
+		status int
+		detail string
+	}{
+		{"/x/a%00b", 404, ""},
+		{"/x/%FF", 404, ""},
+		{"/x/%C0%AF", 404, ""},      // an overlong encoding of /
+		{"/x/%ED%A0%80", 404, ""},   // a UTF-16 surrogate
+		{"/x/a%2F%FF", 404, ""},     // an escaped slash: chi routes on the raw path
+		{"/nowhere/%00", 404, ""},   // no route either
+		{"/x/1?q=a%00", 400, `"q"`}, // a query value
+		{"/x/1?q=ok&lang=%FF", 400, `"lang"`},
+		{"/x/1?q=ok&q=%FF", 400, `"q"`}, // a repeated parameter
+		{"/x/1?a%00=1", 400, `"a\x00"`}, // a parameter's name
+		{"/x/1?%FF", 400, `"\xff"`},
+	} {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest("GET", c.target, nil))
+		res := &apitest.Resp{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+		code := "not_found"
+		if c.status == 400 {
+			code = "bad_request"
+		}
+		m := problem(t, res, c.status, code)
+		if !strings.Contains(fmt.Sprint(m["detail"]), c.detail) {
+			t.Errorf("%s: detail %q lacks %s", c.target, m["detail"], c.detail)
+		}
+	}
+	for _, target := range []string{"/x/caf%C3%A9", "/x/1?q=%E2%82%AC&lang=pt-BR", "/x/1"} {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
+		if rec.Code != 200 {
+			t.Errorf("%s: %d %s", target, rec.Code, rec.Body)
+		}
+	}
+	if reached != 3 {
+		t.Fatalf("the handler ran %d times, want 3 (only for text)", reached)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"runtime/debug"
+	"slices"
 
 	"github.com/plinth-dev/plinth/internal/id"
 )
@@ -75,4 +77,32 @@ func Base(errorBase string, logger *slog.Logger, maxBody int64) func(http.Handle
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// ValidURL refuses a request whose path or query is not text (ValidText)
+// before any handler reads it: path parameters and query values reach
+// the stores as text, which PostgreSQL refuses with NUL or invalid UTF-8.
+// A path that is not text names no resource (404); a query parameter that
+// is not text is a malformed request (400 naming the parameter). chi
+// routes on the decoded path unless it held an escaped slash, so the
+// decoded path is the one checked.
+func ValidURL(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ValidText(r.URL.Path) {
+			WriteError(w, r, NotFound("no resource has this path: it is not UTF-8 text without NUL characters"))
+			return
+		}
+		if r.URL.RawQuery == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		q := r.URL.Query()
+		for _, k := range slices.Sorted(maps.Keys(q)) {
+			if !ValidText(k) || slices.ContainsFunc(q[k], func(v string) bool { return !ValidText(v) }) {
+				WriteError(w, r, BadRequest(fmt.Sprintf("the query parameter %q is not UTF-8 text without NUL characters", k)))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -49,8 +49,11 @@ func EncodeCursor(c string) string { return base64.RawURLEncoding.EncodeToString
 // DecodeCursor returns the cursor text of a cursor EncodeCursor made (422
 // BadCursor for anything else).
 func DecodeCursor(s string) (string, error) {
+	// Every cursor this API issues is the base64 of UTF-8 text without
+	// NUL (an id, a time and an id): anything else would reach the list's
+	// query as text PostgreSQL refuses.
 	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) == 0 {
+	if err != nil || len(b) == 0 || !ValidText(string(b)) {
 		return "", BadCursor()
 	}
 	return string(b), nil

@@ -199,7 +199,8 @@ var titles = map[string]string{
 // AsError maps any error to the API error it is sent as: an *Error as is,
 // a failure or a bare kind by the table kinds, a unique violation as 409 conflict, a value the
 // database refuses (out of range, too long, malformed, a failed check) as
-// 422, an expired deadline as 503 and everything else as 500.
+// 422 (text with NUL or invalid UTF-8 as 400), an expired deadline as 503
+// and everything else as 500.
 func AsError(err error) *Error {
 	var ae *Error
 	if errors.As(err, &ae) {
@@ -228,10 +229,23 @@ func AsError(err error) *Error {
 		switch pgErr.Code {
 		case "23505":
 			return NewError(409, CodeConflict, "a resource with this identifier already exists")
-		case "22001", "22003", "22007", "22008", "22P02", "23514", "54000":
-			// A handler should have refused the value first (WriteError
-			// logs it); bad input is still the client's 4xx, not a 500.
+		case "22021", "22P05":
+			// Text with NUL or invalid UTF-8 (character_not_in_repertoire,
+			// untranslatable_character): Decode and ValidURL refuse it
+			// first; one that got past them is still malformed input.
+			return BadRequest("a value is not UTF-8 text without NUL characters")
+		case "23514", "54000":
 			return NewError(422, CodeValidationFailed, "a value is out of the range or format its field accepts")
+		}
+		if strings.HasPrefix(pgErr.Code, "22") {
+			// Class 22, data exception: a value out of range (22003,
+			// 22008), malformed (22P02, 22007), too long (22001), a bad
+			// escape in a pattern (22025). A handler should have refused
+			// the value first (WriteError logs it); bad input is still the
+			// client's 4xx, not a 500.
+			return NewError(422, CodeValidationFailed, "a value is out of the range or format its field accepts")
+		}
+		switch pgErr.Code {
 		case "57014", "40001", "40P01", "55P03":
 			return NewError(503, CodeServiceUnavailable, "the request could not be completed now; retry").WithHeader("Retry-After", "1")
 		}
@@ -252,7 +266,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	case ae.Status >= 500:
 		info.logger.ErrorContext(r.Context(), "request failed", "request_id", info.id,
 			"method", r.Method, "path", r.URL.Path, "status", ae.Status, "err", err)
-	case ae.Status == 422 && errors.As(err, &pgErr):
+	case (ae.Status == 422 || ae.Status == 400) && errors.As(err, &pgErr):
 		info.logger.WarnContext(r.Context(), "the database refused a value the handler did not check", "request_id", info.id,
 			"method", r.Method, "path", r.URL.Path, "err", err)
 	}

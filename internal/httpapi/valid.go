@@ -8,6 +8,13 @@ import (
 	"unicode/utf8"
 )
 
+// ValidText reports whether s is UTF-8 text without NUL characters: what
+// PostgreSQL stores in text and jsonb. Every value a request carries (a
+// path, a query value, a cursor, a JSON string) must be.
+func ValidText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
+
 // Limits of an email address (RFC 5321), in characters.
 const (
 	MaxEmail      = 254 // the path

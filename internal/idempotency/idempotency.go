@@ -102,8 +102,8 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			return
 		}
 		key := vals[0]
-		if key == "" || len(key) > MaxKeyLen {
-			httpapi.WriteError(w, r, httpapi.BadRequest(fmt.Sprintf("the %s header must be 1 to %d characters", Header, MaxKeyLen)))
+		if key == "" || len(key) > MaxKeyLen || !httpapi.ValidText(key) { // the key is stored as text
+			httpapi.WriteError(w, r, httpapi.BadRequest(fmt.Sprintf("the %s header must be 1 to %d characters of UTF-8 text", Header, MaxKeyLen)))
 			return
 		}
 		body, err := io.ReadAll(r.Body)

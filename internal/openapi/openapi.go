@@ -177,7 +177,13 @@ func (d *Doc) Add(method, path string, o Op) {
 	case JWT:
 		out["security"] = []any{M{"dashboardJWT": []any{}}}
 	}
-	errs := map[int]bool{500: true, 503: true}
+	// Any request may carry a query that is not UTF-8 text without NUL
+	// (400, httpapi.ValidURL); a path parameter that is not such text
+	// names nothing (404).
+	errs := map[int]bool{400: true, 500: true, 503: true}
+	if pathParam.MatchString(path) {
+		errs[404] = true
+	}
 	if rateLimited && !o.Uncharged {
 		errs[429] = true
 	}

@@ -68,7 +68,7 @@ func TestDocumentAssemblesParts(t *testing.T) {
 	require.Equal(t, "Scope: `widgets:read`.", list["description"])
 	require.Nil(t, list["security"], "a key: the document's default security")
 	require.Equal(t, M{"$ref": "#/components/schemas/WidgetList"}, at(t, list, "responses", "200", "content", "application/json", "schema"))
-	require.ElementsMatch(t, []string{"200", "401", "403", "422", "429", "500", "503"}, keys(at(t, list, "responses").(M)))
+	require.ElementsMatch(t, []string{"200", "400", "401", "403", "422", "429", "500", "503"}, keys(at(t, list, "responses").(M)), "any query may be malformed (400)")
 	require.Contains(t, at(t, list, "responses", "200", "headers"), "X-RateLimit-Remaining")
 
 	rename := at(t, doc, "paths", "/v1/widgets/{id}/rename", "post").(M)
@@ -77,7 +77,7 @@ func TestDocumentAssemblesParts(t *testing.T) {
 	require.Equal(t, "Idempotency-Key", at(t, params[1], "name"))
 	require.Equal(t, M{"required": true, "content": M{"application/json": M{"schema": M{"$ref": "#/components/schemas/RenameWidgetRequest"}}}},
 		rename["requestBody"])
-	require.ElementsMatch(t, []string{"200", "400", "401", "403", "409", "413", "429", "500", "503"}, keys(rename["responses"].(M)))
+	require.ElementsMatch(t, []string{"200", "400", "401", "403", "404", "409", "413", "429", "500", "503"}, keys(rename["responses"].(M)), "a path parameter may name nothing (404)")
 
 	public := at(t, doc, "paths", "/v1/public/widgets", "get").(M)
 	require.Equal(t, []any{}, public["security"])
@@ -88,7 +88,7 @@ func TestDocumentAssemblesParts(t *testing.T) {
 
 	dash := at(t, doc, "paths", "/central/api/gadgets", "get").(M)
 	require.Equal(t, []any{M{"dashboardJWT": []any{}}}, dash["security"])
-	require.ElementsMatch(t, []string{"204", "401", "500", "503"}, keys(dash["responses"].(M)), "the limiter skips /central: no 429")
+	require.ElementsMatch(t, []string{"204", "400", "401", "500", "503"}, keys(dash["responses"].(M)), "the limiter skips /central: no 429")
 	require.NotContains(t, at(t, doc, "components", "responses", "CentralProblem401", "headers"), "X-RateLimit-Limit")
 	require.Contains(t, at(t, doc, "components", "responses", "Problem401", "headers"), "WWW-Authenticate")
 

@@ -75,6 +75,8 @@ func TestImagesAPI(t *testing.T) {
 		{name: "upload over 10 MiB", method: "POST", path: "/v1/images", req: up("big.png", big), status: 413},
 		{name: "upload bad key", method: "POST", path: "/v1/images", req: up("x.png", hero, "key", "Bad Key"), status: 422, check: field("key")},
 		{name: "upload long alt", method: "POST", path: "/v1/images", req: up("x.png", hero, "alt", strings.Repeat("a", 1001)), status: 422, check: field("alt")},
+		{name: "upload nul in alt", method: "POST", path: "/v1/images", req: up("x.png", hero, "alt", "a\x00b"), status: 400, check: body(`"alt"`)},
+		{name: "upload invalid utf-8 key", method: "POST", path: "/v1/images", req: up("x.png", hero, "key", "\xff"), status: 400, check: body(`"key"`)},
 		{name: "upload without file", method: "POST", path: "/v1/images", req: up("", nil, "key", "x"), status: 400},
 		{name: "upload unknown field", method: "POST", path: "/v1/images", req: up("x.png", hero, "caption", "x"), status: 400},
 		{name: "upload broken multipart", method: "POST", path: "/v1/images", req: &apitest.Request{Body: []byte("--zz\r\nnope"),

@@ -120,6 +120,9 @@ func readUpload(r *http.Request, allowed ...string) (upload, error) {
 			if len(b) > maxField {
 				return up, httpapi.Invalid(name, fmt.Sprintf("must be at most %d bytes", maxField))
 			}
+			if !httpapi.ValidText(string(b)) { // stored as text, as a JSON string would be
+				return up, httpapi.BadRequest(fmt.Sprintf("the field %q is not UTF-8 text without NUL characters", name))
+			}
 			up.fields[name] = string(b)
 		default:
 			return up, httpapi.BadRequest(fmt.Sprintf("unknown field %q", name))

@@ -196,19 +196,20 @@ func TestPublicSubmitValidation(t *testing.T) {
 		{"contact empty message", contactPath, contactOK("message", ""), 422, "message"},
 		{"message too long", contactPath, contactOK("message", long(10001)), 422, "message"},
 		{"subject too long", contactPath, contactOK("subject", long(201)), 422, "subject"},
-		{"NUL in message", contactPath, contactOK("message", "a\x00b"), 422, "message"},
+		{"NUL in message", contactPath, contactOK("message", "a\x00b"), 400, "message"}, // refused as the body is decoded
 		{"fields not an object", contactPath, contactOK("fields", []string{"a"}), 422, "fields"},
 		{"too many fields", contactPath, contactOK("fields", manyFields), 422, "fields"},
 		{"nested field", contactPath, contactOK("fields", map[string]any{"x": map[string]any{"y": 1}}), 422, "fields.x"},
 		{"nested array field", contactPath, contactOK("fields", map[string]any{"x": []any{[]any{1}}}), 422, "fields.x"},
 		{"field value too long", contactPath, contactOK("fields", map[string]any{"x": long(2001)}), 422, "fields.x"},
-		{"NUL in field value", contactPath, contactOK("fields", map[string]any{"x": "\x00"}), 422, "fields.x"},
+		{"NUL in field value", contactPath, contactOK("fields", map[string]any{"x": "\x00"}), 400, "fields.x"},
 		{"field key too long", contactPath, contactOK("fields", map[string]any{long(101): "v"}), 422, "fields"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := submit(env, p, tc.path, tc.body)
 			if tc.status == 400 {
-				r.Problem(t, 400, "bad_request")
+				m := r.Problem(t, 400, "bad_request")
+				require.Contains(t, m["detail"], tc.field)
 				return
 			}
 			m := r.Problem(t, 422, "validation_failed")
