@@ -185,7 +185,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		v1.Route("/public", func(pub chi.Router) {
 			pub.Use(forms.Preflight) // preflights name no project
 			pub.Use(c.PublicProject)
-			pub.Use(idem.Handler) // public submits (bookings, forms) accept Idempotency-Key too
+			pub.Use(idem.Handler) // public submits (bookings, forms) accept Idempotency-Key too (entries under PublicKeyID)
 			for _, p := range pillars {
 				p.PublicRoutes(pub)
 			}
@@ -196,6 +196,9 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		// Everything else needs a project API key.
 		v1.Group(func(api chi.Router) {
 			api.Use(tenant.Authenticated)
+			// Armed here, run by tenant.Handle once the route's scope
+			// check let the request through: a key that may not call the
+			// route gets its 403, never another key's stored answer.
 			api.Use(idem.Handler)
 			c.ProjectRoutes(api)
 			for _, p := range pillars {

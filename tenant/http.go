@@ -13,6 +13,8 @@ type ctxKey int
 const (
 	scopeKey ctxKey = iota
 	authErrKey
+	gateKey
+	commitHookKey
 )
 
 // WithScope returns ctx carrying s: the caller's key and project (set by
@@ -58,31 +60,59 @@ func Authenticated(next http.Handler) http.Handler {
 // request's scope and returns its error to one place.
 type HandlerFunc func(w http.ResponseWriter, r *http.Request, s *Scope) error
 
+// A Gate is the last step of a request before its route's handler. It is
+// armed by middleware in front of the router (WithGate) and fired by
+// Handle, that is after the route's own middleware, its scope checks,
+// let the request through; it calls next to run the handler or answers
+// itself. Idempotency is the gate: a key that may not call a route must
+// get its 403, never a stored answer (docs/decisions.md section 6).
+type Gate func(w http.ResponseWriter, r *http.Request, next http.Handler)
+
+// WithGate returns ctx carrying g, to run before the route's handler.
+func WithGate(ctx context.Context, g Gate) context.Context {
+	return context.WithValue(ctx, gateKey, g)
+}
+
 // Handle adapts h to net/http: it hands h the request's scope and writes
-// a returned error as problem+json.
+// a returned error as problem+json. A gate the request carries runs
+// first, once.
 func Handle(h HandlerFunc) http.HandlerFunc {
+	run := func(w http.ResponseWriter, r *http.Request) {
+		withScope(w, r, func(s *Scope) error { return h(w, r, s) })
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		s := FromContext(r.Context())
-		if s == nil {
-			httpapi.WriteError(w, r, ErrNoScope)
+		if g, _ := r.Context().Value(gateKey).(Gate); g != nil {
+			g(w, r.WithContext(context.WithValue(r.Context(), gateKey, Gate(nil))), http.HandlerFunc(run))
 			return
 		}
-		if err := h(w, r, s); err != nil {
-			httpapi.WriteError(w, r, err)
-		}
+		run(w, r)
+	}
+}
+
+// withScope runs fn with the request's scope and writes its error.
+func withScope(w http.ResponseWriter, r *http.Request, fn func(*Scope) error) {
+	s := FromContext(r.Context())
+	if s == nil {
+		httpapi.WriteError(w, r, ErrNoScope)
+		return
+	}
+	if err := fn(s); err != nil {
+		httpapi.WriteError(w, r, err)
 	}
 }
 
 // Need returns middleware requiring the scope need(r) of the request's
-// key (403 naming it otherwise).
+// key (403 naming it otherwise). It leaves the gate to the handler.
 func Need(need func(*http.Request) string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		return Handle(func(w http.ResponseWriter, r *http.Request, s *Scope) error {
-			if err := s.Require(need(r)); err != nil {
-				return err
-			}
-			next.ServeHTTP(w, r)
-			return nil
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			withScope(w, r, func(s *Scope) error {
+				if err := s.Require(need(r)); err != nil {
+					return err
+				}
+				next.ServeHTTP(w, r)
+				return nil
+			})
 		})
 	}
 }

@@ -71,6 +71,8 @@ func (s *Scope) Test() bool { return s.Key != nil && s.Key.Test }
 
 // Tx runs fn in a transaction whose search_path is the project's schema
 // (then public). It commits when fn returns nil and rolls back otherwise.
+// A commit hook ctx carries (WithCommitHook) runs after fn, in the same
+// transaction; its error rolls the transaction back.
 //
 // BEGIN and SET LOCAL travel in one simple-protocol message, so binding the
 // schema costs no round trip of its own; SET LOCAL ends with the
@@ -79,8 +81,28 @@ func (s *Scope) Tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if !schemaRe.MatchString(s.Project.Schema) {
 		return fmt.Errorf("tenant: invalid schema %q for project %s", s.Project.Schema, s.Project.ID)
 	}
+	if hook, _ := ctx.Value(commitHookKey).(CommitHook); hook != nil {
+		body := fn
+		fn = func(tx pgx.Tx) error {
+			if err := body(tx); err != nil {
+				return err
+			}
+			return hook(ctx, s, tx)
+		}
+	}
 	begin := "BEGIN; SET LOCAL search_path TO " + pgx.Identifier{s.Project.Schema}.Sanitize() + ", public"
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: begin}, fn)
+}
+
+// A CommitHook runs at the end of every Tx made with a context carrying
+// it, just before the commit, so that what it writes commits with the
+// transaction's effect or not at all. Idempotency records with it that a
+// request's effect committed (docs/decisions.md section 6).
+type CommitHook func(ctx context.Context, s *Scope, tx pgx.Tx) error
+
+// WithCommitHook returns ctx carrying hook for the transactions made with it.
+func WithCommitHook(ctx context.Context, hook CommitHook) context.Context {
+	return context.WithValue(ctx, commitHookKey, hook)
 }
 
 // TxV runs fn as Tx does and returns its value: the read or write of one

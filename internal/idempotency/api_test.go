@@ -36,6 +36,16 @@ func setup(t *testing.T, hook apitest.WidgetHook, opts ...apitest.Option) (*apit
 
 const charges = `SELECT count(*) FROM credit_ledger WHERE amount > 0`
 
+// keyID is the id of the project's "*" key (p.Key).
+func keyID(t *testing.T, env *apitest.Env, p *apitest.Project) string {
+	t.Helper()
+	var id string
+	if err := env.DB.Pool.QueryRow(context.Background(), `SELECT id FROM central.api_keys WHERE project_id = $1 AND name = 'test'`, p.ID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 func TestReplayAndMismatch(t *testing.T) {
 	t.Parallel()
 	env, p := setup(t, nil)
@@ -254,8 +264,8 @@ func TestDeadProcessReservation(t *testing.T) {
 	hash := sha256.Sum256([]byte(`{"name":"w"}`))
 	reserve := func(key, lease string) {
 		err := p.Scope.Tx(context.Background(), func(tx pgx.Tx) error {
-			_, err := tx.Exec(context.Background(), `INSERT INTO idempotency_keys (key, method, path, body_hash, owner, locked_until, expires_at)
-				VALUES ($1, 'POST', '/v1/test/widgets', $3, gen_random_uuid(), now() + $2::interval, now() + interval '1 day')`, key, lease, hash[:])
+			_, err := tx.Exec(context.Background(), `INSERT INTO idempotency_keys (key_id, key, method, path, body_hash, owner, locked_until, expires_at)
+				VALUES ($4, $1, 'POST', '/v1/test/widgets', $3, gen_random_uuid(), now() + $2::interval, now() + interval '1 day')`, key, lease, hash[:], keyID(t, env, p))
 			return err
 		})
 		if err != nil {
@@ -283,10 +293,10 @@ func TestLeaseRenewal(t *testing.T) {
 	env, p := setup(t, nil)
 	m := &idempotency.Middleware{Logger: slog.New(slog.DiscardHandler), Lease: time.Second, Queue: env.Server.River}
 	var runs atomic.Int32
-	slow := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	slow := m.Handler(tenant.Handle(func(w http.ResponseWriter, r *http.Request, _ *tenant.Scope) error {
 		runs.Add(1)
 		time.Sleep(3 * time.Second)
-		_ = httpapi.JSON(w, 201, map[string]string{"ok": "yes"})
+		return httpapi.JSON(w, 201, map[string]string{"ok": "yes"})
 	}))
 	serve := func() *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", "/v1/slow", strings.NewReader(`{}`))

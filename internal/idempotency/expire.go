@@ -137,8 +137,8 @@ func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) err
 // expired once that commits.
 func deleteExpired(ctx context.Context, s *tenant.Scope) (int64, error) {
 	return tenant.TxV(ctx, s, func(tx pgx.Tx) (int64, error) {
-		tag, err := tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE key IN (
-			SELECT key FROM idempotency_keys WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED)`, expireBatch)
+		tag, err := tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE (key_id, key) IN (
+			SELECT key_id, key FROM idempotency_keys WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED)`, expireBatch)
 		return tag.RowsAffected(), err
 	})
 }

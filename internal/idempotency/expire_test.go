@@ -30,8 +30,8 @@ func expire(t *testing.T, p *apitest.Project, key string) {
 func seedExpired(t *testing.T, p *apitest.Project, prefix string, n int) {
 	t.Helper()
 	err := p.Scope.Tx(context.Background(), func(tx pgx.Tx) error {
-		_, err := tx.Exec(context.Background(), `INSERT INTO idempotency_keys (key, method, path, body_hash, owner, locked_until, status, expires_at)
-			SELECT $1 || '-' || i, 'POST', '/v1/test/widgets', '\x00', gen_random_uuid(), now() - interval '1 minute',
+		_, err := tx.Exec(context.Background(), `INSERT INTO idempotency_keys (key_id, key, method, path, body_hash, owner, locked_until, status, expires_at)
+			SELECT 'public', $1 || '-' || i, 'POST', '/v1/test/widgets', '\x00', gen_random_uuid(), now() - interval '1 minute',
 				CASE WHEN i % 2 = 0 THEN 201 END, now() - interval '1 minute'
 			FROM generate_series(1, $2) i`, prefix, n)
 		return err

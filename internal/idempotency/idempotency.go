@@ -1,14 +1,21 @@
 // Package idempotency makes mutating requests safe to retry: a request
-// with an Idempotency-Key header runs at most once per project and key for
-// 24 hours, and its retries get the stored response (docs/decisions.md
-// section 6).
+// with an Idempotency-Key header runs at most once per project, API key
+// and Idempotency-Key for 24 hours, and its retries get the stored
+// response (docs/decisions.md section 6).
 //
-// The key is reserved in its own short transaction (INSERT ... ON
-// CONFLICT) before the handler runs, so concurrent duplicates see the
-// reservation and get 409 conflict; the response is stored after the
-// handler completes. A reservation whose request died is released: at
-// once when the handler fails (5xx, panic), and, when the process itself
-// died, once its lease lapses (the running process renews it).
+// The step runs as the route's gate (tenant.Gate): after the route's
+// scope checks, so a key that may not call the route gets its 403 and
+// never a stored answer. The key is reserved in its own short transaction
+// (INSERT ... ON CONFLICT) before the handler runs, so concurrent
+// duplicates see the reservation and get 409 conflict. Every Scope.Tx of
+// the request marks the reservation committed in its own transaction
+// (tenant.CommitHook), and the response is stored after the handler
+// completes. A reservation whose response is not kept is released: at
+// once when the handler answers 5xx (or 401, 403, 429) or panics, and,
+// when the process itself died, once its lease lapses (the running
+// process renews it). Except one whose effect committed and whose handler
+// never finished (panic, crash): it is never run again, and its retries
+// are told the request ran (see answer).
 //
 // Expired entries are deleted by a River job per project (ExpireArgs),
 // inserted with the first key the project reserves and done when the
@@ -52,8 +59,9 @@ const TTL = 24 * time.Hour
 const DefaultLease = 30 * time.Second
 
 // Middleware applies idempotency to POST, PUT, PATCH and DELETE requests
-// that carry the header. It runs behind the authenticator (it needs the
-// project scope) and the rate limiter.
+// that carry the header. Handler is mounted behind the authenticator (it
+// needs the project scope) and the rate limiter; the step itself runs in
+// tenant.Handle, after the route's middleware.
 type Middleware struct {
 	Logger *slog.Logger
 	// Lease is how long a reservation stays valid without renewal.
@@ -86,7 +94,14 @@ type fingerprint struct {
 	bodyHash     []byte
 }
 
-// Handler wraps next.
+// PublicKeyID stands for the API key in the entries of keyless public
+// submits (key ids are key_…, so it names no key).
+const PublicKeyID = "public"
+
+// Handler arms the idempotency step for a request that asks for it; the
+// step runs as the request's tenant.Gate, when tenant.Handle is about to
+// run the route's handler. Every route behind Handler must therefore be a
+// tenant.Handle (a route that is not runs without idempotency).
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
@@ -95,48 +110,63 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		vals, present := r.Header[Header]
-		s := tenant.FromContext(r.Context())
-		if !present || s == nil {
+		if _, present := r.Header[Header]; !present || tenant.FromContext(r.Context()) == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
-		key := vals[0]
-		if key == "" || len(key) > MaxKeyLen || !httpapi.ValidText(key) { // the key is stored as text
-			httpapi.WriteError(w, r, httpapi.BadRequest(fmt.Sprintf("the %s header must be 1 to %d characters of UTF-8 text", Header, MaxKeyLen)))
-			return
-		}
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				httpapi.WriteError(w, r, httpapi.NewError(413, httpapi.CodeBadRequest, "the body is too large"))
-				return
-			}
-			httpapi.WriteError(w, r, httpapi.BadRequest("the body could not be read"))
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		sum := sha256.Sum256(body)
-		path := r.URL.EscapedPath()
-		if r.URL.RawQuery != "" {
-			path += "?" + r.URL.RawQuery
-		}
-		fp := fingerprint{method: r.Method, path: path, bodyHash: sum[:]}
-
-		var owner [16]byte
-		_, _ = rand.Read(owner[:])
-		prev, err := m.reserve(r.Context(), s, key, fp, owner)
-		if err != nil {
-			httpapi.WriteError(w, r, err)
-			return
-		}
-		if prev != nil {
-			m.answer(w, r, prev, fp)
-			return
-		}
-		m.run(w, r, next, s, key, owner)
+		next.ServeHTTP(w, r.WithContext(tenant.WithGate(r.Context(), m.gate)))
 	})
+}
+
+// reservation is the entry a running request holds: the project's, under
+// the API key's id (keyID) and the Idempotency-Key (key), taken by owner.
+type reservation struct {
+	s          *tenant.Scope
+	keyID, key string
+	owner      [16]byte
+}
+
+// gate is the idempotency step of a request the route let through.
+func (m *Middleware) gate(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	s := tenant.FromContext(r.Context())
+	key := r.Header.Get(Header)
+	if key == "" || len(key) > MaxKeyLen || !httpapi.ValidText(key) { // the key is stored as text
+		httpapi.WriteError(w, r, httpapi.BadRequest(fmt.Sprintf("the %s header must be 1 to %d characters of UTF-8 text", Header, MaxKeyLen)))
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			httpapi.WriteError(w, r, httpapi.NewError(413, httpapi.CodeBadRequest, "the body is too large"))
+			return
+		}
+		httpapi.WriteError(w, r, httpapi.BadRequest("the body could not be read"))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	sum := sha256.Sum256(body)
+	path := r.URL.EscapedPath()
+	if r.URL.RawQuery != "" {
+		path += "?" + r.URL.RawQuery
+	}
+	fp := fingerprint{method: r.Method, path: path, bodyHash: sum[:]}
+
+	res := &reservation{s: s, keyID: PublicKeyID, key: key}
+	if s.Key != nil {
+		res.keyID = s.Key.ID
+	}
+	_, _ = rand.Read(res.owner[:])
+	prev, err := m.reserve(r.Context(), res, fp)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	if prev != nil {
+		m.answer(w, r, prev, fp)
+		return
+	}
+	m.run(w, r, next, res)
 }
 
 // stored is an existing row for the key.
@@ -145,10 +175,22 @@ type stored struct {
 	status  *int
 	headers http.Header
 	body    []byte
+	// committed: the request's effect committed; lapsed: its lease did.
+	committed, lapsed bool
 }
 
-// answer replies to a request whose key is taken: a replay, a mismatch or
-// a request still in flight.
+// inFlight answers a request whose key another request holds.
+func inFlight() error {
+	return httpapi.NewError(409, httpapi.CodeConflict,
+		"a request with this Idempotency-Key is still running; retry shortly").WithHeader("Retry-After", "1")
+}
+
+// answer replies to a request whose key is taken: a replay, a mismatch, a
+// request still in flight, or one whose effect committed but whose
+// response was never stored (its process died in between, or it panicked
+// after committing). That last one cannot be run again, nor replayed: the
+// retry gets 409 idempotency_conflict saying so, and the client looks up
+// what the request made instead (a fresh key would run it twice).
 func (m *Middleware) answer(w http.ResponseWriter, r *http.Request, prev *stored, fp fingerprint) {
 	if prev.method != fp.method || prev.path != fp.path || !bytes.Equal(prev.bodyHash, fp.bodyHash) {
 		httpapi.WriteError(w, r, httpapi.Conflict(httpapi.CodeIdempotencyConflict,
@@ -156,8 +198,13 @@ func (m *Middleware) answer(w http.ResponseWriter, r *http.Request, prev *stored
 		return
 	}
 	if prev.status == nil {
-		httpapi.WriteError(w, r, httpapi.NewError(409, httpapi.CodeConflict,
-			"a request with this Idempotency-Key is still running; retry shortly").WithHeader("Retry-After", "1"))
+		if prev.committed && prev.lapsed {
+			httpapi.WriteError(w, r, httpapi.Conflict(httpapi.CodeIdempotencyConflict,
+				"the request with this Idempotency-Key ran and its changes were saved, but its response was lost; "+
+					"look up the result instead of sending the request again (a fresh key would apply it twice)"))
+			return
+		}
+		httpapi.WriteError(w, r, inFlight())
 		return
 	}
 	h := w.Header()
@@ -198,37 +245,84 @@ func reinstance(body []byte, rid string) []byte {
 // response so that it reaches the client only once it is stored: a
 // client retrying the moment it has the answer gets the replay, never the
 // in-flight 409.
-func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handler, s *tenant.Scope, key string, owner [16]byte) {
+func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handler, res *reservation) {
 	rec := &recorder{w: w}
 	omit := &omitted{}
-	r = r.WithContext(context.WithValue(r.Context(), omitKey{}, omit))
-	stop := m.renew(s, key, owner)
+	ctx := context.WithValue(r.Context(), omitKey{}, omit)
+	r = r.WithContext(tenant.WithCommitHook(ctx, m.markCommitted(res)))
+	stop := m.renew(res)
 	completed := false
 	defer func() {
 		stop()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
 		defer cancel()
 		status := rec.code()
-		// Only completed responses below 500 are kept; a 429 (AI cost
-		// ceiling) is a request that did not run, to be retried.
-		if !completed || status >= 500 || status == http.StatusTooManyRequests {
-			if err := m.release(ctx, s, key, owner); err != nil {
-				m.Logger.ErrorContext(ctx, "idempotency: release failed; the key frees when its lease lapses", "key", key, "err", err)
+		if !completed || !storable(status) {
+			// A handler that answered has accounted for what it committed
+			// (checkout abandons its order when the processor fails):
+			// the contract lets its 5xx be retried. One that panicked
+			// after a commit left its effect behind.
+			if err := m.release(ctx, res, !completed); err != nil {
+				m.Logger.ErrorContext(ctx, "idempotency: release failed; the key frees when its lease lapses", "key", res.key, "err", err)
 			}
 			if completed {
 				rec.flush()
 			}
 			return
 		}
-		if err := m.store(ctx, s, key, owner, status, w.Header(), omit.strip(rec.body.Bytes())); err != nil {
+		if err := m.store(ctx, res, status, w.Header(), omit.strip(rec.body.Bytes())); err != nil {
 			// The effect may have committed: keep the reservation (it
 			// lapses after the lease) rather than invite a second run now.
-			m.Logger.ErrorContext(ctx, "idempotency: storing the response failed", "key", key, "err", err)
+			m.Logger.ErrorContext(ctx, "idempotency: storing the response failed", "key", res.key, "err", err)
 		}
 		rec.flush()
 	}()
 	next.ServeHTTP(rec, r)
 	completed = true
+}
+
+// storable reports whether a completed response is kept for replay. A
+// 5xx is a failure to retry; a 401 or 403 answers who asked rather than
+// what was asked, and must not outlive a change of credentials; a 429 (AI
+// cost ceiling) is a request that did not run, to be retried.
+func storable(status int) bool {
+	return status < 500 && status != http.StatusUnauthorized && status != http.StatusForbidden &&
+		status != http.StatusTooManyRequests
+}
+
+// markCommitted is the commit hook of the request holding res. A
+// transaction of the request that wrote anything marks the reservation
+// committed just before it commits, so mark and effect commit together:
+// however the request ends after that, a retry never runs the effect
+// again. The mark extends the lease too, leaving the response time to be
+// stored. A transaction that wrote nothing leaves the row alone (a crash
+// after it leaves nothing a retry would repeat).
+//
+// When the row is no longer this request's (its lease lapsed, as when the
+// process stalled, and a retry took the key over), the transaction rolls
+// back instead: the retry runs the effect, so this request must not.
+func (m *Middleware) markCommitted(res *reservation) tenant.CommitHook {
+	// One round trip, no write for a read-only transaction: the UPDATE
+	// only matches when the transaction has an id (it wrote), and either
+	// order of evaluating the SELECT's two columns gives the same pair.
+	sql := `WITH marked AS (
+			UPDATE ` + table(res.s) + ` SET committed = true, locked_until = greatest(locked_until, now() + $4 * interval '1 millisecond')
+			WHERE key_id = $1 AND key = $2 AND owner = $3 AND status IS NULL AND pg_current_xact_id_if_assigned() IS NOT NULL
+			RETURNING 1)
+		SELECT pg_current_xact_id_if_assigned() IS NOT NULL, EXISTS (SELECT FROM marked)`
+	return func(ctx context.Context, s *tenant.Scope, tx pgx.Tx) error {
+		if s.Project.ID != res.s.Project.ID {
+			return nil // another project's transaction: not this key's effect
+		}
+		var wrote, marked bool
+		if err := tx.QueryRow(ctx, sql, res.keyID, res.key, res.owner, m.Lease.Milliseconds()).Scan(&wrote, &marked); err != nil {
+			return err
+		}
+		if wrote && !marked {
+			return inFlight()
+		}
+		return nil
+	}
 }
 
 type omitKey struct{}
@@ -266,7 +360,7 @@ func (o *omitted) strip(body []byte) []byte {
 
 // renew extends the reservation's lease while the request runs, so a
 // long request is not taken over; it stops when the returned func runs.
-func (m *Middleware) renew(s *tenant.Scope, key string, owner [16]byte) func() {
+func (m *Middleware) renew(res *reservation) func() {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(m.Lease / 3)
@@ -277,11 +371,11 @@ func (m *Middleware) renew(s *tenant.Scope, key string, owner [16]byte) func() {
 				return
 			case <-t.C:
 				ctx, cancel := context.WithTimeout(context.Background(), m.Lease/3)
-				_, err := s.Pool().Exec(ctx, `UPDATE `+table(s)+` SET locked_until = now() + $3 * interval '1 millisecond'
-					WHERE key = $1 AND owner = $2 AND status IS NULL`, key, owner, m.Lease.Milliseconds())
+				_, err := res.s.Pool().Exec(ctx, `UPDATE `+table(res.s)+` SET locked_until = now() + $4 * interval '1 millisecond'
+					WHERE key_id = $1 AND key = $2 AND owner = $3 AND status IS NULL`, res.keyID, res.key, res.owner, m.Lease.Milliseconds())
 				cancel()
 				if err != nil {
-					m.Logger.Warn("idempotency: renewing a reservation failed", "key", key, "err", err)
+					m.Logger.Warn("idempotency: renewing a reservation failed", "key", res.key, "err", err)
 				}
 			}
 		}
@@ -296,25 +390,27 @@ func (m *Middleware) renew(s *tenant.Scope, key string, owner [16]byte) func() {
 // with a key makes two or three of them, and one round trip each instead
 // of four keeps an idempotent write near the cost of a plain one (a
 // reservation that inserts its project's expiry job is the exception, see
-// take). The schema name was validated by tenant.NewScope and is quoted
-// here.
+// take; the commit mark is one more statement in each of the handler's
+// writing transactions, see markCommitted). The schema name was validated
+// by tenant.NewScope and is quoted here.
 func table(s *tenant.Scope) string {
 	return pgx.Identifier{s.Project.Schema, "idempotency_keys"}.Sanitize()
 }
 
-// reserve takes key for this request, returning nil, or returns the row
-// that holds it. An expired row, or a reservation whose lease lapsed, is
-// taken over. The INSERT commits at once, so concurrent duplicates see
-// the reservation (they wait on the key's index entry until it commits).
-func (m *Middleware) reserve(ctx context.Context, s *tenant.Scope, key string, fp fingerprint, owner [16]byte) (*stored, error) {
-	t := table(s)
-	take := `INSERT INTO ` + t + ` AS k (key, method, path, body_hash, owner, locked_until, expires_at)
-			VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond', now() + $7 * interval '1 millisecond')
-			ON CONFLICT (key) DO UPDATE SET method = excluded.method, path = excluded.path, body_hash = excluded.body_hash,
+// reserve takes the key for this request, returning nil, or returns the
+// row that holds it. An expired row, or a reservation whose lease lapsed
+// before its effect committed, is taken over. The INSERT commits at once,
+// so concurrent duplicates see the reservation (they wait on the key's
+// index entry until it commits).
+func (m *Middleware) reserve(ctx context.Context, res *reservation, fp fingerprint) (*stored, error) {
+	s, t := res.s, table(res.s)
+	take := `INSERT INTO ` + t + ` AS k (key_id, key, method, path, body_hash, owner, locked_until, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, now() + $7 * interval '1 millisecond', now() + $8 * interval '1 millisecond')
+			ON CONFLICT (key_id, key) DO UPDATE SET method = excluded.method, path = excluded.path, body_hash = excluded.body_hash,
 				owner = excluded.owner, locked_until = excluded.locked_until, expires_at = excluded.expires_at,
-				created_at = now(), status = NULL, headers = NULL, body = NULL
-			WHERE k.expires_at <= now() OR (k.status IS NULL AND k.locked_until <= now())`
-	args := []any{key, fp.method, fp.path, fp.bodyHash, owner, m.Lease.Milliseconds(), TTL.Milliseconds()}
+				created_at = now(), status = NULL, headers = NULL, body = NULL, committed = false
+			WHERE k.expires_at <= now() OR (k.status IS NULL AND NOT k.committed AND k.locked_until <= now())`
+	args := []any{res.keyID, res.key, fp.method, fp.path, fp.bodyHash, res.owner, m.Lease.Milliseconds(), TTL.Milliseconds()}
 	for attempt := 0; attempt < 3; attempt++ {
 		took, err := m.take(ctx, s, take, args)
 		if err != nil {
@@ -325,9 +421,9 @@ func (m *Middleware) reserve(ctx context.Context, s *tenant.Scope, key string, f
 		}
 		prev := &stored{}
 		var headers []byte
-		err = s.Pool().QueryRow(ctx, `SELECT method, path, body_hash, status, headers, body FROM `+t+`
-			WHERE key = $1 AND expires_at > now()`, key).
-			Scan(&prev.method, &prev.path, &prev.bodyHash, &prev.status, &headers, &prev.body)
+		err = s.Pool().QueryRow(ctx, `SELECT method, path, body_hash, status, headers, body, committed, locked_until <= now() FROM `+t+`
+			WHERE key_id = $1 AND key = $2 AND expires_at > now()`, res.keyID, res.key).
+			Scan(&prev.method, &prev.path, &prev.bodyHash, &prev.status, &headers, &prev.body, &prev.committed, &prev.lapsed)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // released or expired since the INSERT: try again
 		}
@@ -378,7 +474,7 @@ func (m *Middleware) take(ctx context.Context, s *tenant.Scope, sql string, args
 }
 
 // store records the response of a completed request.
-func (m *Middleware) store(ctx context.Context, s *tenant.Scope, key string, owner [16]byte, status int, h http.Header, body []byte) error {
+func (m *Middleware) store(ctx context.Context, res *reservation, status int, h http.Header, body []byte) error {
 	keep := http.Header{}
 	for k, v := range h {
 		if !perRequest[http.CanonicalHeaderKey(k)] {
@@ -390,16 +486,23 @@ func (m *Middleware) store(ctx context.Context, s *tenant.Scope, key string, own
 		return err
 	}
 	return retry(ctx, func() error {
-		_, err := s.Pool().Exec(ctx, `UPDATE `+table(s)+` SET status = $3, headers = $4, body = $5
-			WHERE key = $1 AND owner = $2`, key, owner, status, headers, body)
+		_, err := res.s.Pool().Exec(ctx, `UPDATE `+table(res.s)+` SET status = $4, headers = $5, body = $6
+			WHERE key_id = $1 AND key = $2 AND owner = $3`, res.keyID, res.key, res.owner, status, headers, body)
 		return err
 	})
 }
 
-// release frees a reservation whose request did not complete.
-func (m *Middleware) release(ctx context.Context, s *tenant.Scope, key string, owner [16]byte) error {
+// release frees a reservation whose response is not kept, so that a retry
+// runs. With keepCommitted, one whose effect committed stays instead (a
+// retry must not run it again) with its lease ended, so that retries hear
+// at once that it ran rather than that it still runs.
+func (m *Middleware) release(ctx context.Context, res *reservation, keepCommitted bool) error {
+	t := table(res.s)
 	return retry(ctx, func() error {
-		_, err := s.Pool().Exec(ctx, `DELETE FROM `+table(s)+` WHERE key = $1 AND owner = $2 AND status IS NULL`, key, owner)
+		_, err := res.s.Pool().Exec(ctx, `WITH freed AS (
+				DELETE FROM `+t+` WHERE key_id = $1 AND key = $2 AND owner = $3 AND status IS NULL AND NOT (committed AND $4))
+			UPDATE `+t+` SET locked_until = now() WHERE key_id = $1 AND key = $2 AND owner = $3 AND status IS NULL AND committed AND $4`,
+			res.keyID, res.key, res.owner, keepCommitted)
 		return err
 	})
 }

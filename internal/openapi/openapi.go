@@ -165,7 +165,7 @@ func (d *Doc) Add(method, path string, o Op) {
 	}
 	if o.Idempotent {
 		params = append(params, M{"name": "Idempotency-Key", "in": "header",
-			"description": "Runs the request at most once per project and key for 24 h; a replay returns the stored response with Idempotent-Replayed: true.",
+			"description": "Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true.",
 			"schema":      M{"type": "string", "minLength": 1, "maxLength": 255}})
 	}
 	if len(params) > 0 {
