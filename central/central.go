@@ -56,7 +56,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, secret string, keyTTL time.Du
 			return nil, err
 		}
 	}
-	return &Central{pool: pool, secret: []byte(secret), logger: logger, keys: newKeyCache(keyTTL), spares: make(chan struct{}, 1)}, nil
+	return &Central{pool: pool, secret: []byte(secret), logger: logger, keys: newKeyCache(keyTTL), login: newLoginState(), spares: make(chan struct{}, 1)}, nil
 }
 
 // Secret is the server secret (key-hash pepper, JWT, OAuth state, token encryption).

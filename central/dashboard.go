@@ -12,18 +12,20 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/id"
+	"github.com/plinth-dev/plinth/internal/ratelimit"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
 // DashboardRoutes mounts the central routes (served under /central/api):
-// the two login endpoints, and the dashboard API behind a dashboard token.
-func (c *Central) DashboardRoutes(r chi.Router) {
+// the two login endpoints, each limited per client IP by perIP, and the
+// dashboard API behind a dashboard token.
+func (c *Central) DashboardRoutes(r chi.Router, perIP *ratelimit.PerIP) {
 	// Hash the dummy password now, so the first unknown-email login costs
 	// one verification like every other.
 	go func() { _, _ = c.dummyHash() }()
 
-	r.Get("/tenants-for-email", httpapi.H(c.tenantsForEmail))
-	r.Post("/login", httpapi.H(c.postLogin))
+	r.With(perIP.Handler("tenants-for-email")).Get("/tenants-for-email", httpapi.H(c.tenantsForEmail))
+	r.With(perIP.Handler("login")).Post("/login", httpapi.H(c.postLogin))
 	r.Group(func(r chi.Router) {
 		r.Use(c.DashboardAuth)
 		r.Get("/me", httpapi.H(c.dashboardMe))

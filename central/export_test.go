@@ -16,3 +16,17 @@ func (c *Central) Resolves() int64 { return c.resolves.Load() }
 // SetBeforeCacheFill makes f run between each key or project lookup and
 // its cache fill (nil: nothing), for a test that calls c on one goroutine.
 func (c *Central) SetBeforeCacheFill(f func()) { c.keys.beforeFill = f }
+
+// HoldLoginSlots takes every password-verification slot, as that many
+// logins verifying at once would; release gives them back.
+func (c *Central) HoldLoginSlots() (release func()) {
+	n := cap(c.login.slots)
+	for range n {
+		c.login.slots <- struct{}{}
+	}
+	return func() {
+		for range n {
+			<-c.login.slots
+		}
+	}
+}

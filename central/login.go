@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,14 +29,49 @@ const (
 	TenantsLookupFloor = 100 * time.Millisecond
 	// AuthFailed is the message key of wrong credentials.
 	AuthFailed = "auth.failed"
+	// LoginSlotWait is how long a login waits for a verification slot
+	// before it is refused (503 with Retry-After).
+	LoginSlotWait = time.Second
 )
 
-// loginState is the login's per-process state; its zero value is ready.
+// loginState is the login's per-process state, made by newLoginState.
 type loginState struct {
 	dummyOnce sync.Once
 	dummy     string
 	dummyErr  error
 	lastPrune atomic.Int64 // unix seconds of the last prune of old failures
+	// slots bounds the logins verifying passwords at once. Each argon2id
+	// verification holds 19 MiB and a CPU for tens of milliseconds, so
+	// unbounded concurrent logins (distinct emails pass the per-email
+	// limit) would take the process's memory; more verifications than
+	// CPUs would not finish sooner anyway.
+	slots chan struct{}
+}
+
+func newLoginState() loginState {
+	return loginState{slots: make(chan struct{}, 2*runtime.GOMAXPROCS(0))}
+}
+
+// loginSlot takes a verification slot, waiting up to LoginSlotWait for
+// one; the caller calls release when its verifications are done.
+func (c *Central) loginSlot(ctx context.Context) (release func(), err error) {
+	release = func() { <-c.login.slots }
+	select {
+	case c.login.slots <- struct{}{}:
+		return release, nil
+	default:
+	}
+	wait := time.NewTimer(LoginSlotWait)
+	defer wait.Stop()
+	select {
+	case c.login.slots <- struct{}{}:
+		return release, nil
+	case <-wait.C:
+		return nil, httpapi.NewError(503, httpapi.CodeServiceUnavailable, "too many logins are being checked at once; retry shortly").
+			WithHeader("Retry-After", "1")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // dummyHash is an argon2id hash of a random password, made with the same
@@ -117,11 +153,20 @@ type loginCandidate struct {
 // Every attempt is first recorded as a failure (so concurrent attempts
 // count too) and cleared on success; LoginFailureLimit recorded failures
 // within LoginFailureWindow make further attempts 429 on every instance.
+//
+// An attempt holds a verification slot from before it is recorded, so
+// one refused for want of a slot (503) counts for nothing, and known and
+// unknown emails wait for a slot alike.
 func (c *Central) Login(ctx context.Context, email, password string, tenantID *int64) (LoginResult, error) {
 	email = cleanEmail(email)
 	if len(email) > maxEmailLen {
 		return LoginResult{}, ErrAuthFailed() // matches no user; not worth a row
 	}
+	release, err := c.loginSlot(ctx)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	defer release()
 	key := loginKey(email)
 	if err := c.reserveLoginAttempt(ctx, key); err != nil {
 		return LoginResult{}, err

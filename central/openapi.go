@@ -76,12 +76,17 @@ func OpenAPI(d *openapi.Doc) {
 
 	// The dashboard.
 	d.Add("GET", "/central/api/tenants-for-email", openapi.Op{ID: "tenantsForEmail", Summary: "Workspaces of an email", Tag: "dashboard", Auth: openapi.None,
-		Desc:  "Always 200, in constant minimum time, for known and unknown emails alike.",
-		Query: []openapi.M{{"name": "email", "in": "query", "schema": openapi.Str()}},
-		OK:    []openapi.Resp{{Status: 200, Desc: "The workspaces (possibly none).", Content: openapi.JSON(openapi.Obj(openapi.M{"tenants": openapi.Arr(tenant)}, "tenants"))}}})
+		Desc: "Always 200, in constant minimum time, for known and unknown emails alike. " +
+			"Limited per client IP (PLINTH_LOGIN_RATE, default 10 per minute, burst 20): 429 beyond.",
+		IPLimited: true,
+		Query:     []openapi.M{{"name": "email", "in": "query", "schema": openapi.Str()}},
+		OK:        []openapi.Resp{{Status: 200, Desc: "The workspaces (possibly none).", Content: openapi.JSON(openapi.Obj(openapi.M{"tenants": openapi.Arr(tenant)}, "tenants"))}}})
 	d.Add("POST", "/central/api/login", openapi.Op{ID: "login", Summary: "Dashboard login", Tag: "dashboard", Auth: openapi.None,
 		Desc: "Wrong credentials: 422 validation_failed with message auth.failed and errors.email [auth.failed]. " +
-			"Five failures per email per 15 minutes slow further attempts (429).",
+			"Five failures per email per 15 minutes slow further attempts (429). Limited per client IP as well " +
+			"(PLINTH_LOGIN_RATE, default 10 per minute, burst 20: 429). When more logins are being verified at once than the server " +
+			"checks together, one that waited a second for its turn is 503 service_unavailable with Retry-After, and does not count as a failure.",
+		IPLimited: true,
 		Body: openapi.JSON(d.Schema("LoginRequest", openapi.Obj(openapi.M{"email": openapi.Str(), "password": openapi.Str(), "tenant_id": openapi.M{"type": "integer"}},
 			"email", "password"))),
 		OK: []openapi.Resp{{Status: 200, Desc: "A 12-hour dashboard token.", Content: openapi.JSON(d.Schema("LoginResult",

@@ -209,8 +209,12 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 			}
 		})
 	})
-	// Dashboard login and the dashboard API (JWT, not API keys).
-	r.Route("/central/api", c.DashboardRoutes)
+	// Dashboard login and the dashboard API (JWT, not API keys). The
+	// limiter above skips them; the login endpoints have a per-IP limit
+	// of their own, in the same store.
+	loginLimits := &ratelimit.PerIP{Store: s.Limits.Store, Limit: ratelimit.Limit{RPM: cfg.LoginRPM, Burst: cfg.LoginBurst},
+		Trusted: cfg.TrustedProxies, Clock: s.Limits.Clock, Logger: logger}
+	r.Route("/central/api", func(r chi.Router) { c.DashboardRoutes(r, loginLimits) })
 	s.Handler, s.Router = r, r
 	return s, nil
 }

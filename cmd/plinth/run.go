@@ -23,6 +23,7 @@ commands:
   tenant create --name N --domain D --owner-email E --owner-password P
   user add --tenant ID --email E --password P [--name N]
   project create --tenant ID --name N [--plan free] [--default-language en] [--target-languages fr,de] [--timezone UTC] [--industry X]
+  project plan --project prj_… --plan P
   key create --project prj_… [--name N] [--scopes '*'] [--test]
   credits topup --project prj_… --amount N
 `
@@ -61,7 +62,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		defer db.Close(logger)
 		return central.MigrateAll(ctx, cfg, db.Pool, logger)
-	case "tenant create", "user add", "project create", "key create", "credits topup":
+	case "tenant create", "user add", "project create", "project plan", "key create", "credits topup":
 		db, err := central.OpenDatabase(ctx, cfg, logger)
 		if err != nil {
 			return err
@@ -121,6 +122,16 @@ func admin(ctx context.Context, c *central.Central, cmd string, args []string) (
 		p, err := c.CreateProject(ctx, central.ProjectParams{TenantID: *tid, Name: *name, Plan: *plan, DefaultLanguage: *lang, TargetLanguages: tl, Timezone: *tz, Industry: *industry})
 		if err != nil {
 			return nil, err
+		}
+		return central.ToProjectJSON(p), nil
+	case "project plan":
+		pid, plan := str("project", ""), str("plan", "")
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		p, err := c.UpdateProject(ctx, *pid, central.ProjectUpdate{Plan: plan})
+		if err != nil {
+			return nil, fmt.Errorf("project %q: %w", *pid, err)
 		}
 		return central.ToProjectJSON(p), nil
 	case "key create":

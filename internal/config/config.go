@@ -22,10 +22,15 @@ type Config struct {
 	KeyCacheTTL    time.Duration
 	// SpareSchemas is how many project schemas are kept created ahead of
 	// the projects that will claim them (PLINTH_SPARE_SCHEMAS, default 4).
-	SpareSchemas     int
-	TrustedProxies   []netip.Prefix
-	PublicRPM        int
-	PublicBurst      int
+	SpareSchemas   int
+	TrustedProxies []netip.Prefix
+	PublicRPM      int
+	PublicBurst    int
+	// LoginRPM and LoginBurst limit each client IP on each of the
+	// dashboard's login endpoints (PLINTH_LOGIN_RATE, default 10/20),
+	// which run argon2id and are outside the API's limits.
+	LoginRPM         int
+	LoginBurst       int
 	AIProvider       string
 	OpenAIBaseURL    string
 	OpenAIAPIKey     string
@@ -84,15 +89,25 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.TrustedProxies = append(c.TrustedProxies, p)
 	}
-	rate := or(getenv("PLINTH_PUBLIC_RATE"), "120/240")
-	rpm, burst, ok := strings.Cut(rate, "/")
-	if c.PublicRPM, err = strconv.Atoi(rpm); err != nil || !ok || c.PublicRPM < 1 {
-		return c, fmt.Errorf("PLINTH_PUBLIC_RATE: want RPM/BURST, got %q", rate)
+	if c.PublicRPM, c.PublicBurst, err = rate(getenv, "PLINTH_PUBLIC_RATE", "120/240"); err != nil {
+		return c, err
 	}
-	if c.PublicBurst, err = strconv.Atoi(burst); err != nil || c.PublicBurst < 1 {
-		return c, fmt.Errorf("PLINTH_PUBLIC_RATE: want RPM/BURST, got %q", rate)
+	if c.LoginRPM, c.LoginBurst, err = rate(getenv, "PLINTH_LOGIN_RATE", "10/20"); err != nil {
+		return c, err
 	}
 	return c, nil
+}
+
+// rate reads a limit written RPM/BURST, both at least 1.
+func rate(getenv func(string) string, name, def string) (rpm, burst int, err error) {
+	v := or(getenv(name), def)
+	r, b, ok := strings.Cut(v, "/")
+	rpm, err1 := strconv.Atoi(r)
+	burst, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || rpm < 1 || burst < 1 {
+		return 0, 0, fmt.Errorf("%s: want RPM/BURST, got %q", name, v)
+	}
+	return rpm, burst, nil
 }
 
 // String masks secrets, so a Config can be logged.

@@ -45,6 +45,10 @@ type Op struct {
 	Errs             []int // problem+json statuses beyond those Add adds
 	Idempotent       bool  // accepts Idempotency-Key
 	Uncharged        bool  // the limiter shows the caller's bucket without charging it: never 429
+	// IPLimited marks a /central/ route with a per-IP limit of its own
+	// (the login endpoints): like /v1, it carries the rate-limit headers
+	// and may answer 429.
+	IPLimited bool
 }
 
 // Resp is one answer of an operation other than a problem.
@@ -135,7 +139,7 @@ func (d *Doc) Add(method, path string, o Op) {
 	}
 	d.tag(o.Tag)
 	central := strings.HasPrefix(path, "/central/")
-	rateLimited := !central // the limiter skips /central/
+	rateLimited := !central || o.IPLimited // the API's limiter skips /central/
 	out := M{"operationId": o.ID, "summary": o.Summary, "tags": []any{o.Tag}}
 	desc := o.Desc
 	if o.Scope != "" {
