@@ -18,16 +18,18 @@ import (
 
 // DashboardRoutes mounts the central routes (served under /central/api):
 // the two login endpoints, each limited per client IP by perIP, and the
-// dashboard API behind a dashboard token.
+// dashboard API behind a dashboard token. A path or query that is not
+// text reaches no handler (httpapi.ValidURL), and is refused after the
+// per-IP limit, so its 400 carries the limit's headers like any answer.
 func (c *Central) DashboardRoutes(r chi.Router, perIP *ratelimit.PerIP) {
 	// Hash the dummy password now, so the first unknown-email login costs
 	// one verification like every other.
 	go func() { _, _ = c.dummyHash() }()
 
-	r.With(perIP.Handler("tenants-for-email")).Get("/tenants-for-email", httpapi.H(c.tenantsForEmail))
-	r.With(perIP.Handler("login")).Post("/login", httpapi.H(c.postLogin))
+	r.With(perIP.Handler("tenants-for-email"), httpapi.ValidURL).Get("/tenants-for-email", httpapi.H(c.tenantsForEmail))
+	r.With(perIP.Handler("login"), httpapi.ValidURL).Post("/login", httpapi.H(c.postLogin))
 	r.Group(func(r chi.Router) {
-		r.Use(c.DashboardAuth)
+		r.Use(httpapi.ValidURL, c.DashboardAuth)
 		r.Get("/me", httpapi.H(c.dashboardMe))
 		r.Get("/projects", httpapi.H(c.dashboardProjects))
 		r.Post("/projects", httpapi.H(c.dashboardCreateProject))

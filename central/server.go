@@ -171,8 +171,8 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	r.Use(forms.CORS)                                  // before the limiter: a 429 of a public form is readable in a browser
 	r.Use(c.Identify)                                  // the key, resolved once
 	r.Use(s.Limits.Handler)                            // before routing: every response carries the headers
-	r.Use(httpapi.ValidURL)                            // a path or query that is not text reaches no handler
 	r.Route("/v1", func(v1 chi.Router) {
+		v1.Use(httpapi.ValidURL) // a path or query that is not text reaches no handler
 		v1.Get("/health", s.health)
 		v1.Get("/openapi.json", ServeOpenAPI)
 		// Routes that authenticate themselves: OAuth callbacks, the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
@@ -103,6 +104,7 @@ func withClock(t *testing.T, env *apitest.Env, now time.Time) *apitest.Env {
 	h := booking.New(booking.Deps{Events: env.Server.Outbox, Now: func() time.Time { return now }})
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(env.Config.ErrorBase, slog.Default(), 11<<20))
+	r.Use(central.VaryPublic)
 	r.Use(env.Server.Central.Identify)
 	r.Use(env.Server.Limits.Handler)
 	r.Route("/v1", func(v1 chi.Router) {
