@@ -31,10 +31,10 @@ const MediaPath = "/v1/public/media/"
 const PublicVary = "X-Service-Project-Key, Origin"
 
 // VaryPublic adds PublicVary to every response on the public surface, errors
-// included: a 404 is heuristically cacheable, and a 400 or 429 must not be
-// served to a request that names its project. It goes on the root router
-// before the rate limiter and the forms' CORS, so that no answer of the
-// surface leaves without it.
+// included (a 404 is cacheable by default: one project's "no such page"
+// must not answer another's). It goes on the root router before the rate
+// limiter and the forms' CORS, so that no answer of the surface leaves
+// without it.
 func VaryPublic(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if IsPublic(r.URL.Path) {

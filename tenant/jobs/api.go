@@ -3,9 +3,11 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -28,10 +30,43 @@ type Deps struct {
 	// Heartbeat is the interval of SSE comment lines that keep idle
 	// connections (and proxies) open (default 15s).
 	Heartbeat time.Duration
-	// Poll re-reads a streamed job's events even without a notification,
-	// in case one was lost with the LISTEN connection (default 5s).
-	Poll   time.Duration
-	Logger *slog.Logger
+	Logger    *slog.Logger
+}
+
+// MaxStreamsPerProject is how many job streams one project may hold open
+// on one process at once; one more is 429 rate_limited. A stream holds a
+// connection, a goroutine and a hub subscription for as long as its client
+// likes, and the request limiter counts it once, when it opens.
+const MaxStreamsPerProject = 20
+
+// streamRetryAfter is the Retry-After, in seconds, of a refused stream: a
+// slot frees when a stream of the project ends, which no one can predict.
+const streamRetryAfter = 5
+
+// streamSlots counts the open streams of each project.
+type streamSlots struct {
+	mu   sync.Mutex
+	open map[string]int
+}
+
+// take reserves a stream slot of project, false when all are taken.
+func (s *streamSlots) take(project string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open[project] >= MaxStreamsPerProject {
+		return false
+	}
+	s.open[project]++
+	return true
+}
+
+// give frees a slot take reserved.
+func (s *streamSlots) give(project string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open[project]--; s.open[project] <= 0 {
+		delete(s.open, project)
+	}
 }
 
 // Service is the jobs pillar: the runner every pillar's job types run on,
@@ -42,13 +77,13 @@ type Service struct {
 	hub       *Hub
 	river     *queue.Client
 	heartbeat time.Duration
-	poll      time.Duration
+	streams   streamSlots
 }
 
 // New builds the pillar.
 func New(d Deps) *Service {
 	return &Service{runner: NewRunner(d.Plane, d.Logger), hub: NewHub(d.Pool, d.Logger), river: d.Queue,
-		heartbeat: or(d.Heartbeat, 15*time.Second), poll: or(d.Poll, 5*time.Second)}
+		heartbeat: or(d.Heartbeat, 15*time.Second), streams: streamSlots{open: map[string]int{}}}
 }
 
 // Runner is where pillars register their job types.
@@ -149,8 +184,17 @@ func (a *Service) cancelJob(ctx context.Context, tx pgx.Tx, s *tenant.Scope, job
 // of the job in order (progress, step, error, then done, which ends the
 // stream), each with its sequence number as id. Last-Event-ID resumes
 // after that event; a finished job's stream without it sends done at once.
+//
+// An open stream reads the database only when the hub wakes it: on a
+// NOTIFY of the job, or after the hub's LISTEN connection came back (it
+// wakes every stream then, since notifications may have been missed). In
+// between it sends heartbeat comments and queries nothing.
 func (a *Service) stream(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	ctx := r.Context()
+	if !a.streams.take(s.Project.ID) {
+		return httpapi.RateLimited(streamRetryAfter, fmt.Sprintf("this project already has %d job streams open; close one (a stream ends after done) and retry", MaxStreamsPerProject))
+	}
+	defer a.streams.give(s.Project.ID)
 	jobID := chi.URLParam(r, "id")
 	wakeups, stop := a.hub.Subscribe(jobID) // before reading, so no event slips between
 	defer stop()
@@ -181,8 +225,6 @@ func (a *Service) stream(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 	}
 	heartbeat := time.NewTicker(a.heartbeat)
 	defer heartbeat.Stop()
-	poll := time.NewTicker(a.poll)
-	defer poll.Stop()
 	for {
 		for {
 			evs, err := tenant.TxV(ctx, s, func(tx pgx.Tx) ([]event, error) { return eventsAfter(ctx, tx, jobID, last, 500) })
@@ -206,18 +248,30 @@ func (a *Service) stream(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 				break
 			}
 		}
+		if !a.awaitWake(ctx, sess, wakeups, heartbeat.C) {
+			return nil
+		}
+	}
+}
+
+// awaitWake waits until the hub wakes the stream, sending a heartbeat
+// comment at each tick meanwhile (no query: a heartbeat only keeps the
+// connection and proxies open). False when the stream should end: the
+// client left, the process is stopping, or a heartbeat could not be sent.
+func (a *Service) awaitWake(ctx context.Context, sess *sse.Session, wakeups <-chan struct{}, ticks <-chan time.Time) bool {
+	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return false
 		case <-a.hub.Done():
-			return nil
+			return false
 		case <-wakeups:
-		case <-poll.C:
-		case <-heartbeat.C:
+			return true
+		case <-ticks:
 			m := &sse.Message{}
 			m.AppendComment("heartbeat")
 			if sess.Send(m) != nil || sess.Flush() != nil {
-				return nil
+				return false
 			}
 		}
 	}

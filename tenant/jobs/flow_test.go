@@ -61,7 +61,7 @@ func next(t testing.TB, live <-chan sseEvent) sseEvent {
 	select {
 	case e := <-live:
 		return e
-	case <-time.After(2 * time.Second): // the stream's fallback poll is 5 s: this is NOTIFY
+	case <-time.After(2 * time.Second): // streams do not poll: this is NOTIFY
 		t.Fatal("no event within 2 s")
 	}
 	return sseEvent{}

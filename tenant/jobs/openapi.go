@@ -1,6 +1,10 @@
 package jobs
 
-import "github.com/plinth-dev/plinth/internal/openapi"
+import (
+	"fmt"
+
+	"github.com/plinth-dev/plinth/internal/openapi"
+)
 
 // OpenAPI describes the routes of the pillar and the Job resource, which
 // the pillars that start jobs answer with (202).
@@ -29,7 +33,8 @@ func OpenAPI(d *openapi.Doc) {
 		OK:   []openapi.Resp{{Status: 200, Desc: "The job.", Content: job}}})
 	d.Add("GET", "/v1/jobs/{id}/stream", openapi.Op{ID: "streamJob", Summary: "Server-Sent Events of a job", Tag: "jobs", Scope: "jobs:read",
 		Desc: "Events `progress` {progress, message}, `step` {name, completed, active}, `done` (the Job) and `error` {code, message}; " +
-			"each has an id (resume with Last-Event-ID). A finished job sends `done` at once. Comments keep the stream alive.",
+			"each has an id (resume with Last-Event-ID). A finished job sends `done` at once. Comments keep the stream alive. " +
+			fmt.Sprintf("A project holds at most %d streams open per instance: one more is 429 rate_limited with Retry-After.", MaxStreamsPerProject),
 		Headers: []openapi.M{{"name": "Last-Event-ID", "in": "header", "schema": openapi.Str()}},
 		Errs:    []int{404},
 		OK: []openapi.Resp{{Status: 200, Desc: "The event stream.", Content: openapi.M{"text/event-stream": openapi.Str()},
