@@ -83,9 +83,9 @@ func Base(errorBase string, logger *slog.Logger, maxBody int64) func(http.Handle
 // before any handler reads it: path parameters and query values reach
 // the stores as text, which PostgreSQL refuses with NUL or invalid UTF-8.
 // A path that is not text names no resource (404); a query parameter that
-// is not text is a malformed request (400 naming the parameter). chi
-// routes on the decoded path unless it held an escaped slash, so the
-// decoded path is the one checked.
+// is not text is a malformed request (400 naming the parameter). The
+// decoded path is checked: it holds every byte the raw one escapes, so it
+// covers chi routing on either (on the raw path when a slash is escaped).
 func ValidURL(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !ValidText(r.URL.Path) {
