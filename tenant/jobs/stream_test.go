@@ -139,7 +139,8 @@ func TestIdleStreamQueriesNothing(t *testing.T) {
 	defer cancel()
 	live := make(chan sseEvent, 100)
 	// open: the stream has read the job's events so far (none while pending)
-	go readEvents(t, openStream(t, sctx, hs.URL, p.Key, j.ID, ""), live)
+	res := openStream(t, sctx, hs.URL, p.Key, j.ID, "")
+	go readEvents(t, res, live)
 
 	time.Sleep(500 * time.Millisecond) // the request's own statements settle
 	before := counter.n.Load()
