@@ -564,8 +564,9 @@ func statusField(pid int, field string) (int, bool) {
 	return 0, false
 }
 
-// cpuTicks is utime + stime of pid in clock ticks.
-func cpuTicks(pid int) (int64, bool) {
+// cpuTicks is utime + stime of pid in clock ticks, plus cutime + cstime
+// (its children that ended and were waited for) when children is set.
+func cpuTicks(pid int, children bool) (int64, bool) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, false
@@ -576,29 +577,44 @@ func cpuTicks(pid int) (int64, bool) {
 		return 0, false
 	}
 	f := strings.Fields(rest)
-	if len(f) < 13 {
+	if len(f) < 15 {
 		return 0, false
 	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + s, true
+	n := 2
+	if children {
+		n = 4
+	}
+	var sum int64
+	for _, v := range f[11 : 11+n] {
+		t, _ := strconv.ParseInt(v, 10, 64)
+		sum += t
+	}
+	return sum, true
 }
 
 // clockTicks is USER_HZ, 100 on every Linux this runs on.
 const clockTicks = 100
 
 // idleCPU samples the CPU time of the server and the cluster over the
-// idle period, as percent of one core, each side and together. Processes
-// that start during the period count from zero; one that ends loses its
-// share (the cluster's are long-lived: the pool keeps its connections).
+// idle period, as percent of one core, each side and together. Short-lived
+// processes count in full: the postmaster's and the server's figures
+// include their reaped children (an autovacuum worker, say, that starts
+// and ends within the period), and a child alive at the start that ends
+// during it is counted in its parent's figure less what it had used
+// before.
 func (b *bench) idleCPU(ctx context.Context) (string, error) {
 	before := map[int]int64{}
 	pids, err := b.processes()
 	if err != nil {
 		return "", err
 	}
+	pm, _, err := b.postmaster()
+	if err != nil {
+		return "", err
+	}
+	parents := map[int]bool{b.serve.Process.Pid: true, pm: true}
 	for _, p := range pids {
-		before[p], _ = cpuTicks(p)
+		before[p], _ = cpuTicks(p, parents[p])
 	}
 	log.Printf("idle for %s", b.o.idle)
 	select {
@@ -611,15 +627,23 @@ func (b *bench) idleCPU(ctx context.Context) (string, error) {
 		return "", err
 	}
 	var server, pg int64
+	alive := map[int]bool{}
 	for _, p := range pids {
-		t, ok := cpuTicks(p)
+		t, ok := cpuTicks(p, parents[p])
 		if !ok {
 			continue
 		}
+		alive[p] = true
 		if p == b.serve.Process.Pid {
 			server += t - before[p]
 		} else {
 			pg += t - before[p]
+		}
+	}
+	// A child of the postmaster that ended is in its cutime, whole.
+	for p, t := range before {
+		if !alive[p] && !parents[p] {
+			pg -= t
 		}
 	}
 	pct := func(t int64) float64 { return float64(t) / clockTicks / b.o.idle.Seconds() * 100 }
