@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"sync"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
@@ -110,12 +108,9 @@ type ExpireWorker struct {
 // first of those left to expire, or completes when none is left. Snoozing
 // does not use up attempts in River: the job lives as long as the keys.
 func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) error {
-	s, err := w.Projects.ScopeFor(ctx, job.Args.ProjectID)
-	if errors.Is(err, httpapi.ErrNotFound) {
-		return nil // the project is gone, and its keys with its schema
-	}
-	if err != nil {
-		return err
+	s, ok, err := tenant.LiveScope(ctx, w.Projects, job.Args.ProjectID)
+	if !ok {
+		return err // nil when the project is gone, and its keys with its schema
 	}
 	for range expireRounds {
 		n, err := deleteExpired(ctx, s)

@@ -120,3 +120,24 @@ func InsertNew(ctx context.Context, c *Client, tx pgx.Tx, jobs []river.InsertMan
 	}
 	return n, nil
 }
+
+// InsertRows inserts, in tx, the job build makes of each (id, time) row
+// that sql selects, and returns how many it added: jobs already there
+// (unique by args) are skipped, so a backfill that runs twice adds
+// nothing the second time.
+func InsertRows(ctx context.Context, c *Client, tx pgx.Tx, sql string, build func(id int64, at time.Time) river.InsertManyParams) (int, error) {
+	rows, err := tx.Query(ctx, sql)
+	if err != nil {
+		return 0, err
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (river.InsertManyParams, error) {
+		var id int64
+		var at time.Time
+		err := r.Scan(&id, &at)
+		return build(id, at), err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return InsertNew(ctx, c, tx, jobs)
+}

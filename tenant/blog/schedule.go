@@ -2,13 +2,11 @@ package blog
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
-	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/tenant"
 )
@@ -61,20 +59,8 @@ func (sv *Service) enqueuePublish(ctx context.Context, tx pgx.Tx, s *tenant.Scop
 // nothing. A post whose time has passed is published within seconds.
 func (sv *Service) EnqueueScheduled(ctx context.Context, s *tenant.Scope) (int, error) {
 	return tenant.TxV(ctx, s, func(tx pgx.Tx) (int, error) {
-		rows, err := tx.Query(ctx, `SELECT id, scheduled_at FROM blog_posts WHERE status = 'scheduled' ORDER BY id`)
-		if err != nil {
-			return 0, err
-		}
-		jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (river.InsertManyParams, error) {
-			var id int64
-			var at time.Time
-			err := r.Scan(&id, &at)
-			return scheduledJob(s.Project.ID, id, at), err
-		})
-		if err != nil {
-			return 0, err
-		}
-		return queue.InsertNew(ctx, sv.river, tx, jobs)
+		return queue.InsertRows(ctx, sv.river, tx, `SELECT id, scheduled_at FROM blog_posts WHERE status = 'scheduled' ORDER BY id`,
+			func(id int64, at time.Time) river.InsertManyParams { return scheduledJob(s.Project.ID, id, at) })
 	})
 }
 
@@ -91,11 +77,8 @@ type publishScheduledWorker struct {
 // whose project is gone has nothing left to do.
 func (w *publishScheduledWorker) Work(ctx context.Context, job *river.Job[PublishScheduledArgs]) error {
 	a := job.Args
-	s, err := w.sv.plane.ScopeFor(ctx, a.ProjectID)
-	if errors.Is(err, httpapi.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
+	s, ok, err := tenant.LiveScope(ctx, w.sv.plane, a.ProjectID)
+	if !ok {
 		return err
 	}
 	return s.Tx(ctx, func(tx pgx.Tx) error {
