@@ -2,7 +2,7 @@ GO ?= go
 BIN := bin/plinth
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help build run test lint bench bench-scale fmt
+.PHONY: help build run test test-go test-sdk lint bench bench-scale fmt
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -13,8 +13,15 @@ build: ## build bin/plinth
 run: build ## start the server with embedded defaults (private Postgres, offline AI, demo key printed)
 	./$(BIN) serve
 
-test: ## run every test against a real PostgreSQL, with the race detector
+test: test-go test-sdk ## run every test: the Go tests, then the TypeScript SDK's
+
+test-go: ## run every Go test against a real PostgreSQL, with the race detector
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+# The SDK's tests start bin/plinth (built here) with its private cluster;
+# npm ci --prefix sdk/typescript installs their packages first (.ci/run does).
+test-sdk: build ## build and test the TypeScript SDK (sdk/typescript) against a real bin/plinth
+	PLINTH_BIN=$(CURDIR)/$(BIN) npm test --prefix sdk/typescript
 
 lint: ## gofmt, go vet, staticcheck and go mod tidy -diff (staticcheck fetched through the Go module proxy on first use)
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
