@@ -34,7 +34,7 @@ type Central struct {
 	keys   *keyCache
 	// hashers hash presented keys (keyHasher).
 	hashers *sync.Pool
-	login  loginState
+	login   loginState
 	// resolves counts the keys resolved, to show each request resolves
 	// its key once.
 	resolves atomic.Int64

@@ -154,7 +154,13 @@ func free() (string, error) {
 // spawn starts a server process with its output in dir/name.log and
 // waits until GET health answers 200.
 func (b *bench) spawn(ctx context.Context, name, dir, health string, cmd *exec.Cmd) error {
-	logf, err := os.Create(filepath.Join(b.dir, strings.ReplaceAll(name, " ", "-")+".log"))
+	file := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, name)
+	logf, err := os.Create(filepath.Join(b.dir, file+".log"))
 	if err != nil {
 		return err
 	}
