@@ -32,7 +32,9 @@ type Central struct {
 	secret []byte
 	logger *slog.Logger
 	keys   *keyCache
-	login  loginState
+	// hashers hash presented keys (keyHasher).
+	hashers *sync.Pool
+	login   loginState
 	// resolves counts the keys resolved, to show each request resolves
 	// its key once.
 	resolves atomic.Int64
@@ -56,7 +58,8 @@ func Open(ctx context.Context, pool *pgxpool.Pool, secret string, keyTTL time.Du
 			return nil, err
 		}
 	}
-	return &Central{pool: pool, secret: []byte(secret), logger: logger, keys: newKeyCache(keyTTL), login: newLoginState(), spares: make(chan struct{}, 1)}, nil
+	return &Central{pool: pool, secret: []byte(secret), logger: logger, keys: newKeyCache(keyTTL), hashers: newKeyHashers([]byte(secret)),
+		login: newLoginState(), spares: make(chan struct{}, 1)}, nil
 }
 
 // Secret is the server secret (key-hash pepper, JWT, OAuth state, token encryption).
@@ -462,9 +465,11 @@ func newKeyCache(ttl time.Duration) *keyCache {
 	return &keyCache{ttl: ttl, byHash: map[string]*keyEntry{}, projects: map[string]projectEntry{}, touched: map[string]time.Time{}}
 }
 
-func (k *keyCache) get(hash string) (*keyEntry, bool) {
+// get returns the fresh entry of hash. It takes the hash as bytes: the
+// map lookup converts them without allocating.
+func (k *keyCache) get(hash []byte) (*keyEntry, bool) {
 	k.mu.RLock()
-	e, ok := k.byHash[hash]
+	e, ok := k.byHash[string(hash)]
 	k.mu.RUnlock()
 	if !ok || time.Now().After(e.expires) {
 		return nil, false
