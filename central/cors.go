@@ -115,7 +115,9 @@ func (c *Central) narrowCORS(w http.ResponseWriter, r *http.Request, s *tenant.S
 	h := w.Header()
 	h.Del("Access-Control-Allow-Origin")
 	h.Del("Access-Control-Expose-Headers")
+	vary := len(h["Vary"])
 	c.cors.listed.HandlerFunc(w, r)
+	h["Vary"] = h["Vary"][:vary] // the open answer already varies on Origin
 }
 
 // MaxAllowedOrigins bounds a project's allowed_origins.
