@@ -139,10 +139,11 @@ func OpenAPI(d *openapi.Doc) {
 			"name": openapi.M{"type": "string", "minLength": 1, "maxLength": 255}, "industry": openapi.M{"type": "string", "maxLength": 100},
 			"default_language": openapi.Str(), "target_languages": openapi.M{"type": "array", "maxItems": 50, "items": openapi.Str()},
 			"timezone": openapi.Str(),
-			"allowed_origins": openapi.M{"type": "array", "maxItems": MaxAllowedOrigins, "items": openapi.M{"type": "string", "pattern": `^https?://[^/?#*]+$`},
+			"allowed_origins": openapi.Nullable(openapi.M{"type": "array", "maxItems": MaxAllowedOrigins, "items": openapi.M{"type": "string", "pattern": `^https?://[^/?#*]+$`},
 				"description": "Origins such as https://bakery.example (scheme, lower-case host, optional port other than the default; no path, " +
-					"query, fragment or wildcard); [] opens the public surface to any origin again."},
-			"site_url": openapi.M{"type": "string", "maxLength": 2048, "description": "An absolute http(s) URL without query or fragment; \"\" clears it."},
+					"query, fragment or wildcard); [] opens the public surface to any origin again; null changes nothing."}),
+			"site_url": openapi.Nullable(openapi.M{"type": "string", "maxLength": 2048,
+				"description": "An absolute http(s) URL without query or fragment; \"\" clears it; null changes nothing."}),
 		}))),
 		OK:   []openapi.Resp{{Status: 200, Desc: "The updated project.", Content: project}},
 		Errs: []int{422}})
