@@ -262,7 +262,10 @@ func (d *Doc) preflight(path string, o Op, params []any) M {
 	responses := M{"204": M{"description": "The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, " +
 		"whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces.",
 		"headers": h}}
-	for _, s := range []int{400, 429, 500} {
+	// An OPTIONS that is not a preflight (no Access-Control-Request-Method)
+	// goes on like any request: 404 for a project or path that names
+	// nothing, else 400 (a method the route does not serve).
+	for _, s := range []int{400, 404, 429, 500} {
 		responses[strconv.Itoa(s)] = M{"$ref": "#/components/responses/" + d.problem(true, s)}
 	}
 	return M{"operationId": "preflight" + strings.ToUpper(o.ID[:1]) + o.ID[1:], "summary": "CORS preflight", "tags": []any{o.Tag},

@@ -92,7 +92,7 @@ func TestDocumentAssemblesParts(t *testing.T) {
 	pre := at(t, doc, "paths", "/v1/public/widgets", "options").(M)
 	require.Equal(t, "preflightListPublicWidgets", pre["operationId"])
 	require.Equal(t, []any{}, pre["security"])
-	require.ElementsMatch(t, []string{"204", "400", "429", "500"}, keys(pre["responses"].(M)))
+	require.ElementsMatch(t, []string{"204", "400", "404", "429", "500"}, keys(pre["responses"].(M)))
 	require.Contains(t, at(t, pre, "responses", "204", "headers"), "Access-Control-Allow-Headers")
 	require.Contains(t, at(t, pre, "responses", "204", "headers"), "X-RateLimit-Remaining", "a preflight is counted")
 
