@@ -185,6 +185,8 @@ const projectWrongShape = `{
   "target_languages": "fr",
   "timezone": "UTC",
   "plan": "gold",
+  "allowed_origins": [],
+  "site_url": null,
   "created_at": 1763800000,
   "owner": "someone"
 }`
