@@ -33,6 +33,7 @@ import (
 	"github.com/plinth-dev/plinth/tenant/content"
 	"github.com/plinth-dev/plinth/tenant/forms"
 	"github.com/plinth-dev/plinth/tenant/jobs"
+	"github.com/plinth-dev/plinth/tenant/site"
 	"github.com/plinth-dev/plinth/tenant/social"
 	"github.com/plinth-dev/plinth/tenant/usage"
 	"github.com/plinth-dev/plinth/tenant/webhooks"
@@ -153,6 +154,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 			Payments: payments.New(payments.Config{SecretKey: cfg.StripeSecretKey, WebhookSecret: cfg.StripeWebhookKey, APIBase: cfg.StripeAPIBase})}),
 		booking.New(booking.Deps{Events: s.Outbox}),
 		forms.New(),
+		site.New(),
 		webhooks.New(webhooks.Deps{Outbox: s.Outbox, Secrets: hookSecrets, Dev: cfg.Dev}),
 	}
 	for _, p := range pillars {
@@ -168,7 +170,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	r := httpapi.NewRouter()
 	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20)) // request id, panics, body size
 	r.Use(VaryPublic)                                  // public answers vary with the project header, errors included
-	r.Use(forms.CORS)                                  // before the limiter: a 429 of a public form is readable in a browser
+	r.Use(c.PublicCORS)                                // before the limiter: a 429 of the public surface is readable in a browser
 	r.Use(c.Identify)                                  // the key, resolved once
 	r.Use(s.Limits.Handler)                            // before routing: every response carries the headers
 	r.Route("/v1", func(v1 chi.Router) {
@@ -183,7 +185,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		// The public read surface: no key; the project is named by
 		// X-Service-Project-Key or ?project_id=.
 		v1.Route("/public", func(pub chi.Router) {
-			pub.Use(forms.Preflight) // preflights name no project
+			pub.Use(c.PublicPreflight) // preflights name no project in a header
 			pub.Use(c.PublicProject)
 			pub.Use(idem.Handler) // public submits (bookings, forms) accept Idempotency-Key too (entries under PublicKeyID)
 			for _, p := range pillars {
@@ -224,7 +226,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 // output (go generate ./central).
 func OpenAPIDocument() openapi.M {
 	return openapi.Build(OpenAPI, usage.OpenAPI, jobs.OpenAPI, content.OpenAPI, blog.OpenAPI, commerce.OpenAPI,
-		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, webhooks.OpenAPI)
+		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, site.OpenAPI, webhooks.OpenAPI)
 }
 
 // rateLimits builds the limiter of every request: Redis when REDIS_URL

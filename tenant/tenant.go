@@ -30,9 +30,15 @@ type Project struct {
 	PlanCredits     *int64 // enterprise allowance override
 	RateRPM         *int   // enterprise rate override
 	RateBurst       *int
-	CreatedAt       time.Time
-	Shard           string
-	Schema          string
+	// AllowedOrigins are the browser origins (https://bakery.example)
+	// the public surface answers; empty: any origin.
+	AllowedOrigins []string
+	// SiteURL is the public address of the project's website, the base of
+	// its sitemap's URLs; empty when not set.
+	SiteURL   string
+	CreatedAt time.Time
+	Shard     string
+	Schema    string
 }
 
 // Key is the API key a request came with (nil on the public surface).
