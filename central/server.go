@@ -34,6 +34,7 @@ import (
 	"github.com/plinth-dev/plinth/tenant/forms"
 	"github.com/plinth-dev/plinth/tenant/jobs"
 	"github.com/plinth-dev/plinth/tenant/site"
+	"github.com/plinth-dev/plinth/tenant/sites"
 	"github.com/plinth-dev/plinth/tenant/social"
 	"github.com/plinth-dev/plinth/tenant/usage"
 	"github.com/plinth-dev/plinth/tenant/webhooks"
@@ -63,6 +64,9 @@ type Options struct {
 	// RootCAs, when set, replaces the system roots for outgoing HTTPS
 	// (webhook receivers); tests trust their httptest servers with it.
 	RootCAs *x509.CertPool
+	// AI, when set, replaces the provider chosen from the config; tests
+	// wrap the offline provider with it to fail a job mid-way.
+	AI ai.Provider
 }
 
 // Server is one assembled process.
@@ -105,8 +109,10 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		return nil, err
 	}
 	s := &Server{Central: c, Config: cfg, Pool: pool, logger: logger, started: time.Now(), opts: opts}
-	if s.AI, err = ai.New(cfg, logger); err != nil {
-		return nil, err
+	if s.AI = opts.AI; s.AI == nil {
+		if s.AI, err = ai.New(cfg, logger); err != nil {
+			return nil, err
+		}
 	}
 	if s.Media, err = storage.Open(cfg.Storage, cfg.Getenv); err != nil {
 		return nil, err
@@ -153,6 +159,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		commerce.New(commerce.Deps{Plane: c, Queue: s.River, Events: s.Outbox, Logger: logger,
 			Payments: payments.New(payments.Config{SecretKey: cfg.StripeSecretKey, WebhookSecret: cfg.StripeWebhookKey, APIBase: cfg.StripeAPIBase})}),
 		booking.New(booking.Deps{Events: s.Outbox}),
+		sites.New(sites.Deps{AI: s.AI, Queue: s.River, Content: contentSvc, Blog: blogSvc, Jobs: s.Jobs}),
 		forms.New(),
 		site.New(),
 		webhooks.New(webhooks.Deps{Outbox: s.Outbox, Secrets: hookSecrets, Dev: cfg.Dev}),
@@ -225,7 +232,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 // operations and every pillar's, in a fixed order. openapi.json is its
 // output (go generate ./central).
 func OpenAPIDocument() openapi.M {
-	return openapi.Build(OpenAPI, usage.OpenAPI, jobs.OpenAPI, content.OpenAPI, blog.OpenAPI, commerce.OpenAPI,
+	return openapi.Build(OpenAPI, usage.OpenAPI, jobs.OpenAPI, content.OpenAPI, blog.OpenAPI, sites.OpenAPI, commerce.OpenAPI,
 		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, site.OpenAPI, webhooks.OpenAPI)
 }
 
