@@ -33,7 +33,6 @@ import (
 	"github.com/plinth-dev/plinth/tenant/content"
 	"github.com/plinth-dev/plinth/tenant/forms"
 	"github.com/plinth-dev/plinth/tenant/jobs"
-	"github.com/plinth-dev/plinth/tenant/site"
 	"github.com/plinth-dev/plinth/tenant/sites"
 	"github.com/plinth-dev/plinth/tenant/social"
 	"github.com/plinth-dev/plinth/tenant/usage"
@@ -161,7 +160,6 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		booking.New(booking.Deps{Events: s.Outbox}),
 		sites.New(sites.Deps{AI: s.AI, Queue: s.River, Content: contentSvc, Blog: blogSvc, Jobs: s.Jobs}),
 		forms.New(),
-		site.New(),
 		webhooks.New(webhooks.Deps{Outbox: s.Outbox, Secrets: hookSecrets, Dev: cfg.Dev}),
 	}
 	for _, p := range pillars {
@@ -233,7 +231,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 // output (go generate ./central).
 func OpenAPIDocument() openapi.M {
 	return openapi.Build(OpenAPI, usage.OpenAPI, jobs.OpenAPI, content.OpenAPI, blog.OpenAPI, sites.OpenAPI, commerce.OpenAPI,
-		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, site.OpenAPI, webhooks.OpenAPI)
+		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, webhooks.OpenAPI)
 }
 
 // rateLimits builds the limiter of every request: Redis when REDIS_URL

@@ -9,6 +9,7 @@ import (
 // OpenAPI describes the routes of the pillar and its schemas. The bounds
 // are those of plans.go and website.go.
 func OpenAPI(d *openapi.Doc) {
+	sitemapOpenAPI(d)
 	lang := openapi.M{"type": "string", "pattern": `^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$`, "description": "A language code such as en or pt-BR."}
 	text := func(max int) openapi.M {
 		return openapi.M{"type": "string", "minLength": 1, "maxLength": max, "pattern": `\S`}
@@ -80,4 +81,22 @@ func OpenAPI(d *openapi.Doc) {
 		}, "brief"))),
 		Errs: []int{402, 422},
 		OK:   []openapi.Resp{{Status: 202, Desc: "The pending job.", Content: job}}})
+}
+
+// sitemapOpenAPI describes the sitemap.
+func sitemapOpenAPI(d *openapi.Doc) {
+	cache := openapi.M{
+		"Cache-Control": openapi.M{"required": true, "description": "public, max-age=60", "schema": openapi.Str()},
+		"ETag":          openapi.M{"required": true, "description": "A strong tag of the body.", "schema": openapi.Str()},
+	}
+	d.Add("GET", "/v1/public/sitemap.xml", openapi.Op{ID: "getSitemap", Summary: "The site's sitemap (public)", Tag: "public", Auth: openapi.Public,
+		Desc: "A sitemaps.org 0.9 document of the published pages (except those with seo.noindex) and the published blog posts, " +
+			"under the project's `site_url`: a page at {site_url}{path}, a post at {site_url}/blog/{slug}, each in the project's default " +
+			"language at that URL and in every other language it is translated into under /{lang} ({site_url}/fr/about). Every URL of an " +
+			"item in several languages names them all as xhtml:link rel=alternate hreflang alternates, with x-default on the default " +
+			"language. At most 50,000 URLs. 409 `conflict` while the project has no `site_url` (set it with PATCH /v1/projects/me).",
+		Headers: []openapi.M{{"name": "If-None-Match", "in": "header", "description": "An ETag of an earlier answer; 304 when it is still current.", "schema": openapi.Str()}},
+		Errs:    []int{409},
+		OK: []openapi.Resp{{Status: 200, Desc: "The sitemap.", Content: openapi.M{"application/xml": openapi.Str()}, Headers: cache},
+			{Status: 304, Desc: "Not modified: If-None-Match names the current ETag.", Headers: cache}}})
 }

@@ -1,4 +1,4 @@
-package site_test
+package sites_test
 
 import (
 	"encoding/xml"

@@ -1,7 +1,8 @@
-// Package site serves what a project's website needs of several pillars at
-// once: its sitemap, built from the published pages (content) and the
-// published blog posts (blog) under the project's site_url.
-package site
+package sites
+
+// The sitemap: what a project's website needs of several pillars at once,
+// built from the published pages (content) and the published blog posts
+// (blog) under the project's site_url.
 
 import (
 	"context"
@@ -24,17 +25,6 @@ const MaxURLs = 50_000
 
 // BlogPath is where a site shows a blog post: {site_url}/blog/{slug}.
 const BlogPath = "/blog/"
-
-// Service is the pillar: public routes only.
-type Service struct {
-	tenant.Base
-}
-
-// New builds the pillar.
-func New() *Service { return &Service{} }
-
-// Routes mounts nothing: the site's parts are managed through their pillars.
-func (*Service) Routes(chi.Router) {}
 
 // PublicRoutes mounts the sitemap.
 func (sv *Service) PublicRoutes(r chi.Router) {
