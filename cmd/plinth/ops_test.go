@@ -117,7 +117,7 @@ func TestHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	leaves := parser.Model.Leaves(true)
-	if len(leaves) < 12 {
+	if len(leaves) < 11 {
 		t.Fatalf("only %d commands declared", len(leaves))
 	}
 	for _, n := range leaves {
@@ -125,6 +125,13 @@ func TestHelp(t *testing.T) {
 		r := runBin(t, dir, env, args...)
 		what := "plinth " + strings.Join(args, " ")
 		out := oneLine(r.stdout) // help wraps long lines
+		if n.Path() == "help" { // plinth help --help is plinth help, whose content is checked below
+			if r.code != 0 || !strings.Contains(out, "usage: plinth") {
+				t.Fatalf("%s: exit %d\n%s%s", what, r.code, r.stdout, r.stderr)
+			}
+			empty(t, dir, what)
+			continue
+		}
 		if r.code != 0 || !strings.Contains(out, "Usage: plinth "+n.Path()) || !strings.Contains(out, oneLine(n.Help)) {
 			t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", what, r.code, r.stdout, r.stderr)
 		}

@@ -307,11 +307,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return errors.New("no command given: see the commands above, or run plinth help")
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		if len(args) == 1 || args[0] != "help" {
+		words := slices.DeleteFunc(slices.Clone(args[1:]), func(a string) bool { return a == "-h" || a == "--help" })
+		if args[0] != "help" || len(words) == 0 {
 			usage(stdout, parser)
 			return nil
 		}
-		args = append(args[1:], "--help") // plinth help key create: its flags
+		args = append(words, "--help") // plinth help key create: its flags
 	}
 	if name, ok := known(parser.Model.Node, args); !ok {
 		usage(stderr, parser)
