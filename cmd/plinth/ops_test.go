@@ -125,7 +125,7 @@ func TestHelp(t *testing.T) {
 		r := runBin(t, dir, env, args...)
 		what := "plinth " + strings.Join(args, " ")
 		out := oneLine(r.stdout) // help wraps long lines
-		if n.Path() == "help" { // plinth help --help is plinth help, whose content is checked below
+		if n.Path() == "help" {  // plinth help --help is plinth help, whose content is checked below
 			if r.code != 0 || !strings.Contains(out, "usage: plinth") {
 				t.Fatalf("%s: exit %d\n%s%s", what, r.code, r.stdout, r.stderr)
 			}
