@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,8 +40,15 @@ const testVersion = "v9.8.7-opstest"
 func plinthBin(t *testing.T) string {
 	t.Helper()
 	opsBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "plinth-opsbin-")
+		// One place per checkout, rebuilt by every run: a fresh temporary
+		// directory would outlive the run (TestMain exits), 50 MB a time.
+		cwd, err := os.Getwd()
 		if err != nil {
+			opsBinErr = err
+			return
+		}
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("plinth-opsbin-%x", sha256.Sum256([]byte(cwd)))[:len("plinth-opsbin-")+16])
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			opsBinErr = err
 			return
 		}
