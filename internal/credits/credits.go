@@ -246,7 +246,27 @@ func debit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int6
 	b.Queue(`INSERT INTO credit_ledger (pool, op, amount, from_plan, from_topup, period_start, ref, created_at)
 		SELECT $1, $2, $3, p, t, $4, NULLIF(r, ''), clock_timestamp() FROM unnest($5::bigint[], $6::bigint[], $7::text[]) AS u (p, t, r)`,
 		pool(s), op, cost, period, fromPlan, fromTopup, refs)
-	return tx.SendBatch(ctx, b).Close()
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	if obs, ok := ctx.Value(observerKey{}).(Observer); ok {
+		obs(op, cost*int64(len(refs)))
+	}
+	return nil
+}
+
+// Observer is told of every debit: the operation and the hundredths of a
+// credit it took. It runs inside the charging transaction, which may still
+// roll back, so it must only count.
+type Observer func(op string, hundredths int64)
+
+type observerKey struct{}
+
+// WithObserver returns ctx whose charges are reported to obs. The server
+// puts its metrics in the context of every request and job this way, so
+// the many callers of Charge need no extra argument.
+func WithObserver(ctx context.Context, obs Observer) context.Context {
+	return context.WithValue(ctx, observerKey{}, obs)
 }
 
 // ChargeEach charges cost for each of refs, in order, while the balance
