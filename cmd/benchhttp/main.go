@@ -31,10 +31,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/plinth-dev/plinth/internal/loadgen"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -523,54 +523,8 @@ func (b *bench) measure(ctx context.Context) error {
 
 // drive loads rt on t with conns connections for the round's duration.
 func (b *bench) drive(ctx context.Context, t *target, rt route) (load, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.o.duration)
-	defer cancel()
-	per := make([][]time.Duration, b.o.conns)
-	var failed, seq atomic.Int64
-	var firstErr atomic.Value
-	start := time.Now()
-	var wg sync.WaitGroup
-	for c := range b.o.conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				req := rt.req(t, seq.Add(1)).WithContext(ctx)
-				t0 := time.Now()
-				res, err := b.client.Do(req)
-				if err != nil {
-					if ctx.Err() == nil {
-						failed.Add(1)
-						firstErr.CompareAndSwap(nil, err.Error())
-					}
-					return
-				}
-				_, _ = io.Copy(io.Discard, res.Body)
-				res.Body.Close()
-				if res.StatusCode != 200 {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, res.Status)
-					continue
-				}
-				per[c] = append(per[c], time.Since(t0))
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if n := failed.Load(); n > 0 {
-		return load{}, fmt.Errorf("%d failed requests, first: %v", n, firstErr.Load())
-	}
-	var all []time.Duration
-	for _, p := range per {
-		all = append(all, p...)
-	}
-	slices.Sort(all)
-	if len(all) == 0 {
-		return load{}, errors.New("no request completed")
-	}
-	pct := func(p float64) time.Duration { return all[min(len(all)-1, int(float64(len(all))*p))] }
-	return load{rate: float64(len(all)) / elapsed.Seconds(), p50: pct(0.5), p99: pct(0.99)}, nil
+	r, err := loadgen.Run(ctx, b.client, b.o.conns, b.o.duration, func(seq int64) *http.Request { return rt.req(t, seq) })
+	return load{rate: r.Rate, p50: r.P50, p99: r.P99}, err
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

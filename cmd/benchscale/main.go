@@ -37,6 +37,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/plinth-dev/plinth/internal/loadgen"
+
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 )
@@ -469,51 +471,16 @@ func (b *bench) getLoad(ctx context.Context) (load, error) {
 }
 
 func (b *bench) getRound(ctx context.Context) (load, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.o.load)
-	defer cancel()
 	url := b.base + "/v1/content/" + recordKey
-	per := make([]latencies, b.o.conns)
-	var failed atomic.Int64
-	var firstErr atomic.Value
-	start := time.Now()
-	var wg sync.WaitGroup
-	for i := range b.o.conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-				req.Header.Set("Authorization", "Bearer "+b.key)
-				t := time.Now()
-				res, err := b.client.Do(req)
-				if err != nil {
-					if ctx.Err() == nil {
-						failed.Add(1)
-						firstErr.CompareAndSwap(nil, err.Error())
-					}
-					return
-				}
-				_, _ = io.Copy(io.Discard, res.Body)
-				res.Body.Close()
-				if res.StatusCode != 200 {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, res.Status)
-					continue
-				}
-				per[i] = append(per[i], time.Since(t))
-			}
-		}()
+	r, err := loadgen.Run(ctx, b.client, b.o.conns, b.o.load, func(int64) *http.Request {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header.Set("Authorization", "Bearer "+b.key)
+		return req
+	})
+	if err != nil {
+		return load{}, fmt.Errorf("GET load: %w", err)
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if n := failed.Load(); n > 0 {
-		return load{}, fmt.Errorf("GET load: %d failed requests, first: %v", n, firstErr.Load())
-	}
-	var all latencies
-	for _, p := range per {
-		all = append(all, p...)
-	}
-	return load{rate: float64(len(all)) / elapsed.Seconds(), p99: all.pct(0.99)}, nil
+	return load{rate: r.Rate, p99: r.P99}, nil
 }
 
 // processes is the server and every process of the cluster (the
