@@ -34,11 +34,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/plinth-dev/plinth/internal/loadgen"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/plinth-dev/plinth/internal/loadgen"
 	"github.com/plinth-dev/plinth/tenant/blog"
 	"github.com/plinth-dev/plinth/tenant/content"
 )

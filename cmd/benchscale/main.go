@@ -37,10 +37,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/plinth-dev/plinth/internal/loadgen"
-
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/plinth-dev/plinth/internal/loadgen"
 )
 
 type options struct {
