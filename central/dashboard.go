@@ -33,6 +33,7 @@ func (c *Central) DashboardRoutes(r chi.Router, perIP *ratelimit.PerIP) {
 		r.Get("/me", httpapi.H(c.dashboardMe))
 		r.Get("/projects", httpapi.H(c.dashboardProjects))
 		r.Post("/projects", httpapi.H(c.dashboardCreateProject))
+		r.Get("/projects/{id}", httpapi.H(c.dashboardProject))
 		r.Get("/projects/{id}/api-keys", httpapi.H(c.dashboardKeys))
 		r.Post("/projects/{id}/api-keys", httpapi.H(c.dashboardCreateKey))
 		r.Delete("/projects/{id}/api-keys/{key_id}", httpapi.H(c.dashboardRevokeKey))
@@ -260,6 +261,14 @@ func (c *Central) tenantProject(r *http.Request) (*tenant.Project, error) {
 		return nil, notFound
 	}
 	return p, err
+}
+
+func (c *Central) dashboardProject(w http.ResponseWriter, r *http.Request) error {
+	p, err := c.tenantProject(r)
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, ToProjectJSON(p))
 }
 
 func (c *Central) dashboardKeys(w http.ResponseWriter, r *http.Request) error {

@@ -147,6 +147,8 @@ func TestDashboardIsolation(t *testing.T) {
 		method, path string
 		body         any
 	}{
+		{"GET", "/central/api/projects/" + pb, nil},
+		{"GET", "/central/api/projects/" + unknown, nil},
 		{"GET", "/central/api/projects/" + pb + "/api-keys", nil},
 		{"POST", "/central/api/projects/" + pb + "/api-keys", map[string]any{"name": "sneaky", "scopes": []string{"*"}}},
 		{"DELETE", "/central/api/projects/" + pb + "/api-keys/" + kbID, nil},
@@ -158,6 +160,9 @@ func TestDashboardIsolation(t *testing.T) {
 		if strings.Contains(fmt.Sprint(m["detail"]), "B site") {
 			t.Fatalf("%s %s leaks: %v", tc.method, tc.path, m)
 		}
+	}
+	if got := env.Do("GET", "/central/api/projects/"+pa, tokA, nil).Expect(t, 200).JSON(t); got["id"] != pa {
+		t.Fatalf("own project: %v", got)
 	}
 	// B's 404 reads like an unknown project's, the id aside
 	mb := withoutInstance(env.Do("GET", "/central/api/projects/"+pb+"/api-keys", tokA, nil).JSON(t))

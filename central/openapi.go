@@ -111,6 +111,9 @@ func OpenAPI(d *openapi.Doc) {
 		return openapi.Obj(openapi.M{"name": openapi.M{"type": "string", "minLength": 1, "maxLength": 100},
 			"scopes": openapi.M{"type": "array", "minItems": 1, "maxItems": 64, "items": openapi.Str()}, "test": openapi.M{"type": "boolean"}}, required...)
 	}
+	d.Add("GET", "/central/api/projects/{id}", openapi.Op{ID: "dashboardGetProject", Summary: "A project of the workspace", Tag: "dashboard", Auth: openapi.JWT,
+		Params: projectID, Desc: "Another workspace's project is 404, like an unknown one.", Errs: []int{404},
+		OK: []openapi.Resp{{Status: 200, Desc: "The project.", Content: project}}})
 	d.Add("GET", "/central/api/projects/{id}/api-keys", openapi.Op{ID: "dashboardListKeys", Summary: "Keys of a project", Tag: "dashboard", Auth: openapi.JWT,
 		Params: projectID, Errs: []int{404},
 		OK: []openapi.Resp{{Status: 200, Desc: "Masked keys, never secret.", Content: openapi.JSON(d.List("APIKey"))}}})
