@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/internal/credits"
 )
 
 // chromiumPath is Debian's chromium; no downloaded browser builds.
@@ -205,8 +207,27 @@ func TestBrowserKeysFlow(t *testing.T) {
 		t.Fatalf("project page of %q", got)
 	}
 	projectURL := run(t, tc, chromedp.Location())
+	if n := run(t, tc, chromedp.Nodes(chromedp.CSSAll("#usage-chart"), chromedp.AtLeast(0))); len(n) != 0 {
+		t.Fatal("a chart of no usage")
+	}
+
+	// Usage: charges through the credit ledger show as bars, the longest
+	// for the operation that used most.
+	pid := projectURL[strings.LastIndex(projectURL, "/")+1:]
+	charge(t, env, pid, "blog_post", 10)
+	charge(t, env, pid, "content_update", 2)
+	charge(t, env, pid, "content_update", 2)
+	navigate(t, tc, projectURL)
+	widths := run(t, tc, chromedp.Evaluate[map[string]float64](`Object.fromEntries([...document.querySelectorAll("#usage-chart g.bar")].map(g => [g.querySelector("text").textContent, +g.querySelector("rect").getAttribute("width")]))`))
+	if len(widths) != 2 || widths["blog_post"] != 380 || widths["content_update"] != 152 {
+		t.Fatalf("usage bars: %v", widths)
+	}
+	if got := text(t, tc, "#usage-title + p"); !strings.Contains(got, "14 of") {
+		t.Fatalf("usage summary: %q", got)
+	}
 	navigate(t, tc, env.URL+"/dashboard/")
-	if got := text(t, tc, "#projects tbody"); !strings.Contains(got, "Bakery") || !strings.Contains(got, "free") || !strings.Contains(got, "Europe/Paris") {
+	if got := text(t, tc, "#projects tbody"); !strings.Contains(got, "Bakery") || !strings.Contains(got, "free") || !strings.Contains(got, "Europe/Paris") ||
+		!strings.Contains(got, "14 / ") {
 		t.Fatalf("projects list: %q", got)
 	}
 	screenshot(t, tc, "projects")
@@ -272,6 +293,19 @@ func TestBrowserKeysFlow(t *testing.T) {
 	navigate(t, tc, env.URL+"/dashboard/")
 	if loc := run(t, tc, chromedp.Location()); !strings.HasSuffix(loc, "/dashboard/login") {
 		t.Fatalf("after sign-out /dashboard/ is at %s", loc)
+	}
+}
+
+// charge spends credits of a project's live pool the way a pillar does.
+func charge(t *testing.T, env *apitest.Env, projectID, op string, n int64) {
+	t.Helper()
+	ctx := context.Background()
+	sc, err := env.Server.Central.ScopeFor(ctx, projectID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Tx(ctx, func(tx pgx.Tx) error { return credits.Charge(ctx, tx, sc, op, n*credits.Unit, "") }); err != nil {
+		t.Fatal(err)
 	}
 }
 

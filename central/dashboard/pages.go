@@ -132,7 +132,8 @@ func (d *Dashboard) projects(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (d *Dashboard) projectsPage(w http.ResponseWriter, r *http.Request, s *session, status int, data map[string]any) error {
-	path := "/central/api/projects?limit=100"
+	// Each row costs two more API calls (usage, keys): pages stay short.
+	path := "/central/api/projects?limit=25"
 	if c := r.URL.Query().Get("cursor"); c != "" {
 		path += "&cursor=" + url.QueryEscape(c)
 	}
@@ -140,7 +141,26 @@ func (d *Dashboard) projectsPage(w http.ResponseWriter, r *http.Request, s *sess
 	if err := d.call(r, "GET", path, nil, &ps); err != nil {
 		return err
 	}
-	data["Title"], data["Session"], data["Projects"] = "Projects", s, ps
+	rows := make([]projectRow, 0, len(ps.Data))
+	for _, p := range ps.Data {
+		row := projectRow{project: p}
+		u, err := d.usage(r, p.ID)
+		if err != nil {
+			return err
+		}
+		row.CreditsUsed, row.PlanCredits = u.CreditsUsed, u.PlanCredits
+		var keys list[apiKey]
+		if err := d.call(r, "GET", "/central/api/projects/"+url.PathEscape(p.ID)+"/api-keys", nil, &keys); err != nil {
+			return err
+		}
+		for _, k := range keys.Data {
+			if k.LastUsedAt != nil && (row.LastActivity == nil || k.LastUsedAt.After(*row.LastActivity)) {
+				row.LastActivity = k.LastUsedAt
+			}
+		}
+		rows = append(rows, row)
+	}
+	data["Title"], data["Session"], data["Projects"], data["Rows"] = "Projects", s, ps, rows
 	d.render(w, r, status, "projects", data)
 	return nil
 }
@@ -170,6 +190,14 @@ func (d *Dashboard) createProject(w http.ResponseWriter, r *http.Request) error 
 	}
 	http.Redirect(w, r, Prefix+"/projects/"+p.ID, http.StatusSeeOther)
 	return nil
+}
+
+// projectRow is a project in the list with its activity: credits used
+// this period and the last use of any of its keys.
+type projectRow struct {
+	project
+	CreditsUsed, PlanCredits int64
+	LastActivity             *time.Time
 }
 
 // fields splits a list typed with commas or spaces.
@@ -211,6 +239,11 @@ func (d *Dashboard) projectPage(w http.ResponseWriter, r *http.Request, status i
 	if err := d.call(r, "GET", base+"/api-keys", nil, &keys); err != nil {
 		return pageOf(err)
 	}
+	u, err := d.usage(r, p.ID)
+	if err != nil {
+		return pageOf(err)
+	}
+	data["Usage"], data["Chart"] = u, newUsageChart(u)
 	if _, ok := data["Checked"]; !ok {
 		data["Checked"] = defaultScopes
 	}
