@@ -119,7 +119,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 			vp = append(vp, chromedp.EmulateMobile, chromedp.EmulateScale(2))
 		}
 		do(t, ctx, chromedp.EmulateViewport(size.w, size.h, vp...))
-		png := run(t, ctx, chromedp.FullScreenshot(90))
+		png := run(t, ctx, chromedp.FullScreenshot(100)) // 100: PNG; below it, JPEG
 		path := filepath.Join("..", "..", "docs", "dashboard", name+"-"+size.suffix+".png")
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
