@@ -73,7 +73,7 @@ func New(api http.Handler, logger *slog.Logger) (*Dashboard, error) {
 func (d *Dashboard) Routes(r chi.Router) {
 	r.Use(secureHeaders, d.csrf)
 	static, _ := fs.Sub(staticFS, "static")
-	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", staticHandler(http.FileServerFS(static))))
+	r.Get("/static/*", http.StripPrefix(Prefix+"/static/", staticHandler(http.FileServerFS(static))).ServeHTTP)
 	r.Get("/", d.h(d.projects))
 	r.Get("/login", d.h(d.loginPage))
 	r.Post("/login", d.h(d.login))
