@@ -287,8 +287,8 @@ func TestBrowserKeysFlow(t *testing.T) {
 		t.Fatal("the 404 names the other workspace's project")
 	}
 
-	// Sign out: the dashboard asks for a sign-in again.
-	navigate(t, tc, env.URL+"/dashboard/")
+	// Sign out (from the 404 page, which keeps the header): the dashboard
+	// asks for a sign-in again.
 	submit(t, tc, "#sign-out")
 	navigate(t, tc, env.URL+"/dashboard/")
 	if loc := run(t, tc, chromedp.Location()); !strings.HasSuffix(loc, "/dashboard/login") {

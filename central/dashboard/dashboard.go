@@ -177,7 +177,14 @@ func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
 		d.logger.ErrorContext(r.Context(), "dashboard page", "path", r.URL.Path, "err", err)
 		pe = &pageError{status: 500, msg: "Something went wrong on our side. Try again in a moment."}
 	}
-	d.render(w, r, pe.status, "error", map[string]any{"Title": http.StatusText(pe.status), "Message": pe.msg})
+	data := map[string]any{"Title": http.StatusText(pe.status), "Message": pe.msg}
+	// A signed-in user keeps the header (workspace, sign out) on an error page.
+	if pe.status != 500 {
+		if s, err := d.signedIn(r); err == nil {
+			data["Session"] = s
+		}
+	}
+	d.render(w, r, pe.status, "error", data)
 }
 
 // render writes a page; data gets the CSRF token and, when signed in, the

@@ -308,4 +308,3 @@ func when(t *time.Time) string {
 
 // has reports whether list holds s.
 func has(list []string, s string) bool { return slices.Contains(list, s) }
-
