@@ -146,8 +146,8 @@ func signIn(t *testing.T, ctx context.Context, base, email, workspace, password 
 }
 
 func TestBrowserKeysFlow(t *testing.T) {
+	ctx := browser(t) // first: without a browser there is nothing to start
 	env := apitest.New(t)
-	ctx := browser(t)
 	c := env.Server.Central
 	bg := context.Background()
 	if _, _, err := c.CreateTenant(bg, "Studio", "studio.test", "dev@studio.test", "studio-password"); err != nil {
@@ -310,8 +310,8 @@ func charge(t *testing.T, env *apitest.Env, projectID, op string, n int64) {
 }
 
 func TestBrowserChooseWorkspace(t *testing.T) {
+	ctx := browser(t) // first: without a browser there is nothing to start
 	env := apitest.New(t)
-	ctx := browser(t)
 	c := env.Server.Central
 	bg := context.Background()
 	a, _, err := c.CreateTenant(bg, "Agency A", "a.test", "owner@a.test", "owner-password")
