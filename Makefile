@@ -2,7 +2,7 @@ GO ?= go
 BIN := bin/plinth
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help build run test test-go test-sdk lint bench bench-scale fmt
+.PHONY: help build run test test-go test-sdk lint bench bench-scale bench-http fmt
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -35,6 +35,11 @@ bench: ## run the benchmarks (methods and figures: docs/performance.md)
 N ?= 10000
 bench-scale: build ## the cost of N idle projects on one shard (N=10000; docs/performance.md)
 	$(GO) run ./cmd/benchscale -n $(N) -plinth $(BIN)
+
+ROUNDS ?= 3
+BASELINE ?=
+bench-http: build ## Plinth against a bare net/http + pgx handler and PocketBase (BASELINE=an older plinth binary; docs/performance.md)
+	$(GO) run ./cmd/benchhttp -plinth $(BIN) -rounds $(ROUNDS) $(if $(BASELINE),-baseline $(BASELINE))
 
 fmt: ## format the code
 	gofmt -w .

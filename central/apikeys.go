@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -184,12 +185,16 @@ func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error
 	if !ok {
 		return nil, httpapi.Unauthorized("the API key is malformed")
 	}
-	hash := HashKey(c.secret, key)
-	hk := string(hash)
-	if e, ok := c.keys.get(hk); ok {
+	h := c.hashers.Get().(*keyHasher)
+	e, ok := c.keys.get(h.hash(key))
+	if ok {
+		c.hashers.Put(h)
 		c.touch(e.scope.Key.ID)
 		return e.scope, nil
 	}
+	hash := slices.Clone(h.sum)
+	c.hashers.Put(h)
+	hk := string(hash)
 	gen := c.keys.generation()
 	var k tenant.Key
 	var revoked *time.Time

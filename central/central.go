@@ -32,13 +32,17 @@ type Central struct {
 	secret []byte
 	logger *slog.Logger
 	keys   *keyCache
-	login  loginState
+	// hashers hash presented keys (keyHasher).
+	hashers *sync.Pool
+	login   loginState
 	// resolves counts the keys resolved, to show each request resolves
 	// its key once.
 	resolves atomic.Int64
 	// spares wakes the spare-schema filler (KeepSpares) after a creation
 	// may have claimed one.
 	spares chan struct{}
+	// cors writes the CORS answers of the public surface.
+	cors publicCORS
 }
 
 // Open loads (or, on first start, generates and stores) the server secret.
@@ -56,7 +60,8 @@ func Open(ctx context.Context, pool *pgxpool.Pool, secret string, keyTTL time.Du
 			return nil, err
 		}
 	}
-	return &Central{pool: pool, secret: []byte(secret), logger: logger, keys: newKeyCache(keyTTL), login: newLoginState(), spares: make(chan struct{}, 1)}, nil
+	return &Central{pool: pool, secret: []byte(secret), logger: logger, keys: newKeyCache(keyTTL), hashers: newKeyHashers([]byte(secret)),
+		login: newLoginState(), spares: make(chan struct{}, 1), cors: newPublicCORS()}, nil
 }
 
 // Secret is the server secret (key-hash pepper, JWT, OAuth state, token encryption).
@@ -269,12 +274,12 @@ func (c *Central) insertProject(ctx context.Context, p ProjectParams) (created *
 }
 
 const projectColumns = `p.id, p.tenant_id, p.name, p.slug, p.industry, p.default_language, p.target_languages, p.timezone, p.plan,
-	p.plan_credits, p.rate_rpm, p.rate_burst, p.created_at, pl.shard, pl.schema_name`
+	p.plan_credits, p.rate_rpm, p.rate_burst, p.allowed_origins, p.site_url, p.created_at, pl.shard, pl.schema_name`
 
 func scanProject(row pgx.Row, extra ...any) (*tenant.Project, error) {
 	p := &tenant.Project{}
 	dest := append([]any{&p.ID, &p.TenantID, &p.Name, &p.Slug, &p.Industry, &p.DefaultLanguage, &p.TargetLanguages, &p.Timezone, &p.Plan,
-		&p.PlanCredits, &p.RateRPM, &p.RateBurst, &p.CreatedAt, &p.Shard, &p.Schema}, extra...)
+		&p.PlanCredits, &p.RateRPM, &p.RateBurst, &p.AllowedOrigins, &p.SiteURL, &p.CreatedAt, &p.Shard, &p.Schema}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, httpapi.ErrNotFound
@@ -334,6 +339,8 @@ type ProjectUpdate struct {
 	DefaultLanguage *string
 	TargetLanguages *[]string
 	Timezone        *string
+	AllowedOrigins  *[]string
+	SiteURL         *string
 	Plan            *string
 }
 
@@ -358,6 +365,12 @@ func (c *Central) UpdateProject(ctx context.Context, projectID string, u Project
 	if u.Timezone != nil {
 		v.Check(httpapi.ValidTimezone(*u.Timezone), "timezone", "must be an IANA time zone name")
 	}
+	if u.AllowedOrigins != nil {
+		checkOrigins(&v, *u.AllowedOrigins)
+	}
+	if u.SiteURL != nil {
+		checkSiteURL(&v, *u.SiteURL)
+	}
 	if u.Plan != nil {
 		v.Check(tenant.ValidPlan(*u.Plan), "plan", planMsg)
 	}
@@ -366,8 +379,9 @@ func (c *Central) UpdateProject(ctx context.Context, projectID string, u Project
 	}
 	tag, err := c.pool.Exec(ctx, `UPDATE central.projects SET
 		name = COALESCE($2, name), industry = COALESCE($3, industry), default_language = COALESCE($4, default_language),
-		target_languages = COALESCE($5, target_languages), timezone = COALESCE($6, timezone), plan = COALESCE($7, plan)
-		WHERE id = $1`, projectID, u.Name, u.Industry, u.DefaultLanguage, u.TargetLanguages, u.Timezone, u.Plan)
+		target_languages = COALESCE($5, target_languages), timezone = COALESCE($6, timezone), plan = COALESCE($7, plan),
+		allowed_origins = COALESCE($8, allowed_origins), site_url = COALESCE($9, site_url)
+		WHERE id = $1`, projectID, u.Name, u.Industry, u.DefaultLanguage, u.TargetLanguages, u.Timezone, u.Plan, u.AllowedOrigins, u.SiteURL)
 	if err != nil {
 		return nil, err
 	}
@@ -462,9 +476,11 @@ func newKeyCache(ttl time.Duration) *keyCache {
 	return &keyCache{ttl: ttl, byHash: map[string]*keyEntry{}, projects: map[string]projectEntry{}, touched: map[string]time.Time{}}
 }
 
-func (k *keyCache) get(hash string) (*keyEntry, bool) {
+// get returns the fresh entry of hash. It takes the hash as bytes: the
+// map lookup converts them without allocating.
+func (k *keyCache) get(hash []byte) (*keyEntry, bool) {
 	k.mu.RLock()
-	e, ok := k.byHash[hash]
+	e, ok := k.byHash[string(hash)]
 	k.mu.RUnlock()
 	if !ok || time.Now().After(e.expires) {
 		return nil, false

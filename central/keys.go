@@ -3,7 +3,9 @@ package central
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"hash"
 	"strings"
+	"sync"
 
 	"github.com/plinth-dev/plinth/internal/id"
 )
@@ -63,4 +65,28 @@ func HashKey(secret []byte, key string) []byte {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte(key))
 	return m.Sum(nil)
+}
+
+// keyHasher computes HashKey without allocating, for the key lookup of
+// every request: the HMAC keyed once, reset per key, with buffers of its
+// own. keyHashers pools them (an HMAC is not safe for concurrent use).
+type keyHasher struct {
+	m   hash.Hash
+	in  []byte
+	sum []byte
+}
+
+// hash returns HashKey(secret, key), valid until h is used again.
+func (h *keyHasher) hash(key string) []byte {
+	h.m.Reset()
+	h.in = append(h.in[:0], key...)
+	h.m.Write(h.in)
+	h.sum = h.m.Sum(h.sum[:0])
+	return h.sum
+}
+
+func newKeyHashers(secret []byte) *sync.Pool {
+	return &sync.Pool{New: func() any {
+		return &keyHasher{m: hmac.New(sha256.New, secret), in: make([]byte, 0, 64), sum: make([]byte, 0, sha256.Size)}
+	}}
 }

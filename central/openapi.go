@@ -38,8 +38,12 @@ func OpenAPI(d *openapi.Doc) {
 	plan := d.Schema("Plan", openapi.M{"type": "string", "enum": plans})
 	project := openapi.JSON(d.Schema("Project", openapi.Obj(openapi.M{
 		"id": openapi.Prefixed("prj_"), "name": openapi.Str(), "slug": openapi.Str(), "industry": openapi.Str(), "default_language": openapi.Str(),
-		"target_languages": openapi.Arr(openapi.Str()), "timezone": openapi.Str(), "plan": plan, "created_at": openapi.Timestamp(),
-	}, "id", "name", "slug", "industry", "default_language", "target_languages", "timezone", "plan", "created_at")))
+		"target_languages": openapi.Arr(openapi.Str()), "timezone": openapi.Str(), "plan": plan,
+		"allowed_origins": openapi.With(openapi.Arr(openapi.Str()), openapi.M{"description": "The browser origins the public surface answers " +
+			"(Access-Control-Allow-Origin); empty: any origin."}),
+		"site_url":   openapi.With(openapi.Nullable(openapi.Str()), openapi.M{"description": "The public address of the project's website, the base of its sitemap; null until set."}),
+		"created_at": openapi.Timestamp(),
+	}, "id", "name", "slug", "industry", "default_language", "target_languages", "timezone", "plan", "allowed_origins", "site_url", "created_at")))
 	keyFields := openapi.M{
 		"id": openapi.Prefixed("key_"), "name": openapi.Str(), "prefix": openapi.M{"type": "string", "enum": []any{"pln_live_", "pln_test_"}},
 		"masked": openapi.Str(), "scopes": openapi.Arr(openapi.Str()), "last_used_at": openapi.Nullable(openapi.Timestamp()), "created_at": openapi.Timestamp(),
@@ -136,12 +140,18 @@ func OpenAPI(d *openapi.Doc) {
 		OK: []openapi.Resp{{Status: 200, Desc: "The project.", Content: project}}})
 	d.Add("PATCH", "/v1/projects/me", openapi.Op{ID: "updateProject", Summary: "Update the project", Tag: "project", Scope: "project:write",
 		Desc: "The plan and the limits are the platform operator's: a body with plan, plan_credits, topup_credits, rate_rpm or rate_burst " +
-			"answers 403 forbidden, whatever the key's scopes.",
+			"answers 403 forbidden, whatever the key's scopes. allowed_origins restricts which sites' pages may read the public surface " +
+			"(/v1/public/*) in a browser; it takes effect on every instance at once (the project cache is invalidated).",
 		Idempotent: true,
 		Body: openapi.JSON(d.Schema("UpdateProjectRequest", openapi.Obj(openapi.M{
 			"name": openapi.M{"type": "string", "minLength": 1, "maxLength": 255}, "industry": openapi.M{"type": "string", "maxLength": 100},
 			"default_language": openapi.Str(), "target_languages": openapi.M{"type": "array", "maxItems": 50, "items": openapi.Str()},
 			"timezone": openapi.Str(),
+			"allowed_origins": openapi.Nullable(openapi.M{"type": "array", "maxItems": MaxAllowedOrigins, "items": openapi.M{"type": "string", "pattern": `^https?://[^/?#*]+$`},
+				"description": "Origins such as https://bakery.example (scheme, lower-case host, optional port other than the default; no path, " +
+					"query, fragment or wildcard); [] opens the public surface to any origin again; null changes nothing."}),
+			"site_url": openapi.Nullable(openapi.M{"type": "string", "maxLength": 2048,
+				"description": "An absolute http(s) URL without query or fragment; \"\" clears it; null changes nothing."}),
 		}))),
 		OK:   []openapi.Resp{{Status: 200, Desc: "The updated project.", Content: project}},
 		Errs: []int{422}})

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 
@@ -54,8 +55,7 @@ const (
 // cluster under ./.plinth/pg that it starts (or reuses).
 type Database struct {
 	Pool    *pgxpool.Pool
-	cluster *pgcluster.Cluster
-	started bool // by this process, which stops it on Close
+	cluster *pgcluster.Cluster // attached: stopped on Close when no other process uses it
 }
 
 // OpenDatabase connects to DATABASE_URL or starts (or reuses) the private
@@ -64,16 +64,19 @@ func OpenDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger) (
 	db := &Database{}
 	url := cfg.DatabaseURL
 	if url == "" {
-		c, err := privateCluster(privateDir)
+		c, err := privateCluster(privateDir, logger)
 		if err != nil {
 			return nil, err
 		}
-		if db.started, err = c.Start(ctx); err != nil {
+		started, err := c.Attach(ctx)
+		if err != nil {
 			return nil, fmt.Errorf("private PostgreSQL cluster: %w", err)
 		}
 		db.cluster = c
-		if db.started {
+		if started {
 			logger.Info("started private PostgreSQL cluster", "dir", c.Dir, "port", c.Port)
+		} else {
+			logger.Info("using the private PostgreSQL cluster another process started; the last process using it stops it", "dir", c.Dir, "port", c.Port)
 		}
 		if err := ensureDatabase(ctx, c.URL("postgres"), "plinth"); err != nil {
 			db.Close(logger)
@@ -107,8 +110,33 @@ func OpenDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger) (
 
 // privateCluster is the cluster OpenDatabase runs in dir when no
 // DATABASE_URL is set: durable, since it holds the operator's data.
-func privateCluster(dir string) (*pgcluster.Cluster, error) {
+//
+// As root, the cluster runs as the postgres user, which must be able to
+// reach dir. When a directory above it is closed to that user (a checkout
+// under /root, mode 0700), the cluster lives under the postgres user's
+// home instead and dir becomes a symbolic link to it: opening another
+// user's directories to everyone is not this program's decision.
+func privateCluster(dir string, logger *slog.Logger) (*pgcluster.Cluster, error) {
+	if target, err := os.Readlink(dir); err == nil {
+		dir = target // relocated on an earlier start
+	}
 	c, err := pgcluster.New(dir)
+	if errors.Is(err, pgcluster.ErrUnreachable) {
+		cwd, _ := os.Getwd()
+		target, herr := pgcluster.PostgresHome(filepath.Base(cwd))
+		if herr != nil {
+			return nil, fmt.Errorf("%w; and no directory under the postgres user's home: %v (set DATABASE_URL, or run plinth as another user)", err, herr)
+		}
+		if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
+			return nil, err
+		}
+		if err := os.Symlink(target, dir); err != nil {
+			return nil, err
+		}
+		logger.Warn("the private cluster lives under the postgres user's home, linked from "+dir+" (removing .plinth leaves it there)",
+			"reason", err.Error(), "dir", target)
+		c, err = pgcluster.New(target)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -127,17 +155,21 @@ func privateCluster(dir string) (*pgcluster.Cluster, error) {
 // Private reports whether the database is the private cluster.
 func (db *Database) Private() bool { return db.cluster != nil }
 
-// Close closes the pool, and stops the private cluster when this process
-// started it.
+// Close closes the pool, and stops the private cluster unless another
+// process uses it.
 func (db *Database) Close(logger *slog.Logger) {
 	if db.Pool != nil {
 		db.Pool.Close()
 	}
-	if db.cluster != nil && db.started {
-		if err := db.cluster.Stop(); err != nil {
+	if db.cluster != nil {
+		stopped, err := db.cluster.Detach()
+		switch {
+		case err != nil:
 			logger.Error("stopping the private cluster", "err", err)
-		} else {
+		case stopped:
 			logger.Info("stopped private PostgreSQL cluster")
+		default:
+			logger.Info("left the private PostgreSQL cluster running: another process uses it")
 		}
 	}
 }
@@ -209,11 +241,28 @@ type ServeOptions struct {
 	HTTP bool
 }
 
-// Serve runs a process until ctx ends: it opens the database, migrates,
-// creates the demo project on a new private cluster, starts the workers
-// and serves HTTP on cfg.Addr; then it shuts down gracefully (HTTP first,
-// then River's soft stop, then the cluster it started).
+// Serve runs a process until ctx ends: it takes its listeners first (a
+// taken address fails at once, before anything is created or started),
+// opens the database, migrates, creates the demo project on a new private
+// cluster, starts the workers and serves HTTP on cfg.Addr; then it shuts
+// down gracefully (HTTP first, then River's soft stop, then the cluster
+// unless another process uses it).
 func Serve(ctx context.Context, cfg config.Config, opts ServeOptions, logger *slog.Logger, stdout io.Writer) error {
+	var ln, metricsLn net.Listener
+	if opts.HTTP {
+		var err error
+		if ln, err = listen(cfg.Addr, "PLINTH_ADDR"); err != nil {
+			return err
+		}
+		defer ln.Close()
+	}
+	if cfg.MetricsAddr != "" {
+		var err error
+		if metricsLn, err = listen(cfg.MetricsAddr, "PLINTH_METRICS_ADDR"); err != nil {
+			return err
+		}
+		defer metricsLn.Close()
+	}
 	db, err := OpenDatabase(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -243,25 +292,33 @@ func Serve(ctx context.Context, cfg config.Config, opts ServeOptions, logger *sl
 			logger.Error("stopping workers", "err", err)
 		}
 	}()
-	if !opts.HTTP {
-		logger.Info("plinth worker running")
-		<-ctx.Done()
-		return nil
+	errc := make(chan error, 2)
+	var servers []*http.Server
+	serve := func(l net.Listener, h http.Handler) {
+		hs := &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       60 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		}
+		servers = append(servers, hs)
+		go func() {
+			if err := hs.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
 	}
-	hs := &http.Server{
-		Addr:              cfg.Addr,
-		Handler:           srv.Handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       120 * time.Second,
+	if metricsLn != nil {
+		serve(metricsLn, srv.Metrics.Handler(cfg.MetricsToken))
+		logger.Info("metrics serving", "addr", metricsLn.Addr().String())
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return err
+	if ln != nil {
+		serve(ln, srv.Handler)
+		logger.Info("plinth serving", "addr", ln.Addr().String(), "config", cfg.String())
+	} else {
+		logger.Info("plinth worker running", "config", cfg.String())
 	}
-	logger.Info("plinth serving", "addr", ln.Addr().String(), "config", cfg.String())
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:
 		return err
@@ -270,7 +327,22 @@ func Serve(ctx context.Context, cfg config.Config, opts ServeOptions, logger *sl
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	return hs.Shutdown(sctx)
+	for _, hs := range servers {
+		if err := hs.Shutdown(sctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listen takes addr, naming the variable that sets it when it is taken.
+func listen(addr, variable string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s (%s): %w; is another plinth serve running there? Stop it or set %s to a free address",
+			addr, variable, err, variable)
+	}
+	return ln, nil
 }
 
 // demo creates, on the private cluster's first start, a demo tenant,

@@ -1,6 +1,7 @@
 package central_test
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/plinth-dev/plinth/central"
@@ -14,7 +15,7 @@ import (
 func TestPrivateClusterIsDurable(t *testing.T) {
 	t.Parallel()
 	dir := pgtest.TempDir(t)
-	c, err := central.PrivateCluster(dir)
+	c, err := central.PrivateCluster(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

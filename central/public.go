@@ -33,7 +33,7 @@ const PublicVary = "X-Service-Project-Key, Origin"
 // VaryPublic adds PublicVary to every response on the public surface, errors
 // included (a 404 is cacheable by default: one project's "no such page"
 // must not answer another's). It goes on the root router before the rate
-// limiter and the forms' CORS, so that no answer of the surface leaves
+// limiter and PublicCORS, so that no answer of the surface leaves
 // without it.
 func VaryPublic(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -60,7 +60,8 @@ func PublicProjectID(r *http.Request) string {
 
 // PublicProject resolves the project of a keyless public request and puts
 // its scope (with no key) on the context. No project named: 400; an
-// unknown project: 404.
+// unknown project: 404. A project that lists its allowed origins narrows
+// the CORS answer here (see PublicCORS).
 func (c *Central) PublicProject(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pid := PublicProjectID(r)
@@ -81,6 +82,8 @@ func (c *Central) PublicProject(next http.Handler) http.Handler {
 			httpapi.WriteError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(tenant.WithScope(r.Context(), s)))
+		r = r.WithContext(tenant.WithScope(r.Context(), s))
+		c.narrowCORS(w, r, s)
+		next.ServeHTTP(w, r)
 	})
 }

@@ -21,6 +21,8 @@ type ProjectJSON struct {
 	TargetLanguages []string  `json:"target_languages"`
 	Timezone        string    `json:"timezone"`
 	Plan            string    `json:"plan"`
+	AllowedOrigins  []string  `json:"allowed_origins"`
+	SiteURL         *string   `json:"site_url"`
 	CreatedAt       time.Time `json:"created_at"`
 }
 
@@ -30,8 +32,16 @@ func ToProjectJSON(p *tenant.Project) ProjectJSON {
 	if tl == nil {
 		tl = []string{}
 	}
+	origins := p.AllowedOrigins
+	if origins == nil {
+		origins = []string{}
+	}
+	var site *string
+	if p.SiteURL != "" {
+		site = &p.SiteURL
+	}
 	return ProjectJSON{ID: p.ID, Name: p.Name, Slug: p.Slug, Industry: p.Industry, DefaultLanguage: p.DefaultLanguage,
-		TargetLanguages: tl, Timezone: p.Timezone, Plan: p.Plan, CreatedAt: p.CreatedAt.UTC()}
+		TargetLanguages: tl, Timezone: p.Timezone, Plan: p.Plan, AllowedOrigins: origins, SiteURL: site, CreatedAt: p.CreatedAt.UTC()}
 }
 
 // ProjectRoutes mounts /projects/me and the key routes of the v1 API; the
@@ -58,6 +68,8 @@ type updateProjectRequest struct {
 	DefaultLanguage *string   `json:"default_language"`
 	TargetLanguages *[]string `json:"target_languages"`
 	Timezone        *string   `json:"timezone"`
+	AllowedOrigins  *[]string `json:"allowed_origins"`
+	SiteURL         *string   `json:"site_url"`
 
 	Plan         any `json:"plan"`
 	PlanCredits  any `json:"plan_credits"`
@@ -82,7 +94,8 @@ func (c *Central) patchMe(w http.ResponseWriter, r *http.Request, s *tenant.Scop
 		}
 	}
 	p, err := c.UpdateProject(r.Context(), s.Project.ID, ProjectUpdate{Name: req.Name, Industry: req.Industry,
-		DefaultLanguage: req.DefaultLanguage, TargetLanguages: req.TargetLanguages, Timezone: req.Timezone})
+		DefaultLanguage: req.DefaultLanguage, TargetLanguages: req.TargetLanguages, Timezone: req.Timezone,
+		AllowedOrigins: req.AllowedOrigins, SiteURL: req.SiteURL})
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -21,6 +23,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/idempotency"
+	"github.com/plinth-dev/plinth/internal/metrics"
 	"github.com/plinth-dev/plinth/internal/openapi"
 	"github.com/plinth-dev/plinth/internal/payments"
 	"github.com/plinth-dev/plinth/internal/queue"
@@ -34,6 +37,7 @@ import (
 	"github.com/plinth-dev/plinth/tenant/content"
 	"github.com/plinth-dev/plinth/tenant/forms"
 	"github.com/plinth-dev/plinth/tenant/jobs"
+	"github.com/plinth-dev/plinth/tenant/sites"
 	"github.com/plinth-dev/plinth/tenant/social"
 	"github.com/plinth-dev/plinth/tenant/usage"
 	"github.com/plinth-dev/plinth/tenant/webhooks"
@@ -63,6 +67,9 @@ type Options struct {
 	// RootCAs, when set, replaces the system roots for outgoing HTTPS
 	// (webhook receivers); tests trust their httptest servers with it.
 	RootCAs *x509.CertPool
+	// AI, when set, replaces the provider chosen from the config; tests
+	// wrap the offline provider with it to fail a job mid-way.
+	AI ai.Provider
 }
 
 // Server is one assembled process.
@@ -86,8 +93,13 @@ type Server struct {
 	// mount routes of their own put it in front of them too).
 	Limits *ratelimit.Guard
 
+	// Metrics is the process's registry (GET /metrics).
+	Metrics *metrics.Metrics
+
 	live      *queue.Liveness
 	backfills []backfill
+	// working is set while the River workers run (GET /readyz).
+	working atomic.Bool
 
 	logger  *slog.Logger
 	started time.Time
@@ -104,9 +116,11 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Central: c, Config: cfg, Pool: pool, logger: logger, started: time.Now(), opts: opts}
-	if s.AI, err = ai.New(cfg, logger); err != nil {
-		return nil, err
+	s := &Server{Central: c, Config: cfg, Pool: pool, logger: logger, started: time.Now(), opts: opts, Metrics: metrics.New()}
+	if s.AI = opts.AI; s.AI == nil {
+		if s.AI, err = ai.New(cfg, logger); err != nil {
+			return nil, err
+		}
 	}
 	if s.Media, err = storage.Open(cfg.Storage, cfg.Getenv); err != nil {
 		return nil, err
@@ -118,11 +132,13 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	workers := river.NewWorkers()
 	qo := opts.Queue
 	qo.Work, qo.Logger = opts.Workers, logger
+	qo.Middleware = append(slices.Clip(qo.Middleware), s.jobMiddleware())
 	qo.Queues = maps.Clone(qo.Queues)
 	if qo.Queues == nil {
 		qo.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}}
 	}
 	qo.Queues[webhook.Queue] = webhook.QueueConfig // deliveries run on their own queue
+	s.registerMetrics(slices.Sorted(maps.Keys(qo.Queues)))
 	if s.River, err = queue.New(pool, workers, qo); err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
@@ -130,7 +146,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	hookSecrets := webhook.NewSecrets(c.Secret())
 	river.AddWorker(workers, &idempotency.ExpireWorker{Projects: c})
 	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
-		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger}, c, hookSecrets))
+		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger, Attempted: s.Metrics.WebhookAttempt}, c, hookSecrets))
 
 	// The pillars.
 	jobsSvc := jobs.New(jobs.Deps{Plane: c, Pool: pool, Queue: s.River, Logger: logger})
@@ -153,6 +169,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		commerce.New(commerce.Deps{Plane: c, Queue: s.River, Events: s.Outbox, Logger: logger,
 			Payments: payments.New(payments.Config{SecretKey: cfg.StripeSecretKey, WebhookSecret: cfg.StripeWebhookKey, APIBase: cfg.StripeAPIBase})}),
 		booking.New(booking.Deps{Events: s.Outbox}),
+		sites.New(sites.Deps{AI: s.AI, Queue: s.River, Content: contentSvc, Blog: blogSvc, Jobs: s.Jobs}),
 		forms.New(),
 		webhooks.New(webhooks.Deps{Outbox: s.Outbox, Secrets: hookSecrets, Dev: cfg.Dev}),
 	}
@@ -165,13 +182,19 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	}
 	idem := idempotency.New(logger, s.River)
 
-	// The request path.
+	// The request path. The root router logs and measures every request
+	// and serves the operators' probes; the API router is mounted in it.
+	root := httpapi.NewRouter()
+	root.Use(s.observe)                                   // access log and metrics, of everything below
+	root.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20)) // request id, panics, body size
+	s.opsRoutes(root)
 	r := httpapi.NewRouter()
-	r.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20)) // request id, panics, body size
-	r.Use(VaryPublic)                                  // public answers vary with the project header, errors included
-	r.Use(forms.CORS)                                  // before the limiter: a 429 of a public form is readable in a browser
-	r.Use(c.Identify)                                  // the key, resolved once
-	r.Use(s.Limits.Handler)                            // before routing: every response carries the headers
+	root.Mount("/", r)
+	r.Use(VaryPublic)       // public answers vary with the project header, errors included
+	r.Use(c.PublicCORS)     // before the limiter: a 429 of the public surface is readable in a browser
+	r.Use(c.Identify)       // the key, resolved once
+	r.Use(noteScope)        // the key's project in the access log
+	r.Use(s.Limits.Handler) // before routing: every response carries the headers
 	r.Route("/v1", func(v1 chi.Router) {
 		v1.Use(httpapi.ValidURL) // a path or query that is not text reaches no handler
 		v1.Get("/health", s.health)
@@ -184,8 +207,9 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		// The public read surface: no key; the project is named by
 		// X-Service-Project-Key or ?project_id=.
 		v1.Route("/public", func(pub chi.Router) {
-			pub.Use(forms.Preflight) // preflights name no project
+			pub.Use(c.PublicPreflight) // preflights name no project in a header
 			pub.Use(c.PublicProject)
+			pub.Use(noteScope)
 			pub.Use(idem.Handler) // public submits (bookings, forms) accept Idempotency-Key too (entries under PublicKeyID)
 			for _, p := range pillars {
 				p.PublicRoutes(pub)
@@ -214,7 +238,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	// limiter above skips them; the login endpoints have a per-IP limit
 	// of their own, in the same store.
 	loginLimits := &ratelimit.PerIP{Store: s.Limits.Store, Limit: ratelimit.Limit{RPM: cfg.LoginRPM, Burst: cfg.LoginBurst},
-		Trusted: cfg.TrustedProxies, Clock: s.Limits.Clock, Logger: logger}
+		Trusted: cfg.TrustedProxies, Clock: s.Limits.Clock, Logger: logger, Rejected: s.Metrics.RateLimited}
 	r.Route("/central/api", func(r chi.Router) { c.DashboardRoutes(r, loginLimits) })
 	// The web dashboard: its pages call /central/api through this router.
 	dash, err := dashboard.New(r, logger)
@@ -222,7 +246,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		return nil, err
 	}
 	r.Route(dashboard.Prefix, dash.Routes)
-	s.Handler, s.Router = r, r
+	s.Handler, s.Router = root, r
 	return s, nil
 }
 
@@ -230,7 +254,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 // operations and every pillar's, in a fixed order. openapi.json is its
 // output (go generate ./central).
 func OpenAPIDocument() openapi.M {
-	return openapi.Build(OpenAPI, usage.OpenAPI, jobs.OpenAPI, content.OpenAPI, blog.OpenAPI, commerce.OpenAPI,
+	return openapi.Build(OpenAPI, usage.OpenAPI, jobs.OpenAPI, content.OpenAPI, blog.OpenAPI, sites.OpenAPI, commerce.OpenAPI,
 		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, webhooks.OpenAPI)
 }
 
@@ -260,11 +284,12 @@ func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
 		PublicPrefix: PublicPath,
 		// The processor's webhook is signed and comes in bursts: it shows
 		// the sender's bucket but is never refused.
-		Peek:    []string{"/v1/health", "/v1/payments/webhook"},
-		Skip:    []string{"/central/", dashboard.Prefix},
-		Trusted: s.Config.TrustedProxies,
-		Clock:   clock,
-		Logger:  s.logger,
+		Peek:     []string{"/v1/health", "/v1/payments/webhook"},
+		Skip:     []string{"/central/", dashboard.Prefix},
+		Trusted:  s.Config.TrustedProxies,
+		Clock:    clock,
+		Logger:   s.logger,
+		Rejected: s.Metrics.RateLimited,
 	}, nil
 }
 
@@ -299,9 +324,13 @@ func (s *Server) Start(ctx context.Context) error {
 		if s.live, err = queue.StartLiveness(ctx, s.Pool, s.River.ID(), 5*time.Second, s.logger); err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
+		events, _ := s.River.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
+			river.EventKindJobCancelled, river.EventKindJobSnoozed)
+		go s.jobOutcomes(ctx, events)
 		if err := s.River.Start(ctx); err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
+		s.working.Store(true)
 	}
 	return nil
 }
@@ -311,6 +340,7 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) Stop(ctx context.Context) error {
 	var err error
 	if s.opts.Workers {
+		s.working.Store(false)
 		if e := s.River.Stop(ctx); e != nil && !errors.Is(e, context.Canceled) {
 			err = e
 		}

@@ -2,7 +2,8 @@
 // plane schema, tenant/ for every project schema. Numbers are reserved in
 // ranges per area (tenant: 0001 core and credits, 0100 idempotency, 0200
 // jobs, 0300 webhooks, 0400 content, 0500 blog, 0600 commerce, 0700
-// booking, 0800 social, 0900 forms) so areas can add files independently.
+// booking, 0800 social, 0900 forms, 1000 sites) so areas can add files
+// independently.
 package migrations
 
 import (

@@ -21,7 +21,7 @@ func BenchmarkMigrateAll(b *testing.B) {
 	for name, f := range tenantFS(b) {
 		base[name] = f
 	}
-	version := 1000
+	version := 9000 // after every embedded migration
 	for _, conc := range []int{8} {
 		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
 			var took time.Duration

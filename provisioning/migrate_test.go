@@ -46,7 +46,8 @@ func provisioned(t testing.TB, n int) *pgtest.DB {
 	return db
 }
 
-// withFiles is the embedded tenant set plus files.
+// withFiles is the embedded tenant set plus files. The tests add versions
+// 9950 and up: after every embedded one, whatever areas add.
 func withFiles(t *testing.T, files map[string]string) fstest.MapFS {
 	t.Helper()
 	fsys := tenantFS(t)
@@ -113,8 +114,8 @@ func TestMigrateAllAddedColumn(t *testing.T) {
 	db := provisioned(t, n)
 	ctx := context.Background()
 	fsys := withFiles(t, map[string]string{
-		"0950_note.sql": "-- +goose Up\nALTER TABLE credit_pools ADD COLUMN note text;\n-- +goose Down\nALTER TABLE credit_pools DROP COLUMN note;\n",
-		"0951_tag.sql":  "-- +goose Up\n-- +goose StatementBegin\nALTER TABLE credit_pools ADD COLUMN tag text;\n-- +goose StatementEnd\n",
+		"9950_note.sql": "-- +goose Up\nALTER TABLE credit_pools ADD COLUMN note text;\n-- +goose Down\nALTER TABLE credit_pools DROP COLUMN note;\n",
+		"9951_tag.sql":  "-- +goose Up\n-- +goose StatementBegin\nALTER TABLE credit_pools ADD COLUMN tag text;\n-- +goose StatementEnd\n",
 	})
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -125,13 +126,13 @@ func TestMigrateAllAddedColumn(t *testing.T) {
 	if c := count(t, db.Pool, `SELECT count(*) FROM information_schema.columns WHERE table_schema LIKE 'project\_%' AND table_name = 'credit_pools' AND column_name IN ('note', 'tag')`); c != 2*n {
 		t.Fatalf("%d added columns, want %d", c, 2*n)
 	}
-	if c := count(t, db.Pool, `SELECT count(*) FROM central.placements WHERE schema_version = 951 AND migrations_applied = $1 AND migrated_at IS NOT NULL`, len(fsys)); c != n {
-		t.Fatalf("%d placements record version 951 and %d migrations, want %d", c, len(fsys), n)
+	if c := count(t, db.Pool, `SELECT count(*) FROM central.placements WHERE schema_version = 9951 AND migrations_applied = $1 AND migrated_at IS NOT NULL`, len(fsys)); c != n {
+		t.Fatalf("%d placements record version 9951 and %d migrations, want %d", c, len(fsys), n)
 	}
 	for i := 1; i <= n; i++ {
 		schema := fmt.Sprintf("project_%d", i)
-		if c := count(t, db.Pool, `SELECT count(DISTINCT tstamp) FROM `+schema+`.goose_db_version WHERE version_id IN (950, 951) AND is_applied`); c != 1 {
-			t.Fatalf("%s: 950 and 951 recorded with %d timestamps, want both in one transaction", schema, c)
+		if c := count(t, db.Pool, `SELECT count(DISTINCT tstamp) FROM `+schema+`.goose_db_version WHERE version_id IN (9950, 9951) AND is_applied`); c != 1 {
+			t.Fatalf("%s: 9950 and 9951 recorded with %d timestamps, want both in one transaction", schema, c)
 		}
 	}
 	for _, schema := range []string{"project_1", "project_17", "project_30"} {
@@ -177,17 +178,17 @@ func TestMigrateAllFailure(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, `ALTER TABLE project_5.credit_pools ADD COLUMN note text`); err != nil {
 		t.Fatal(err)
 	}
-	fsys := withFiles(t, map[string]string{"0950_note.sql": "-- +goose Up\nALTER TABLE credit_pools ADD COLUMN note text;\n"})
+	fsys := withFiles(t, map[string]string{"9950_note.sql": "-- +goose Up\nALTER TABLE credit_pools ADD COLUMN note text;\n"})
 	migrated, err := migrateAll(ctx, db.Pool, provisioning.Options{Migrations: fsys})
 	if migrated != n-1 || err == nil || !strings.Contains(err.Error(), "1 of 12 failed") ||
-		!strings.Contains(err.Error(), "project_5 (project prj_5): apply 0950_note.sql:") || !strings.Contains(err.Error(), "already exists") {
+		!strings.Contains(err.Error(), "project_5 (project prj_5): apply 9950_note.sql:") || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("migrated %d, err %v", migrated, err)
 	}
-	if c := count(t, db.Pool, `SELECT count(*) FROM central.placements WHERE schema_version = 950`); c != n-1 {
-		t.Fatalf("%d placements at 950, want %d", c, n-1)
+	if c := count(t, db.Pool, `SELECT count(*) FROM central.placements WHERE schema_version = 9950`); c != n-1 {
+		t.Fatalf("%d placements at 9950, want %d", c, n-1)
 	}
-	if c := count(t, db.Pool, `SELECT count(*) FROM project_5.goose_db_version WHERE version_id = 950`); c != 0 {
-		t.Fatal("the failed schema records 950")
+	if c := count(t, db.Pool, `SELECT count(*) FROM project_5.goose_db_version WHERE version_id = 9950`); c != 0 {
+		t.Fatal("the failed schema records 9950")
 	}
 	if _, err := db.Pool.Exec(ctx, `ALTER TABLE project_5.credit_pools DROP COLUMN note`); err != nil {
 		t.Fatal(err)
@@ -231,15 +232,15 @@ func TestMigrateAllGooseFallback(t *testing.T) {
 		INSERT INTO central.placements (project_id, schema_name) VALUES ('prj_900', 'project_900')`); err != nil {
 		t.Fatal(err)
 	}
-	fsys := withFiles(t, map[string]string{"0950_index.sql": "-- +goose NO TRANSACTION\n-- +goose Up\nCREATE INDEX CONCURRENTLY credit_pools_note ON credit_pools (pool);\n"})
+	fsys := withFiles(t, map[string]string{"9950_index.sql": "-- +goose NO TRANSACTION\n-- +goose Up\nCREATE INDEX CONCURRENTLY credit_pools_note ON credit_pools (pool);\n"})
 	if migrated, err := migrateAll(ctx, db.Pool, provisioning.Options{Migrations: fsys}); err != nil || migrated != n+1 {
 		t.Fatalf("migrated %d of %d (%v)", migrated, n+1, err)
 	}
 	if c := count(t, db.Pool, `SELECT count(*) FROM pg_indexes WHERE indexname = 'credit_pools_note'`); c != n+1 {
 		t.Fatalf("%d schemas have the index, want %d", c, n+1)
 	}
-	if c := count(t, db.Pool, `SELECT count(*) FROM central.placements WHERE schema_version = 950 AND migrations_applied = $1`, len(fsys)); c != n+1 {
-		t.Fatalf("%d placements at 950, want %d", c, n+1)
+	if c := count(t, db.Pool, `SELECT count(*) FROM central.placements WHERE schema_version = 9950 AND migrations_applied = $1`, len(fsys)); c != n+1 {
+		t.Fatalf("%d placements at 9950, want %d", c, n+1)
 	}
 	assertCurrent(t, db, "project_2", fsys)
 	assertCurrent(t, db, "project_900", fsys)
@@ -260,13 +261,13 @@ func TestMigrateAllWaitsForGooseLock(t *testing.T) {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, provisioning.LockID("project_1")); err != nil {
 		t.Fatal(err)
 	}
-	fsys := withFiles(t, map[string]string{"0950_note.sql": "-- +goose Up\nALTER TABLE credit_pools ADD COLUMN note text;\n"})
+	fsys := withFiles(t, map[string]string{"9950_note.sql": "-- +goose Up\nALTER TABLE credit_pools ADD COLUMN note text;\n"})
 	var wg sync.WaitGroup
 	var migrated int
 	var migErr error
 	wg.Go(func() { migrated, migErr = migrateAll(ctx, db.Pool, provisioning.Options{Migrations: fsys}) })
 	time.Sleep(300 * time.Millisecond)
-	if c := count(t, db.Pool, `SELECT count(*) FROM project_1.goose_db_version WHERE version_id = 950`); c != 0 {
+	if c := count(t, db.Pool, `SELECT count(*) FROM project_1.goose_db_version WHERE version_id = 9950`); c != 0 {
 		t.Fatal("migrated while goose's lock was held")
 	}
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, provisioning.LockID("project_1")); err != nil {

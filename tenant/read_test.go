@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/internal/pgtest"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
@@ -64,6 +65,103 @@ func TestRead(t *testing.T) {
 		t.Fatal("an argument that cannot be sent is an error")
 	}
 	c, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if st := c.Conn().PgConn().TxStatus(); st != 'I' {
+		t.Fatalf("the connection was left in transaction status %c", st)
+	}
+	var path string
+	if err := c.QueryRow(ctx, `SELECT current_setting('search_path')`).Scan(&path); err != nil {
+		t.Fatal(err)
+	}
+	if path != `"$user", public` {
+		t.Fatalf("the connection kept search_path %q", path)
+	}
+}
+
+// TestReadBatchIsolation: reads of two projects interleaved on a pool of
+// one connection, as batches of several queries, single reads, failing
+// reads and transactions, each see their own project's schema only, and
+// the connection is left with neither a transaction nor a search_path.
+func TestReadBatchIsolation(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	a, b := env.NewProject("build"), env.NewProject("build")
+	for _, p := range []*apitest.Project{a, b} {
+		env.Do("PUT", "/v1/content/k", p.Key, map[string]any{"value": "k of " + p.ID}).Expect(t, 200)
+		env.Do("PUT", "/v1/content/j", p.Key, map[string]any{"value": "j of " + p.ID}).Expect(t, 200)
+	}
+	pool, rt := pgtest.CountingPool(t, env.DB)
+	ctx := context.Background()
+	scope := func(p *apitest.Project) *tenant.Scope {
+		s, err := tenant.NewScope(pool, p.Project, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	one := func(dst *string) func(pgx.Rows) error {
+		return func(rows pgx.Rows) error {
+			for rows.Next() {
+				if err := rows.Scan(dst); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	const value = `SELECT value FROM content_values WHERE key = $1`
+	for i := 0; i < 3; i++ {
+		for _, p := range []*apitest.Project{a, b, a} {
+			s := scope(p)
+			var k, j, schema string
+			var batch tenant.ReadBatch
+			batch.Queue(value, []any{"k"}, one(&k))
+			batch.Queue(`SELECT current_schema()`, nil, one(&schema))
+			batch.Queue(value, []any{"j"}, one(&j))
+			before := rt.Count()
+			if err := s.ReadBatch(ctx, &batch); err != nil {
+				t.Fatal(err)
+			}
+			if n := rt.Count() - before; n != 1 {
+				t.Fatalf("a batch of three queries took %d round trips, want 1", n)
+			}
+			if k != "k of "+p.ID || j != "j of "+p.ID || schema != p.Schema {
+				t.Fatalf("project %s read %q %q in %s", p.ID, k, j, schema)
+			}
+			// A failing batch leaves nothing behind for the next reader.
+			var bad tenant.ReadBatch
+			bad.Queue(value, []any{"k"}, one(&k))
+			bad.Queue(`SELECT (1/0)::text`, nil, one(&k))
+			if err := s.ReadBatch(ctx, &bad); err == nil {
+				t.Fatal("a failing query of a batch must fail the batch")
+			}
+			// A transaction of the project between reads.
+			err := s.Tx(ctx, func(tx pgx.Tx) error {
+				return tx.QueryRow(ctx, value, "k").Scan(&k)
+			})
+			if err != nil || k != "k of "+p.ID {
+				t.Fatalf("transaction of %s read %q: %v", p.ID, k, err)
+			}
+		}
+	}
+	// Statements deallocated behind ReadBatch's back: it prepares them
+	// again and answers.
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Conn().DeallocateAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Release()
+	var k string
+	if err := scope(b).Read(ctx, value, []any{"k"}, one(&k)); err != nil || k != "k of "+b.ID {
+		t.Fatalf("read after DEALLOCATE ALL: %q %v", k, err)
+	}
+	c, err = pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,19 +1,16 @@
 // Package tenant defines the Scope every per-project request and job runs
-// in: the project, the key that reached it, and Tx, the only way to query
-// the project's schema.
+// in: the project, the key that reached it, and Tx and Read, the only
+// ways to query the project's schema.
 package tenant
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -33,9 +30,15 @@ type Project struct {
 	PlanCredits     *int64 // enterprise allowance override
 	RateRPM         *int   // enterprise rate override
 	RateBurst       *int
-	CreatedAt       time.Time
-	Shard           string
-	Schema          string
+	// AllowedOrigins are the browser origins (https://bakery.example)
+	// the public surface answers; empty: any origin.
+	AllowedOrigins []string
+	// SiteURL is the public address of the project's website, the base of
+	// its sitemap's URLs; empty when not set.
+	SiteURL   string
+	CreatedAt time.Time
+	Shard     string
+	Schema    string
 }
 
 // Key is the API key a request came with (nil on the public surface).
@@ -71,8 +74,9 @@ func (s *Scope) Test() bool { return s.Key != nil && s.Key.Test }
 
 // Tx runs fn in a transaction whose search_path is the project's schema
 // (then public). It commits when fn returns nil and rolls back otherwise.
-// A commit hook ctx carries (WithCommitHook) runs after fn, in the same
-// transaction; its error rolls the transaction back.
+// The finishers fn registered (AtCommit) run after fn, then the commit
+// hook ctx carries (WithCommitHook), in the same transaction; an error of
+// either rolls the transaction back.
 //
 // BEGIN and SET LOCAL travel in one simple-protocol message, so binding the
 // schema costs no round trip of its own; SET LOCAL ends with the
@@ -81,17 +85,97 @@ func (s *Scope) Tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if !schemaRe.MatchString(s.Project.Schema) {
 		return fmt.Errorf("tenant: invalid schema %q for project %s", s.Project.Schema, s.Project.ID)
 	}
-	if hook, _ := ctx.Value(commitHookKey).(CommitHook); hook != nil {
-		body := fn
-		fn = func(tx pgx.Tx) error {
-			if err := body(tx); err != nil {
+	hook, _ := ctx.Value(commitHookKey).(CommitHook)
+	begin := "BEGIN; SET LOCAL search_path TO " + pgx.Identifier{s.Project.Schema}.Sanitize() + ", public"
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: begin}, func(tx pgx.Tx) error {
+		ftx := &finishTx{Tx: tx}
+		if err := fn(ftx); err != nil {
+			return err
+		}
+		if len(ftx.finishers) > 0 {
+			fs := make([]Finisher, len(ftx.finishers))
+			for i, kf := range ftx.finishers {
+				fs[i] = kf.v
+			}
+			if err := Finish(ctx, tx, fs...); err != nil {
 				return err
 			}
+		}
+		// The hook runs last: it tells whether the transaction wrote, and
+		// the finishers' writes (a charge) are part of the effect.
+		if hook != nil {
 			return hook(ctx, s, tx)
 		}
+		return nil
+	})
+}
+
+// A Finisher is work a transaction keeps for its end (AtCommit). The
+// statements the finishers of a transaction queue travel in one batch,
+// its last round trip before COMMIT; each Finish then acts on what its
+// statements answered (a further round trip only when it must write more).
+type Finisher interface {
+	// Queue adds the finisher's statements to b.
+	Queue(b *pgx.Batch)
+	// Finish completes the work once b's results are read.
+	Finish(ctx context.Context, tx pgx.Tx) error
+}
+
+// Finish runs finishers in tx now: their statements in one batch, then
+// each Finish in order. It is how work kept for the end runs in a
+// transaction that is not Scope.Tx's (AtCommit answered false).
+func Finish(ctx context.Context, tx pgx.Tx, fs ...Finisher) error {
+	b := &pgx.Batch{}
+	for _, f := range fs {
+		f.Queue(b)
 	}
-	begin := "BEGIN; SET LOCAL search_path TO " + pgx.Identifier{s.Project.Schema}.Sanitize() + ", public"
-	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: begin}, fn)
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+	}
+	for _, f := range fs {
+		if err := f.Finish(ctx, tx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishTx is the transaction Scope.Tx hands its function: the
+// transaction itself, with the finishers registered on it.
+type finishTx struct {
+	pgx.Tx
+	finishers []keyedFinisher
+}
+
+type keyedFinisher struct {
+	key any
+	v   Finisher
+}
+
+// AtCommit returns the finisher registered under key on tx, registering
+// the one newFinisher returns on first use, so that it runs as the last
+// statements of the transaction, just before its commit hook and COMMIT. It is for work that takes a row lock many transactions contend
+// for (the credit pool): taken last, the lock is held for the commit
+// only, not for the whole transaction; and for work whose statements do
+// not depend on the transaction's others (the webhook outbox), which then
+// shares their round trip. ok is false when tx is not a transaction of
+// Scope.Tx (a job's own, a savepoint): the caller then does the work at
+// once (Finish).
+func AtCommit(tx pgx.Tx, key any, newFinisher func() Finisher) (f Finisher, ok bool) {
+	ftx, ok := tx.(*finishTx)
+	if !ok {
+		return nil, false
+	}
+	for _, kf := range ftx.finishers {
+		if kf.key == key {
+			return kf.v, true
+		}
+	}
+	f = newFinisher()
+	ftx.finishers = append(ftx.finishers, keyedFinisher{key, f})
+	return f, true
 }
 
 // A CommitHook runs at the end of every Tx made with a context carrying
@@ -115,57 +199,6 @@ func TxV[T any](ctx context.Context, s *Scope, fn func(pgx.Tx) (T, error)) (T, e
 		return err
 	})
 	return v, err
-}
-
-// Read runs one query in the project's schema in a single network round
-// trip, for hot read paths (the public surface). The search_path setting
-// and the query are sent as one pipeline ending in one Sync, which
-// PostgreSQL runs as one implicit transaction: the setting holds for the
-// query (parsed after it, as an unnamed statement) and ends with it. args
-// are sent in text format; fn reads the rows, and Read closes them.
-func (s *Scope) Read(ctx context.Context, sql string, args []any, fn func(pgx.Rows) error) error {
-	c, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Release()
-	tm := c.Conn().TypeMap()
-	vals := make([][]byte, len(args))
-	oids := make([]uint32, len(args))
-	for i, a := range args {
-		t, ok := tm.TypeForValue(a)
-		if !ok {
-			return fmt.Errorf("tenant: Read cannot send a %T", a)
-		}
-		oids[i] = t.OID
-		if vals[i], err = tm.Encode(t.OID, pgtype.TextFormatCode, a, nil); err != nil {
-			return err
-		}
-	}
-	b := &pgconn.Batch{}
-	b.ExecParams("SELECT set_config('search_path', $1, true)", [][]byte{[]byte(pgx.Identifier{s.Project.Schema}.Sanitize() + ", public")}, nil, nil, nil)
-	b.ExecParams(sql, vals, oids, nil, nil)
-	mrr := c.Conn().PgConn().ExecBatch(ctx, b)
-	if !mrr.NextResult() {
-		return errors.Join(mrr.Close(), errors.New("tenant: Read got no result"))
-	}
-	if _, err := mrr.ResultReader().Close(); err != nil {
-		mrr.Close()
-		return err
-	}
-	if !mrr.NextResult() {
-		return errors.Join(mrr.Close(), errors.New("tenant: Read got no rows"))
-	}
-	rows := pgx.RowsFromResultReader(tm, mrr.ResultReader())
-	err = fn(rows)
-	rows.Close()
-	if err == nil {
-		err = rows.Err()
-	}
-	if cerr := mrr.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // Allows reports whether the key grants scope ("pillar:permission"). A key

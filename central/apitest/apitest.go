@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/central"
+	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/pgtest"
@@ -84,6 +85,11 @@ func WithWorkers() Option { return func(_ *config.Config, o *central.Options) { 
 // as an httptest TLS receiver's (srv.Client().Transport's RootCAs).
 func WithRootCAs(pool *x509.CertPool) Option {
 	return func(_ *config.Config, o *central.Options) { o.RootCAs = pool }
+}
+
+// WithAI runs the server's jobs on provider p instead of the configured one.
+func WithAI(p ai.Provider) Option {
+	return func(_ *config.Config, o *central.Options) { o.AI = p }
 }
 
 // WithTestRoutes mounts test-only routes inside the authenticated /v1

@@ -13,11 +13,12 @@ import (
 	"github.com/plinth-dev/plinth/central/apitest"
 )
 
-// buildPlinth compiles this command into a temporary directory.
-func buildPlinth(t *testing.T) string {
+// buildPlinth compiles this command into a temporary directory, with
+// extra go build flags.
+func buildPlinth(t *testing.T, flags ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "plinth")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd := exec.Command("go", append(append([]string{"build", "-o", bin}, flags...), ".")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

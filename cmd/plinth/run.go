@@ -4,162 +4,395 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
+	"slices"
 	"strings"
+	"text/tabwriter"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/config"
+	"github.com/plinth-dev/plinth/internal/logging"
 )
 
-const usage = `usage: plinth <command> [flags]
+// version is the release this binary is, when the build sets it:
+// go build -ldflags "-X main.version=v1.2.3". Unset, it comes from the
+// module's build information (a tagged module version, or the commit).
+var version string
 
-commands:
-  serve [--no-migrate] [--no-workers]   migrate, then serve the API, central routes and workers
-  worker                                run only job workers and the scheduler
-  migrate                               migrate central, river and every project schema
-  tenant create --name N --domain D --owner-email E --owner-password P
-  user add --tenant ID --email E --password P [--name N]
-  project create --tenant ID --name N [--plan free] [--default-language en] [--target-languages fr,de] [--timezone UTC] [--industry X]
-  project plan --project prj_… --plan P
-  key create --project prj_… [--name N] [--scopes '*'] [--test]
-  credits topup --project prj_… --amount N
-`
+// commands is the declaration of every command and flag: kong parses the
+// arguments with it and prints each command's --help from it.
+type commands struct {
+	Serve   serveCmd   `cmd:"" help:"Migrate, then serve the API (/v1), the dashboard API (/central/api), /metrics, /livez and /readyz, and run the job workers."`
+	Worker  workerCmd  `cmd:"" help:"Run only the job workers and schedulers (no listener); run as many as the jobs need."`
+	Migrate migrateCmd `cmd:"" help:"Migrate central, River and every project schema, then exit (run it before starting instances of a new release)."`
+	Tenant  struct {
+		Create tenantCreateCmd `cmd:"" help:"Create a workspace and its owner; prints {id, name, domain, owner}."`
+	} `cmd:"" help:"Workspaces."`
+	User struct {
+		Add userAddCmd `cmd:"" help:"Add a user to a workspace; prints the user."`
+	} `cmd:"" help:"Dashboard users."`
+	Project struct {
+		Create projectCreateCmd `cmd:"" help:"Create a project and its schema; prints the project."`
+		Plan   projectPlanCmd   `cmd:"" help:"Change a project's billing plan (no API key can); prints the project."`
+	} `cmd:"" help:"Projects."`
+	Key struct {
+		Create keyCreateCmd `cmd:"" help:"Mint an API key; prints it with its secret (shown once)."`
+	} `cmd:"" help:"API keys."`
+	Credits struct {
+		Topup creditsTopupCmd `cmd:"" help:"Add top-up credits to a project; prints {project_id, added, balance}."`
+	} `cmd:"" help:"Credits."`
+	Version versionCmd `cmd:"" help:"Print the version of this binary."`
+	Help    helpCmd    `cmd:"" help:"List the commands and the environment variables."`
+}
 
-// run is the whole program; main only supplies the process's context,
-// arguments, environment and streams.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return errors.New("no command given")
+// env is what every command runs with.
+type env struct {
+	ctx            context.Context
+	getenv         func(string) string
+	stdout, stderr io.Writer
+}
+
+// config reads the configuration and builds the logger: only commands
+// that touch something do, so --help, help and version work whatever the
+// environment holds.
+func (e *env) config() (config.Config, *slog.Logger, error) {
+	cfg, err := config.Load(e.getenv)
+	if err != nil {
+		return cfg, nil, err
 	}
-	cfg, err := config.Load(getenv)
+	logger, err := logging.New(e.stderr, logging.Options{Format: cfg.LogFormat, Level: cfg.LogLevel})
+	return cfg, logger, err
+}
+
+type serveCmd struct {
+	NoMigrate bool `help:"Skip the migrations (when plinth migrate ran before)."`
+	NoWorkers bool `help:"Serve the API only; run the workers elsewhere (plinth worker)."`
+}
+
+func (c *serveCmd) Run(e *env) error {
+	cfg, logger, err := e.config()
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	cmd, rest := args[0], args[1:]
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		cmd, rest = cmd+" "+rest[0], rest[1:]
-	}
-	switch cmd {
-	case "serve", "worker":
-		fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-		fs.SetOutput(io.Discard) // the error is returned and printed by main
-		noMigrate := fs.Bool("no-migrate", false, "skip migrations")
-		noWorkers := fs.Bool("no-workers", false, "serve the API only")
-		if err := fs.Parse(rest); err != nil {
-			return err
-		}
-		return central.Serve(ctx, cfg, central.ServeOptions{Migrate: !*noMigrate, Workers: cmd == "worker" || !*noWorkers,
-			HTTP: cmd == "serve"}, logger, stdout)
-	case "migrate":
-		db, err := central.OpenDatabase(ctx, cfg, logger)
-		if err != nil {
-			return err
-		}
-		defer db.Close(logger)
-		return central.MigrateAll(ctx, cfg, db.Pool, logger)
-	case "tenant create", "user add", "project create", "project plan", "key create", "credits topup":
-		db, err := central.OpenDatabase(ctx, cfg, logger)
-		if err != nil {
-			return err
-		}
-		defer db.Close(logger)
-		c, err := central.Open(ctx, db.Pool, cfg.Secret, cfg.KeyCacheTTL, logger)
-		if err != nil {
-			return err
-		}
-		out, err := admin(ctx, c, cmd, rest)
-		if err != nil {
-			return err
-		}
-		return json.NewEncoder(stdout).Encode(out)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	}
-	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("unknown command %q", cmd)
+	return central.Serve(e.ctx, cfg, central.ServeOptions{Migrate: !c.NoMigrate, Workers: !c.NoWorkers, HTTP: true}, logger, e.stdout)
 }
 
-// admin runs one CLI subcommand that prints a resource.
-func admin(ctx context.Context, c *central.Central, cmd string, args []string) (any, error) {
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // the error is returned and printed by main
-	str := func(name, def string) *string { return fs.String(name, def, "") }
-	switch cmd {
-	case "tenant create":
-		name, domain, email, pw := str("name", ""), str("domain", ""), str("owner-email", ""), str("owner-password", "")
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		t, u, err := c.CreateTenant(ctx, *name, *domain, *email, *pw)
+type workerCmd struct {
+	NoMigrate bool `help:"Skip the migrations (when plinth migrate ran before)."`
+	NoWorkers bool `hidden:"" help:"Ignored: a worker always works (accepted as serve accepts it)."`
+}
+
+func (c *workerCmd) Run(e *env) error {
+	cfg, logger, err := e.config()
+	if err != nil {
+		return err
+	}
+	return central.Serve(e.ctx, cfg, central.ServeOptions{Migrate: !c.NoMigrate, Workers: true}, logger, e.stdout)
+}
+
+type migrateCmd struct{}
+
+func (migrateCmd) Run(e *env) error {
+	cfg, logger, err := e.config()
+	if err != nil {
+		return err
+	}
+	db, err := central.OpenDatabase(e.ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer db.Close(logger)
+	return central.MigrateAll(e.ctx, cfg, db.Pool, logger)
+}
+
+// admin runs one command that prints a resource as one JSON object.
+func (e *env) admin(do func(context.Context, *central.Central) (any, error)) error {
+	cfg, logger, err := e.config()
+	if err != nil {
+		return err
+	}
+	db, err := central.OpenDatabase(e.ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer db.Close(logger)
+	c, err := central.Open(e.ctx, db.Pool, cfg.Secret, cfg.KeyCacheTTL, logger)
+	if err != nil {
+		return err
+	}
+	out, err := do(e.ctx, c)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(e.stdout).Encode(out)
+}
+
+type tenantCreateCmd struct {
+	Name          string `required:"" help:"Workspace name."`
+	Domain        string `required:"" help:"Workspace domain (stored lower-case)."`
+	OwnerEmail    string `required:"" help:"Email of the owner, who logs in to the dashboard."`
+	OwnerPassword string `required:"" help:"Password of the owner (at least 8 characters)."`
+}
+
+func (c *tenantCreateCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		t, u, err := cen.CreateTenant(ctx, c.Name, c.Domain, c.OwnerEmail, c.OwnerPassword)
 		if err != nil {
 			return nil, err
 		}
 		return map[string]any{"id": t.ID, "name": t.Name, "domain": t.Domain, "owner": u}, nil
-	case "user add":
-		tid, email, pw, name := fs.Int64("tenant", 0, ""), str("email", ""), str("password", ""), str("name", "")
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		return c.AddUser(ctx, *tid, *name, *email, *pw)
-	case "project create":
-		tid := fs.Int64("tenant", 0, "")
-		name, plan, lang, targets, tz, industry := str("name", ""), str("plan", "free"), str("default-language", "en"), str("target-languages", ""), str("timezone", "UTC"), str("industry", "")
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		var tl []string
-		for _, l := range strings.Split(*targets, ",") {
-			if l = strings.TrimSpace(l); l != "" {
-				tl = append(tl, l)
-			}
-		}
-		p, err := c.CreateProject(ctx, central.ProjectParams{TenantID: *tid, Name: *name, Plan: *plan, DefaultLanguage: *lang, TargetLanguages: tl, Timezone: *tz, Industry: *industry})
+	})
+}
+
+type userAddCmd struct {
+	Tenant   int64  `required:"" help:"Workspace id (tenant create prints it)."`
+	Email    string `required:"" help:"The user's email; one email may belong to several workspaces."`
+	Password string `required:"" help:"The user's password in this workspace (at least 8 characters)."`
+	Name     string `help:"Display name."`
+}
+
+func (c *userAddCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		return cen.AddUser(ctx, c.Tenant, c.Name, c.Email, c.Password)
+	})
+}
+
+type projectCreateCmd struct {
+	Tenant          int64  `required:"" help:"Workspace id (tenant create prints it)."`
+	Name            string `required:"" help:"Project name."`
+	Plan            string `default:"free" help:"Billing plan: free, hobby, build, scale or enterprise."`
+	DefaultLanguage string `default:"en" help:"Language of the project's content."`
+	TargetLanguages string `help:"Comma-separated languages content is translated into, e.g. fr,de."`
+	Timezone        string `default:"UTC" help:"IANA time zone of the project (bookings, schedules)."`
+	Industry        string `help:"Free-form industry, used by the AI prompts."`
+}
+
+func (c *projectCreateCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		p, err := cen.CreateProject(ctx, central.ProjectParams{TenantID: c.Tenant, Name: c.Name, Plan: c.Plan, DefaultLanguage: c.DefaultLanguage,
+			TargetLanguages: list(c.TargetLanguages), Timezone: c.Timezone, Industry: c.Industry})
 		if err != nil {
 			return nil, err
 		}
 		return central.ToProjectJSON(p), nil
-	case "project plan":
-		pid, plan := str("project", ""), str("plan", "")
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		p, err := c.UpdateProject(ctx, *pid, central.ProjectUpdate{Plan: plan})
+	})
+}
+
+type projectPlanCmd struct {
+	Project string `required:"" help:"Project id (prj_…)."`
+	Plan    string `required:"" help:"New plan: free, hobby, build, scale or enterprise."`
+}
+
+func (c *projectPlanCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		p, err := cen.UpdateProject(ctx, c.Project, central.ProjectUpdate{Plan: &c.Plan})
 		if err != nil {
-			return nil, fmt.Errorf("project %q: %w", *pid, err)
+			return nil, fmt.Errorf("project %q: %w", c.Project, err)
 		}
 		return central.ToProjectJSON(p), nil
-	case "key create":
-		pid, name, scopes := str("project", ""), str("name", "cli"), str("scopes", "*")
-		test := fs.Bool("test", false, "")
-		if err := fs.Parse(args); err != nil {
-			return nil, err
+	})
+}
+
+type keyCreateCmd struct {
+	Project string `required:"" help:"Project id (prj_…)."`
+	Name    string `default:"cli" help:"Key name, to tell keys apart."`
+	Scopes  string `default:"*" help:"Comma-separated scopes, e.g. 'content:read,blog:*'."`
+	Test    bool   `help:"Mint a test key (pln_test_…), whose work is never billed."`
+}
+
+func (c *keyCreateCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		if _, err := cen.Project(ctx, c.Project); err != nil {
+			return nil, fmt.Errorf("project %q: %w", c.Project, err)
 		}
-		if _, err := c.Project(ctx, *pid); err != nil {
-			return nil, fmt.Errorf("project %q: %w", *pid, err)
-		}
-		var sc []string
-		for _, s := range strings.Split(*scopes, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				sc = append(sc, s)
-			}
-		}
-		return c.MintKey(ctx, *pid, *name, sc, nil, *test)
-	case "credits topup":
-		pid, amount := str("project", ""), fs.Int64("amount", 0, "")
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		bal, err := c.TopUp(ctx, *pid, *amount)
+		return cen.MintKey(ctx, c.Project, c.Name, list(c.Scopes), nil, c.Test)
+	})
+}
+
+type creditsTopupCmd struct {
+	Project string `required:"" help:"Project id (prj_…)."`
+	Amount  int64  `required:"" help:"Whole credits to add (at least 1)."`
+}
+
+func (c *creditsTopupCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		bal, err := cen.TopUp(ctx, c.Project, c.Amount)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"project_id": *pid, "added": *amount, "balance": bal}, nil
+		return map[string]any{"project_id": c.Project, "added": c.Amount, "balance": bal}, nil
+	})
+}
+
+type versionCmd struct{}
+
+func (versionCmd) Run(e *env) error {
+	_, err := fmt.Fprintln(e.stdout, "plinth", buildVersion())
+	return err
+}
+
+// buildVersion is version, or else the module version and commit the Go
+// toolchain recorded.
+func buildVersion() string {
+	if version != "" {
+		return version
 	}
-	return nil, fmt.Errorf("unknown command %q", cmd)
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := info.Main.Version
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "-dirty"
+			}
+		}
+	}
+	if rev != "" && (v == "" || v == "(devel)") {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		return "(devel) " + rev + modified
+	}
+	if v == "" {
+		return "(devel)"
+	}
+	return v
+}
+
+type helpCmd struct {
+	Command []string `arg:"" optional:"" help:"A command, to show its flags."`
+}
+
+func (helpCmd) Run() error { return nil } // handled in run, before parsing
+
+func list(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// exit is what kong's Exit panics with after printing a --help, so that
+// run returns instead of the process exiting.
+type exit struct{ code int }
+
+// run is the whole program; main only supplies the process's context,
+// arguments, environment and streams.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
+	var grammar commands
+	parser, err := kong.New(&grammar, kong.Name("plinth"),
+		kong.Description("Plinth: a multi-tenant REST backend for AI-built websites. Logs go to stderr; commands that print a resource print one JSON object on stdout."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(exit{code}) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}))
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		usage(stderr, parser)
+		return errors.New("no command given: see the commands above, or run plinth help")
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		words := slices.DeleteFunc(slices.Clone(args[1:]), func(a string) bool { return a == "-h" || a == "--help" })
+		if args[0] != "help" || len(words) == 0 {
+			usage(stdout, parser)
+			return nil
+		}
+		args = append(words, "--help") // plinth help key create: its flags
+	}
+	if name, ok := known(parser.Model.Node, args); !ok {
+		usage(stderr, parser)
+		return fmt.Errorf("unknown command %q: see the commands above", name)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			e, ok := p.(exit)
+			if !ok {
+				panic(p)
+			}
+			if e.code != 0 {
+				err = fmt.Errorf("exit status %d", e.code)
+			}
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		var pe *kong.ParseError
+		if errors.As(err, &pe) && pe.Context != nil && pe.Context.Selected() != nil {
+			return fmt.Errorf("%w (plinth %s --help lists its flags)", err, pe.Context.Selected().Path())
+		}
+		return err
+	}
+	return kctx.Run(&env{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr})
+}
+
+// known reports whether args start with a command (a leaf of the
+// declaration), and otherwise the command words it did not know, as the
+// error names them.
+func known(app *kong.Node, args []string) (string, bool) {
+	node := app
+	var words []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") || node.Leaf() && node != app {
+			break
+		}
+		words = append(words, a)
+		var next *kong.Node
+		for _, c := range node.Children {
+			if c.Name == a && !c.Hidden {
+				next = c
+			}
+		}
+		if next == nil {
+			return strings.Join(words, " "), false
+		}
+		node = next
+	}
+	if node != app && !node.Leaf() && (slices.Contains(args, "--help") || slices.Contains(args, "-h")) {
+		return "", true // plinth key --help: kong lists the group's commands
+	}
+	if node == app || !node.Leaf() {
+		return strings.Join(words, " "), false
+	}
+	return "", true
+}
+
+// usage prints the commands with their required flags and the
+// environment variables, all from their declarations.
+func usage(w io.Writer, parser *kong.Kong) {
+	fmt.Fprintln(w, "usage: plinth <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, n := range parser.Model.Leaves(true) {
+		fmt.Fprintf(tw, "  %s\t%s\n", n.Summary(), n.Help)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run plinth <command> --help for a command's flags and what they mean.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "environment (every variable is optional):")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, v := range config.Vars {
+		def := v.Default
+		if def != "" {
+			def = " (default " + def + ")"
+		}
+		fmt.Fprintf(tw, "  %s\t%s%s\n", v.Name, v.Help, def)
+	}
+	tw.Flush()
 }

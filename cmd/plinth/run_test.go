@@ -245,7 +245,8 @@ func tableExists(t *testing.T, db *pgtest.DB, schema, table string) bool {
 	return ok
 }
 
-var migratedRe = regexp.MustCompile(`msg=migrated project_schemas=(\d+)`)
+// migratedRe reads the summary line of migrate in either log format.
+var migratedRe = regexp.MustCompile(`msg"?[=:]"?migrated"?[ ,]"?project_schemas"?[=:](\d+)`)
 
 func migrated(t *testing.T, env map[string]string) string {
 	t.Helper()

@@ -89,6 +89,9 @@ func (e *UpstreamError) Error() string {
 // Public describes the failure without the provider's own words, which
 // may quote the operator's account details: for the job's error message.
 func (e *UpstreamError) Public() string {
+	if e.Status/100 == 2 {
+		return fmt.Sprintf("the AI provider gave no usable answer after %d attempt(s)", e.Attempts)
+	}
 	if e.Status > 0 {
 		return fmt.Sprintf("the AI provider answered %d after %d attempt(s)", e.Status, e.Attempts)
 	}

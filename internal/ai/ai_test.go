@@ -284,3 +284,68 @@ func TestNew(t *testing.T) {
 		t.Fatal("an unknown provider is an error")
 	}
 }
+
+// A structured answer that is not JSON or does not match the schema is
+// asked for again; one that stays malformed is the provider's failure.
+func TestOpenAIJSONValidatesAndRetries(t *testing.T) {
+	schema := map[string]any{"type": "object", "additionalProperties": false, "required": []string{"title", "count"},
+		"properties": map[string]any{"title": map[string]any{"type": "string", "maxLength": 10}, "count": map[string]any{"type": "integer"}}}
+	type answer struct {
+		Title string `json:"title"`
+		Count int    `json:"count"`
+	}
+	answers := []string{"Sure! Here is your plan.", `{"title":"Plan"}`, `{"title":"Plan","count":"3"}`, `{"title":"Plan","count":3}`}
+	f, c := newFake(t, func(n int, path string, body map[string]any) (int, map[string]string, string) {
+		return 200, nil, chatAnswer(answers[min(n, len(answers))-1])
+	})
+	var out answer
+	if err := c.JSON(context.Background(), JSONRequest{Prompt: "plan", Name: "plan", Schema: schema}, &out); err != nil || out != (answer{"Plan", 3}) {
+		t.Fatalf("JSON: %+v %v", out, err)
+	}
+	if n := len(f.all()); n != 4 {
+		t.Fatalf("%d calls, want 4 (three malformed answers, then a good one)", n)
+	}
+
+	_, c = newFake(t, func(n int, path string, body map[string]any) (int, map[string]string, string) {
+		return 200, nil, chatAnswer(`{"title":"Far too long a title","count":1}`)
+	})
+	c.MaxAttempts = 3
+	err := c.JSON(context.Background(), JSONRequest{Prompt: "plan", Name: "plan", Schema: schema}, &out)
+	var ue *UpstreamError
+	if !errors.Is(err, ErrUpstream) || !errors.As(err, &ue) || ue.Attempts != 3 {
+		t.Fatalf("a malformed answer every time: %v", err)
+	}
+	if !strings.Contains(ue.Public(), "no usable answer after 3 attempt(s)") {
+		t.Fatalf("public message: %s", ue.Public())
+	}
+}
+
+// Offline text about a kind of business uses that trade's words, not only
+// the prompt's own; colours asked for as #rrggbb are colours.
+func TestOfflineKnowsTrades(t *testing.T) {
+	ctx := context.Background()
+	o := Offline{}
+	bread := []string{"bread", "sourdough", "pastries", "croissants", "oven", "flour", "loaves"}
+	has := func(s string, words []string) bool {
+		for _, w := range words {
+			if strings.Contains(strings.ToLower(s), w) {
+				return true
+			}
+		}
+		return false
+	}
+	bakery, _ := o.Text(ctx, TextRequest{Prompt: "A small family bakery in Lyon"})
+	trails, _ := o.Text(ctx, TextRequest{Prompt: "Mountain biking trails in autumn"})
+	if !has(bakery, bread) || has(trails, bread) {
+		t.Fatalf("bakery:\n%s\ntrails:\n%s", bakery, trails)
+	}
+	var out struct {
+		Colors struct{ Primary string } `json:"colors"`
+	}
+	schema := map[string]any{"type": "object", "properties": map[string]any{"colors": map[string]any{"type": "object",
+		"properties": map[string]any{"primary": map[string]any{"type": "string", "pattern": hexColor}}}}}
+	if err := o.JSON(ctx, JSONRequest{Name: "brand", Prompt: "A small family bakery", Schema: schema}, &out); err != nil ||
+		len(out.Colors.Primary) != 7 || out.Colors.Primary[0] != '#' {
+		t.Fatalf("colour: %+v %v", out, err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"image/png"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -174,7 +175,8 @@ var stopwords = func() map[string]bool {
 	for _, w := range strings.Fields(`a an the and or but for nor so yet of to in on at by with from into onto about over
 		under this that these those is are was were be been being it its as than then there their them they we you your our
 		write generate create make give some any all about please short long post article blog page website site words
-		using use how what why when where which who whom whose will would should could can may might must very more most`) {
+		using use how what why when where which who whom whose will would should could can may might must very more most
+		brief industry tone language pages sections plan`) {
 		m[w] = true
 	}
 	return m
@@ -207,8 +209,74 @@ func newGen(kind, prompt string) *gen {
 		g.keywords = []string{"craft", "quality", "community"}
 	}
 	g.topic = strings.Join(g.keywords[:min(4, len(g.keywords))], " ")
+	for _, w := range tradeWords(g.keywords) {
+		if !seen[w] {
+			seen[w] = true
+			g.keywords = append(g.keywords, w)
+		}
+	}
 	return g
 }
+
+// trades are the vocabularies of common kinds of business, each with the
+// words of a prompt that name it: offline text about "a family bakery"
+// then talks about bread and pastries, as a writer would, instead of only
+// repeating the prompt's own words.
+var trades = []struct{ names, words []string }{
+	{[]string{"bakery", "bakeries", "baker", "bakers", "boulangerie", "patisserie", "pastry", "bread"},
+		[]string{"bread", "sourdough", "pastries", "croissants", "oven", "flour", "loaves"}},
+	{[]string{"restaurant", "bistro", "trattoria", "diner", "eatery", "brasserie"},
+		[]string{"menu", "dishes", "chef", "seasonal", "ingredients", "dinner"}},
+	{[]string{"cafe", "café", "coffee", "espresso", "roastery"},
+		[]string{"coffee", "espresso", "beans", "brunch", "baristas"}},
+	{[]string{"dentist", "dental", "orthodontist", "orthodontics"},
+		[]string{"teeth", "smiles", "checkups", "hygiene", "patients"}},
+	{[]string{"clinic", "doctor", "physiotherapy", "physio", "medical", "health"},
+		[]string{"patients", "care", "treatment", "appointments", "wellbeing"}},
+	{[]string{"plumber", "plumbers", "plumbing", "heating"},
+		[]string{"pipes", "leaks", "boilers", "repairs", "installations"}},
+	{[]string{"electrician", "electrical", "electricians"},
+		[]string{"wiring", "lighting", "repairs", "safety", "installations"}},
+	{[]string{"lawyer", "lawyers", "law", "legal", "attorney", "solicitor"},
+		[]string{"clients", "advice", "contracts", "cases", "counsel"}},
+	{[]string{"accountant", "accounting", "bookkeeping", "tax"},
+		[]string{"taxes", "accounts", "bookkeeping", "returns", "advice"}},
+	{[]string{"yoga", "pilates", "fitness", "gym", "trainer"},
+		[]string{"classes", "training", "strength", "wellbeing", "instructors"}},
+	{[]string{"photographer", "photography", "photo", "photos"},
+		[]string{"portraits", "weddings", "shoots", "prints", "lighting"}},
+	{[]string{"salon", "hair", "hairdresser", "barber", "beauty", "spa"},
+		[]string{"haircuts", "styling", "treatments", "appointments", "colour"}},
+	{[]string{"florist", "flowers", "flower", "floral"},
+		[]string{"bouquets", "blooms", "arrangements", "weddings", "stems"}},
+	{[]string{"hotel", "guesthouse", "inn", "hostel"},
+		[]string{"rooms", "stays", "breakfast", "guests", "comfort"}},
+	{[]string{"software", "saas", "app", "startup", "platform"},
+		[]string{"product", "features", "teams", "integrations", "workflow"}},
+	{[]string{"garden", "gardener", "gardening", "landscaping", "landscaper"},
+		[]string{"lawns", "planting", "hedges", "design", "seasons"}},
+	{[]string{"winery", "vineyard", "wine"},
+		[]string{"wines", "vintage", "tastings", "grapes", "cellar"}},
+	{[]string{"shop", "store", "boutique", "shoes", "clothing", "fashion"},
+		[]string{"collection", "products", "styles", "delivery", "customers"}},
+}
+
+// tradeWords returns the vocabularies of the trades keywords name.
+func tradeWords(keywords []string) []string {
+	var out []string
+	for _, t := range trades {
+		for _, n := range t.names {
+			if slices.Contains(keywords, n) {
+				out = append(out, t.words...)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// hexColor is the pattern of a colour a schema asks for as #rrggbb.
+const hexColor = `^#[0-9a-fA-F]{6}$`
 
 func (g *gen) kw() string { return g.keywords[g.r.IntN(len(g.keywords))] }
 
@@ -312,11 +380,15 @@ func (g *gen) fill(schema map[string]any, name string, depth int) any {
 	var s string
 	n := strings.ToLower(name)
 	switch {
+	case schema["pattern"] == hexColor:
+		c := hsv(g.r.Float64()*360, 0.35+g.r.Float64()*0.5, 0.25+g.r.Float64()*0.6)
+		return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B)
 	case strings.Contains(n, "slug"):
 		s = slugOf(g.title())
 	case strings.Contains(n, "url") || strings.Contains(n, "link"):
 		s = "https://example.com/" + slugOf(g.title())
-	case strings.Contains(n, "title") || strings.Contains(n, "name") || strings.Contains(n, "heading"):
+	case strings.Contains(n, "title") || strings.Contains(n, "name") || strings.Contains(n, "heading") ||
+		strings.Contains(n, "button") || strings.Contains(n, "label"):
 		s = g.title()
 	case strings.Contains(n, "keyword") || strings.Contains(n, "tag"):
 		s = g.kw()

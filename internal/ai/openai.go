@@ -90,23 +90,39 @@ func (c *OpenAI) Text(ctx context.Context, req TextRequest) (string, error) {
 	return c.chat(ctx, req.System, req.Prompt, req.MaxTokens, nil)
 }
 
-// JSON implements Provider with a json_schema response format.
+// JSON implements Provider with a json_schema response format. The
+// answer is validated against req.Schema: an answer that is not JSON or
+// does not match is asked for again, up to MaxAttempts answers in all (a
+// model that strays once usually answers well the next time), and then
+// the call fails with an *UpstreamError.
 func (c *OpenAI) JSON(ctx context.Context, req JSONRequest, out any) error {
 	name := req.Name
 	if name == "" {
 		name = "result"
 	}
-	content, err := c.chat(ctx, req.System, req.Prompt, 0, map[string]any{
-		"type":        "json_schema",
-		"json_schema": map[string]any{"name": name, "schema": req.Schema},
-	})
-	if err != nil {
-		return err
+	if _, err := compileSchema(req.Schema); err != nil {
+		return err // the caller's schema is wrong: no answer can match it
 	}
-	if err := json.Unmarshal([]byte(content), out); err != nil {
-		return &UpstreamError{Status: 200, Attempts: 1, Msg: "the answer is not the JSON asked for: " + err.Error()}
+	attempts := or(c.MaxAttempts, 5)
+	for attempt := 1; ; attempt++ {
+		content, err := c.chat(ctx, req.System, req.Prompt, 0, map[string]any{
+			"type":        "json_schema",
+			"json_schema": map[string]any{"name": name, "schema": req.Schema},
+		})
+		if err != nil {
+			return err
+		}
+		err = checkAnswer(content, req.Schema, out)
+		if err == nil {
+			return nil
+		}
+		if attempt >= attempts {
+			return &UpstreamError{Status: 200, Attempts: attempt, Msg: "the answer is not the JSON asked for: " + err.Error()}
+		}
+		if c.Logger != nil {
+			c.Logger.WarnContext(ctx, "ai provider gave a malformed structured answer; asking again", "schema", name, "attempt", attempt, "err", err)
+		}
 	}
-	return nil
 }
 
 var translationSchema = map[string]any{

@@ -41,45 +41,108 @@ type Config struct {
 	StripeAPIBase    string
 	Storage          string
 	RedisURL         string
+	// LogFormat (json, text, or "" to choose by the terminal) and
+	// LogLevel shape the process logger.
+	LogFormat, LogLevel string
+	// MetricsAddr moves /metrics to a listener of its own; MetricsToken
+	// makes it require that bearer token.
+	MetricsAddr, MetricsToken string
 	// Getenv is kept for settings read per platform (PLINTH_SOCIAL_*).
 	Getenv func(string) string
 }
 
-// Load parses the environment through getenv, applying defaults.
+// Var is one environment variable the server reads: its name, the
+// default applied when it is unset or empty, and what it means. Vars is
+// the one declaration of them: Load reads them, `plinth help` and the
+// configuration reference of docs/operations.md list them.
+type Var struct {
+	Name, Default, Help string
+}
+
+// Vars lists every variable, in the order help shows them. A default of
+// "" means unset; one in parentheses describes what happens instead.
+var Vars = []Var{
+	{"DATABASE_URL", "", "central database and the default shard (unset: a private cluster under ./.plinth/pg)"},
+	{"PLINTH_ADDR", "127.0.0.1:8080", "listen address of the API"},
+	{"PLINTH_PUBLIC_URL", "", "externally visible base URL, for the URLs the server hands out (unset: http://PLINTH_ADDR)"},
+	{"PLINTH_SECRET", "", "server secret: key-hash pepper, JWT signing, token encryption (unset: generated once, kept in the central schema)"},
+	{"PLINTH_ERROR_BASE", "https://plinth.dev/errors", "namespace of the problem type URIs"},
+	{"PLINTH_DEV", "", "1 allows http:// and loopback webhook URLs and image fetches"},
+	{"PLINTH_LOG_FORMAT", "", "json or text (unset: json, or text when stderr is a terminal)"},
+	{"PLINTH_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"PLINTH_METRICS_ADDR", "", "serve /metrics on this address instead of the API listener"},
+	{"PLINTH_METRICS_TOKEN", "", "bearer token /metrics requires (unset: /metrics is open)"},
+	{"PLINTH_WEBHOOK_RETRY_DELAYS", "30s,2m,10m,1h,6h", "comma list of Go durations between webhook attempts"},
+	{"PLINTH_WEBHOOK_TIMEOUT", "30s", "webhook receiver timeout"},
+	{"PLINTH_KEY_CACHE_TTL", "30s", "how long a resolved key is cached (bounds the revocation delay)"},
+	{"PLINTH_SPARE_SCHEMAS", "4", "project schemas kept created ahead of new projects, 0 to 100"},
+	{"PLINTH_TRUSTED_PROXIES", "127.0.0.0/8,::1/128", "CIDRs whose X-Forwarded-For is honoured"},
+	{"PLINTH_PUBLIC_RATE", "120/240", "per-IP limit on /v1/public/*, RPM/BURST"},
+	{"PLINTH_LOGIN_RATE", "10/20", "per-IP limit on each dashboard login endpoint, RPM/BURST"},
+	{"PLINTH_AI_PROVIDER", "offline", "offline (deterministic, built in) or openai (any OpenAI-compatible API)"},
+	{"OPENAI_BASE_URL", "https://api.openai.com/v1", "API base of the openai provider"},
+	{"OPENAI_API_KEY", "", "API key of the openai provider"},
+	{"PLINTH_AI_MODEL", "gpt-4o-mini", "chat model"},
+	{"PLINTH_IMAGE_MODEL", "gpt-image-1", "image model"},
+	{"STRIPE_SECRET_KEY", "", "the platform's Stripe key (unset: payment endpoints answer 409 connect_not_ready)"},
+	{"STRIPE_WEBHOOK_SECRET", "", "signing secret of the Connect webhook endpoint"},
+	{"STRIPE_API_BASE", "", "points the Stripe client at stripe-mock or another base"},
+	{"PLINTH_STORAGE", "file://./.plinth/media", "media storage: file://DIR or s3://bucket[/prefix]"},
+	{"REDIS_URL", "", "share rate limits across instances (unset: in process)"},
+	{"PLINTH_SOCIAL_<PLATFORM>_CLIENT_ID, _CLIENT_SECRET", "", "OAuth app per social platform (unset: the platform is off)"},
+}
+
+// Load parses the environment through getenv, applying the defaults of
+// Vars.
 func Load(getenv func(string) string) (Config, error) {
+	get := func(name string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		for _, v := range Vars {
+			if v.Name == name {
+				return v.Default
+			}
+		}
+		panic("config: undeclared variable " + name) // a programming error, caught by any test
+	}
 	c := Config{
-		DatabaseURL:      getenv("DATABASE_URL"),
-		Addr:             or(getenv("PLINTH_ADDR"), "127.0.0.1:8080"),
-		Secret:           getenv("PLINTH_SECRET"),
-		ErrorBase:        strings.TrimRight(or(getenv("PLINTH_ERROR_BASE"), "https://plinth.dev/errors"), "/"),
-		Dev:              getenv("PLINTH_DEV") == "1",
-		AIProvider:       or(getenv("PLINTH_AI_PROVIDER"), "offline"),
-		OpenAIBaseURL:    or(getenv("OPENAI_BASE_URL"), "https://api.openai.com/v1"),
-		OpenAIAPIKey:     getenv("OPENAI_API_KEY"),
-		AIModel:          or(getenv("PLINTH_AI_MODEL"), "gpt-4o-mini"),
-		ImageModel:       or(getenv("PLINTH_IMAGE_MODEL"), "gpt-image-1"),
-		StripeSecretKey:  getenv("STRIPE_SECRET_KEY"),
-		StripeWebhookKey: getenv("STRIPE_WEBHOOK_SECRET"),
-		StripeAPIBase:    getenv("STRIPE_API_BASE"),
-		Storage:          or(getenv("PLINTH_STORAGE"), "file://./.plinth/media"),
-		RedisURL:         getenv("REDIS_URL"),
+		DatabaseURL:      get("DATABASE_URL"),
+		Addr:             get("PLINTH_ADDR"),
+		Secret:           get("PLINTH_SECRET"),
+		ErrorBase:        strings.TrimRight(get("PLINTH_ERROR_BASE"), "/"),
+		Dev:              get("PLINTH_DEV") == "1",
+		LogFormat:        get("PLINTH_LOG_FORMAT"),
+		LogLevel:         get("PLINTH_LOG_LEVEL"),
+		MetricsAddr:      get("PLINTH_METRICS_ADDR"),
+		MetricsToken:     get("PLINTH_METRICS_TOKEN"),
+		AIProvider:       get("PLINTH_AI_PROVIDER"),
+		OpenAIBaseURL:    get("OPENAI_BASE_URL"),
+		OpenAIAPIKey:     get("OPENAI_API_KEY"),
+		AIModel:          get("PLINTH_AI_MODEL"),
+		ImageModel:       get("PLINTH_IMAGE_MODEL"),
+		StripeSecretKey:  get("STRIPE_SECRET_KEY"),
+		StripeWebhookKey: get("STRIPE_WEBHOOK_SECRET"),
+		StripeAPIBase:    get("STRIPE_API_BASE"),
+		Storage:          get("PLINTH_STORAGE"),
+		RedisURL:         get("REDIS_URL"),
 		Getenv:           getenv,
 	}
-	c.PublicURL = strings.TrimRight(or(getenv("PLINTH_PUBLIC_URL"), "http://"+c.Addr), "/")
+	c.PublicURL = strings.TrimRight(or(get("PLINTH_PUBLIC_URL"), "http://"+c.Addr), "/")
 	var err error
-	if c.WebhookRetry, err = durations(or(getenv("PLINTH_WEBHOOK_RETRY_DELAYS"), "30s,2m,10m,1h,6h")); err != nil {
+	if c.WebhookRetry, err = durations(get("PLINTH_WEBHOOK_RETRY_DELAYS")); err != nil {
 		return c, fmt.Errorf("PLINTH_WEBHOOK_RETRY_DELAYS: %w", err)
 	}
-	if c.WebhookTimeout, err = time.ParseDuration(or(getenv("PLINTH_WEBHOOK_TIMEOUT"), "30s")); err != nil {
+	if c.WebhookTimeout, err = time.ParseDuration(get("PLINTH_WEBHOOK_TIMEOUT")); err != nil {
 		return c, fmt.Errorf("PLINTH_WEBHOOK_TIMEOUT: %w", err)
 	}
-	if c.KeyCacheTTL, err = time.ParseDuration(or(getenv("PLINTH_KEY_CACHE_TTL"), "30s")); err != nil {
+	if c.KeyCacheTTL, err = time.ParseDuration(get("PLINTH_KEY_CACHE_TTL")); err != nil {
 		return c, fmt.Errorf("PLINTH_KEY_CACHE_TTL: %w", err)
 	}
-	if c.SpareSchemas, err = strconv.Atoi(or(getenv("PLINTH_SPARE_SCHEMAS"), "4")); err != nil || c.SpareSchemas < 0 || c.SpareSchemas > 100 {
+	if c.SpareSchemas, err = strconv.Atoi(get("PLINTH_SPARE_SCHEMAS")); err != nil || c.SpareSchemas < 0 || c.SpareSchemas > 100 {
 		return c, fmt.Errorf("PLINTH_SPARE_SCHEMAS: want 0 to 100, got %q", getenv("PLINTH_SPARE_SCHEMAS"))
 	}
-	for _, s := range strings.Split(or(getenv("PLINTH_TRUSTED_PROXIES"), "127.0.0.0/8,::1/128"), ",") {
+	for _, s := range strings.Split(get("PLINTH_TRUSTED_PROXIES"), ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
@@ -89,18 +152,23 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.TrustedProxies = append(c.TrustedProxies, p)
 	}
-	if c.PublicRPM, c.PublicBurst, err = rate(getenv, "PLINTH_PUBLIC_RATE", "120/240"); err != nil {
+	if c.PublicRPM, c.PublicBurst, err = rate(get, "PLINTH_PUBLIC_RATE"); err != nil {
 		return c, err
 	}
-	if c.LoginRPM, c.LoginBurst, err = rate(getenv, "PLINTH_LOGIN_RATE", "10/20"); err != nil {
+	if c.LoginRPM, c.LoginBurst, err = rate(get, "PLINTH_LOGIN_RATE"); err != nil {
 		return c, err
+	}
+	switch c.LogFormat {
+	case "", "json", "text":
+	default:
+		return c, fmt.Errorf("PLINTH_LOG_FORMAT: want json or text, got %q", c.LogFormat)
 	}
 	return c, nil
 }
 
 // rate reads a limit written RPM/BURST, both at least 1.
-func rate(getenv func(string) string, name, def string) (rpm, burst int, err error) {
-	v := or(getenv(name), def)
+func rate(get func(string) string, name string) (rpm, burst int, err error) {
+	v := get(name)
 	r, b, ok := strings.Cut(v, "/")
 	rpm, err1 := strconv.Atoi(r)
 	burst, err2 := strconv.Atoi(b)
@@ -112,8 +180,9 @@ func rate(getenv func(string) string, name, def string) (rpm, burst int, err err
 
 // String masks secrets, so a Config can be logged.
 func (c Config) String() string {
-	return fmt.Sprintf("addr=%s public_url=%s database=%s secret=%s ai=%s stripe=%t redis=%t dev=%t",
-		c.Addr, c.PublicURL, mask(c.DatabaseURL), mask(c.Secret), c.AIProvider, c.StripeSecretKey != "", c.RedisURL != "", c.Dev)
+	return fmt.Sprintf("addr=%s public_url=%s database=%s secret=%s ai=%s stripe=%t redis=%t dev=%t metrics_addr=%s metrics_token=%s",
+		c.Addr, c.PublicURL, mask(c.DatabaseURL), mask(c.Secret), c.AIProvider, c.StripeSecretKey != "", c.RedisURL != "", c.Dev,
+		or(c.MetricsAddr, "(api listener)"), mask(c.MetricsToken))
 }
 
 func mask(s string) string {

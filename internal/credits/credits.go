@@ -5,6 +5,7 @@ package credits
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -96,12 +97,33 @@ func lock(ctx context.Context, tx pgx.Tx, s *tenant.Scope, now time.Time) (state
 }
 
 // Charge debits cost hundredths for op inside tx, plan allowance first and
-// top-up credits after it. When the balance is short it returns 402
-// insufficient_credits with the cost and balance (whole credits) and writes
-// nothing. ref ties the charge to a job or resource, for Refund.
+// top-up credits after it. When the balance is short, the transaction
+// fails with 402 insufficient_credits with the cost and balance (whole
+// credits) and writes nothing. ref ties the charge to a job or resource,
+// for Refund.
+//
+// In a transaction of tenant.Scope.Tx, a charge is made at the end of the
+// transaction, with every other charge of it, in one conditional
+// statement just before COMMIT (chargeSQL): the pool row, which every
+// write of the project updates, is then locked for the commit only, not
+// from the charge to the commit, and the project's writes run side by
+// side instead of one at a time. Its 402 then comes from the commit
+// (Scope.Tx returns it), after the write it would have paid for was made
+// and is rolled back with it. Elsewhere, and for AI operations, whose
+// per-minute ceiling is checked under the pool's lock, the charge is made
+// at once.
 func Charge(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int64, ref string) error {
 	if cost <= 0 {
 		return nil
+	}
+	if !IsAI(op) {
+		f, ok := tenant.AtCommit(tx, chargesKey{}, func() tenant.Finisher { return &charges{s: s} })
+		if ok {
+			c := f.(*charges)
+			c.ops, c.costs, c.refs = append(c.ops, op), append(c.costs, cost), append(c.refs, ref)
+			return nil
+		}
+		return tenant.Finish(ctx, tx, &charges{s: s, ops: []string{op}, costs: []int64{cost}, refs: []string{ref}})
 	}
 	st, err := lock(ctx, tx, s, time.Now())
 	if err != nil {
@@ -116,13 +138,95 @@ func Charge(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int
 		return Insufficient(fmt.Sprintf("this operation costs %s credits and the balance is %s",
 			whole(cost, true), whole(planLeft+topup, false)), cost, planLeft+topup)
 	}
-	if IsAI(op) {
-		if err := aiCeiling(ctx, tx, pool(s), cost); err != nil {
-			return err
-		}
+	if err := aiCeiling(ctx, tx, pool(s), cost); err != nil {
+		return err
 	}
 	fromPlan := min(cost, planLeft)
 	return debit(ctx, tx, s, op, cost, st.periodStart, []string{ref}, []int64{fromPlan}, []int64{cost - fromPlan})
+}
+
+// chargesKey registers a transaction's charges (tenant.AtCommit).
+type chargesKey struct{}
+
+// charges are the charges of one transaction, made together by Finish.
+type charges struct {
+	s     *tenant.Scope
+	ops   []string
+	costs []int64
+	refs  []string
+	// what chargeSQL answered
+	made    bool
+	balance int64
+}
+
+// chargeSQL makes the charges $5, $6, $7 (operations, costs and refs, in
+// order) on the pool $1, in the period starting at $2 with the allowance
+// $3 ($4: the test pool, which spends no top-ups), all or none, in one
+// statement. o locks the pool row and reads its latest version, rolled to
+// the period; the update and the ledger rows are made only when the
+// balance covers the total, each charge taking the plan allowance left
+// after the ones before it, then top-ups. It answers whether they were
+// made and the balance before them.
+//
+// Under READ COMMITTED, o's FOR UPDATE waits for a concurrent charge to
+// commit and returns the row it committed, and the UPDATE re-applies to
+// that row, so no two charges read the same balance: the guarantee of the
+// lock held from the charge to the commit, with the lock held from this
+// statement to the commit only. The CHECK constraints of credit_pools
+// (plan_used and topup_balance never below zero) stand behind it.
+const chargeSQL = `WITH o AS (
+		SELECT GREATEST(period_start, $2::timestamptz) AS period,
+			CASE WHEN period_start < $2 THEN 0 ELSE plan_used END AS used,
+			topup_balance AS topup
+		FROM credit_pools WHERE pool = $1 FOR UPDATE
+	), b AS (
+		SELECT period, used, topup, GREATEST($3::bigint - used, 0) AS plan_left,
+			CASE WHEN $4::boolean THEN 0 ELSE topup END AS spendable
+		FROM o
+	), c AS (
+		SELECT n, op, cost, ref, (sum(cost) OVER (ORDER BY n))::bigint - cost AS before
+		FROM unnest($5::text[], $6::bigint[], $7::text[]) WITH ORDINALITY AS u (op, cost, ref, n)
+	), ok AS (
+		SELECT b.*, t.total FROM b, (SELECT sum(cost)::bigint AS total FROM c) t WHERE b.plan_left + b.spendable >= t.total
+	), u AS (
+		UPDATE credit_pools p SET period_start = ok.period,
+			plan_used = ok.used + LEAST(ok.total, ok.plan_left),
+			topup_balance = ok.topup - (ok.total - LEAST(ok.total, ok.plan_left))
+		FROM ok WHERE p.pool = $1
+	), l AS (
+		INSERT INTO credit_ledger (pool, op, amount, from_plan, from_topup, period_start, ref, created_at)
+		SELECT $1, c.op, c.cost, f.plan, c.cost - f.plan, ok.period, NULLIF(c.ref, ''), clock_timestamp()
+		FROM ok, c, LATERAL (SELECT LEAST(c.cost, GREATEST(ok.plan_left - c.before, 0)) AS plan) f
+		ORDER BY c.n
+	)
+	SELECT EXISTS (SELECT FROM ok), COALESCE((SELECT plan_left + spendable FROM b), 0)`
+
+// Queue queues the charges: the pool row is created on a project's first
+// charge (a no-op after it, which locks nothing), then chargeSQL makes
+// them, or not.
+func (c *charges) Queue(b *pgx.Batch) {
+	if len(c.costs) == 0 {
+		return
+	}
+	period := PeriodStart(c.s.Project.CreatedAt, time.Now())
+	p := pool(c.s)
+	b.Queue(`INSERT INTO credit_pools (pool, period_start) VALUES ($1, $2) ON CONFLICT (pool) DO NOTHING`, p, period)
+	b.Queue(chargeSQL, p, period, Allowance(c.s.Project), c.s.Test(), c.ops, c.costs, c.refs).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&c.made, &c.balance)
+	})
+}
+
+// Finish fails with 402 when the balance did not cover the charges.
+func (c *charges) Finish(context.Context, pgx.Tx) error {
+	if len(c.costs) == 0 || c.made {
+		return nil
+	}
+	var total int64
+	for _, cost := range c.costs {
+		total += cost
+	}
+	return Insufficient(fmt.Sprintf("this operation costs %s credits and the balance is %s",
+		whole(total, true), whole(c.balance, false)), total, c.balance)
 }
 
 // debit writes charges of cost each, one per ref, split between the plan
@@ -142,7 +246,27 @@ func debit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int6
 	b.Queue(`INSERT INTO credit_ledger (pool, op, amount, from_plan, from_topup, period_start, ref, created_at)
 		SELECT $1, $2, $3, p, t, $4, NULLIF(r, ''), clock_timestamp() FROM unnest($5::bigint[], $6::bigint[], $7::text[]) AS u (p, t, r)`,
 		pool(s), op, cost, period, fromPlan, fromTopup, refs)
-	return tx.SendBatch(ctx, b).Close()
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	if obs, ok := ctx.Value(observerKey{}).(Observer); ok {
+		obs(op, cost*int64(len(refs)))
+	}
+	return nil
+}
+
+// Observer is told of every debit: the operation and the hundredths of a
+// credit it took. It runs inside the charging transaction, which may still
+// roll back, so it must only count.
+type Observer func(op string, hundredths int64)
+
+type observerKey struct{}
+
+// WithObserver returns ctx whose charges are reported to obs. The server
+// puts its metrics in the context of every request and job this way, so
+// the many callers of Charge need no extra argument.
+func WithObserver(ctx context.Context, obs Observer) context.Context {
+	return context.WithValue(ctx, observerKey{}, obs)
 }
 
 // ChargeEach charges cost for each of refs, in order, while the balance
@@ -233,15 +357,26 @@ func TopUp(ctx context.Context, tx pgx.Tx, s *tenant.Scope, credits int64) error
 	return err
 }
 
-// Balance returns the spendable hundredths of s's pool now.
+// Balance returns the spendable hundredths of s's pool now. It reads the
+// pool without locking it (a write's charge checks the balance again as
+// it is made) and writes nothing.
 func Balance(ctx context.Context, tx pgx.Tx, s *tenant.Scope) (int64, error) {
-	st, err := lock(ctx, tx, s, time.Now())
-	if err != nil {
+	now := time.Now()
+	var period time.Time
+	var used, topup int64
+	err := tx.QueryRow(ctx, `SELECT period_start, plan_used, topup_balance FROM credit_pools WHERE pool = $1`, pool(s)).
+		Scan(&period, &used, &topup)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		used, topup = 0, 0 // no charge yet
+	case err != nil:
 		return 0, err
+	case period.Before(PeriodStart(s.Project.CreatedAt, now)):
+		used = 0 // a new period has begun since the last charge
 	}
-	b := max(Allowance(s.Project)-st.planUsed, 0)
+	b := max(Allowance(s.Project)-used, 0)
 	if !s.Test() {
-		b += st.topup
+		b += topup
 	}
 	return b, nil
 }

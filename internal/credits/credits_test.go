@@ -2,12 +2,15 @@ package credits_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/credits"
@@ -241,5 +244,83 @@ func TestIsAI(t *testing.T) {
 		if credits.IsAI(op) {
 			t.Errorf("%s is not AI work", op)
 		}
+	}
+}
+
+// TestChargesUnderLoad: 10,000 one-hundredth charges, each with its
+// write, from 32 connections at once against a balance of 6,000
+// hundredths (3,000 of plan allowance, 3,000 of top-ups): exactly 6,000
+// commit, with their writes, the allowance spent before the top-ups, and
+// the 4,000 others get 402 and leave nothing; the balance ends at zero,
+// never below.
+func TestChargesUnderLoad(t *testing.T) {
+	t.Parallel()
+	env, p := setup(t, "free") // 100 credits: 10,000 hundredths
+	charge(t, p.Scope, "test_drain", 70*credits.Unit, "")
+	topUp(t, p.Scope, 30)
+	const writers, writes = 32, 10000
+
+	cfg, err := pgxpool.ParseConfig(env.DB.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = writers
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s, err := tenant.NewScope(pool, p.Project, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok, short atomic.Int64
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			for i := next.Add(1); i <= writes; i = next.Add(1) {
+				err := s.Tx(ctx, func(tx pgx.Tx) error {
+					if _, err := tx.Exec(ctx, `INSERT INTO widgets (name) VALUES ($1)`, strconv.FormatInt(i, 10)); err != nil {
+						return err
+					}
+					return credits.Charge(ctx, tx, s, "content_update", 1, "")
+				})
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case errors.Is(err, credits.ErrInsufficient):
+					short.Add(1)
+				default:
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	if ok.Load() != 6000 || short.Load() != 4000 {
+		t.Fatalf("%d charges made and %d refused, want 6000 and 4000", ok.Load(), short.Load())
+	}
+	if w := p.Count(`SELECT count(*) FROM widgets`); w != 6000 {
+		t.Fatalf("%d widgets written, want 6000 (a refused write leaves nothing)", w)
+	}
+	if b := balance(t, p.Scope); b != 0 {
+		t.Fatalf("balance %d, want 0", b)
+	}
+	if n := p.Count(`SELECT count(*) FROM credit_ledger WHERE op = 'content_update' AND amount = 1 AND from_plan + from_topup = 1`); n != 6000 {
+		t.Fatalf("%d ledger rows of the writes, want 6000", n)
+	}
+	if n := p.Count(`SELECT sum(from_plan)::int FROM credit_ledger WHERE op = 'content_update'`); n != 3000 {
+		t.Fatalf("%d hundredths taken from the allowance, want 3000 (all of it, before top-ups)", n)
+	}
+	if n := p.Count(`SELECT count(*) FROM credit_pools WHERE pool = 'live' AND plan_used = 100 * 100 AND topup_balance = 0`); n != 1 {
+		t.Fatal("the pool does not show the allowance and the top-ups spent")
 	}
 }

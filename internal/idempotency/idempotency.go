@@ -78,15 +78,20 @@ func New(logger *slog.Logger, q *queue.Client) *Middleware {
 }
 
 // Headers that describe this delivery rather than the stored response.
+// The CORS answer and Vary depend on the replaying request's Origin, not
+// on the first request's.
 var perRequest = map[string]bool{
-	"X-Request-Id":          true,
-	"X-Ratelimit-Limit":     true,
-	"X-Ratelimit-Remaining": true,
-	"X-Ratelimit-Reset":     true,
-	"Retry-After":           true,
-	"Content-Length":        true,
-	"Date":                  true,
-	ReplayedHeader:          true,
+	"Access-Control-Allow-Origin":   true,
+	"Access-Control-Expose-Headers": true,
+	"Vary":                          true,
+	"X-Request-Id":                  true,
+	"X-Ratelimit-Limit":             true,
+	"X-Ratelimit-Remaining":         true,
+	"X-Ratelimit-Reset":             true,
+	"Retry-After":                   true,
+	"Content-Length":                true,
+	"Date":                          true,
+	ReplayedHeader:                  true,
 }
 
 type fingerprint struct {

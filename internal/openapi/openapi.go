@@ -209,11 +209,14 @@ func (d *Doc) Add(method, path string, o Op) {
 	for _, s := range o.Errs {
 		errs[s] = true
 	}
+	public := strings.HasPrefix(path, PublicPrefix)
 	responses := M{}
 	for _, r := range o.OK {
 		h := headers(rateLimited, r.Status, r.Headers)
-		if strings.HasPrefix(path, "/v1/public/") {
+		if public {
 			h["Vary"] = headerRef("Vary")
+			h["Access-Control-Allow-Origin"] = headerRef("Access-Control-Allow-Origin")
+			h["Access-Control-Expose-Headers"] = headerRef("Access-Control-Expose-Headers")
 		}
 		x := M{"description": r.Desc, "headers": h}
 		if r.Content != nil {
@@ -226,7 +229,57 @@ func (d *Doc) Add(method, path string, o Op) {
 	}
 	out["responses"] = responses
 	item[method] = out
+	if public && item["options"] == nil {
+		item["options"] = d.preflight(path, o, params)
+	}
 }
+
+// PublicPrefix is the prefix of the public surface's paths, every one of
+// which answers CORS preflights.
+const PublicPrefix = "/v1/public/"
+
+// preflight is the CORS preflight (OPTIONS) of a public path, described
+// with the path's first operation o and its parameters.
+func (d *Doc) preflight(path string, o Op, params []any) M {
+	var ps []any
+	for _, p := range params {
+		if in := p.(M)["in"]; in == "path" || (in == "query" && p.(M)["name"] == "project_id") {
+			ps = append(ps, p)
+		}
+	}
+	ps = append(ps,
+		M{"name": "Origin", "in": "header", "description": "The page's origin.", "schema": Str()},
+		M{"name": "Access-Control-Request-Method", "in": "header", "required": true, "schema": Str()},
+		M{"name": "Access-Control-Request-Headers", "in": "header", "schema": Str()})
+	h := headers(true, 204, M{
+		"Vary":                         M{"description": "Origin and the preflight's request headers.", "required": true, "schema": Str()},
+		"Access-Control-Allow-Origin":  M{"description": "The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise.", "schema": Str()},
+		"Access-Control-Allow-Methods": M{"description": "The method asked for, when allowed (GET, HEAD or POST).", "schema": Str()},
+		"Access-Control-Allow-Headers": M{"description": "The headers asked for, when allowed: " + strings.Join(PublicRequestHeaders, ", ") + ".", "schema": Str()},
+		"Access-Control-Max-Age":       M{"description": "Seconds a browser may keep the answer.", "schema": Str()},
+	})
+	delete(h, "Idempotent-Replayed")
+	responses := M{"204": M{"description": "The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, " +
+		"whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces.",
+		"headers": h}}
+	// An OPTIONS that is not a preflight (no Access-Control-Request-Method)
+	// goes on like any request: 404 for a project or path that names
+	// nothing, else 400 (a method the route does not serve).
+	for _, s := range []int{400, 404, 429, 500} {
+		responses[strconv.Itoa(s)] = M{"$ref": "#/components/responses/" + d.problem(true, s)}
+	}
+	return M{"operationId": "preflight" + strings.ToUpper(o.ID[:1]) + o.ID[1:], "summary": "CORS preflight", "tags": []any{o.Tag},
+		"security": []any{}, "parameters": ps, "responses": responses}
+}
+
+// PublicRequestHeaders are the request headers a page may send to the
+// public surface (central's CORS configuration uses this list).
+var PublicRequestHeaders = []string{"X-Service-Project-Key", "Content-Type", "If-None-Match", "Idempotency-Key", "X-Request-Id"}
+
+// PublicExposedHeaders are the response headers of the public surface a
+// page may read (central's CORS configuration uses this list).
+var PublicExposedHeaders = []string{"ETag", "X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
+	"Retry-After", "Idempotent-Replayed"}
 
 // content is a content map: a media type object per media type.
 func content(schemas M) M {
@@ -305,6 +358,11 @@ func commonHeaders() M {
 		"Idempotent-Replayed":   M{"description": "true on a replay of an Idempotency-Key.", "schema": M{"type": "string", "enum": []any{"true"}}},
 		"Vary": M{"description": "On every answer of /v1/public/*, errors included: `X-Service-Project-Key, Origin`, so that a shared cache keeps " +
 			"one project's answer from another's visitors.", "required": true, "schema": Str()},
+		"Access-Control-Allow-Origin": M{"description": "On /v1/public/* answers to a request with Origin: `*`, or the origin itself when the project " +
+			"lists its allowed_origins and this is one of them; absent for an origin the project does not list (the browser then refuses the answer).",
+			"schema": Str()},
+		"Access-Control-Expose-Headers": M{"description": "With Access-Control-Allow-Origin: the headers a page may read, " +
+			strings.Join(PublicExposedHeaders, ", ") + ".", "schema": Str()},
 	}
 }
 

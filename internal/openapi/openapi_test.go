@@ -61,8 +61,8 @@ func TestDocumentAssemblesParts(t *testing.T) {
 	require.Equal(t, "3.1.0", doc["openapi"])
 	require.Equal(t, openapi.Version, at(t, doc, "info", "version"))
 	require.Equal(t, []any{M{"name": "widgets"}, M{"name": "public"}}, doc["tags"], "in the order of first use")
-	require.Equal(t, []string{"GET /central/api/gadgets", "GET /v1/public/widgets", "GET /v1/widgets", "POST /v1/widgets/{id}/rename"},
-		openapi.Operations(doc))
+	require.Equal(t, []string{"GET /central/api/gadgets", "GET /v1/public/widgets", "GET /v1/widgets", "OPTIONS /v1/public/widgets", "POST /v1/widgets/{id}/rename"},
+		openapi.Operations(doc), "a public path gets its CORS preflight")
 
 	list := at(t, doc, "paths", "/v1/widgets", "get").(M)
 	require.Equal(t, "Scope: `widgets:read`.", list["description"])
@@ -85,6 +85,16 @@ func TestDocumentAssemblesParts(t *testing.T) {
 	require.ElementsMatch(t, []string{"200", "400", "404", "429", "500", "503"}, keys(public["responses"].(M)))
 	require.Contains(t, at(t, public, "responses", "200", "headers"), "Vary", "a public answer varies with the project header")
 	require.NotContains(t, at(t, list, "responses", "200", "headers"), "Vary")
+	for _, h := range []string{"Access-Control-Allow-Origin", "Access-Control-Expose-Headers"} {
+		require.Contains(t, at(t, public, "responses", "200", "headers"), h, "a public answer is readable by pages")
+		require.NotContains(t, at(t, list, "responses", "200", "headers"), h, "a keyed answer is not")
+	}
+	pre := at(t, doc, "paths", "/v1/public/widgets", "options").(M)
+	require.Equal(t, "preflightListPublicWidgets", pre["operationId"])
+	require.Equal(t, []any{}, pre["security"])
+	require.ElementsMatch(t, []string{"204", "400", "404", "429", "500"}, keys(pre["responses"].(M)))
+	require.Contains(t, at(t, pre, "responses", "204", "headers"), "Access-Control-Allow-Headers")
+	require.Contains(t, at(t, pre, "responses", "204", "headers"), "X-RateLimit-Remaining", "a preflight is counted")
 
 	dash := at(t, doc, "paths", "/central/api/gadgets", "get").(M)
 	require.Equal(t, []any{M{"dashboardJWT": []any{}}}, dash["security"])

@@ -31,6 +31,7 @@ type Cluster struct {
 	// data is thrown away.
 	Durable bool
 	bin     string
+	users   *os.File // held while attached (Attach)
 	cred    *syscall.Credential
 	uid     int
 	gid     int
@@ -62,8 +63,16 @@ func version(dir string) int {
 	return n
 }
 
+// ErrUnreachable is returned by New, as root, when the postgres user
+// cannot search a directory above the cluster's: the cluster cannot run
+// there unless that directory's permissions change, which New never does
+// on its own.
+var ErrUnreachable = errors.New("the postgres user cannot reach the cluster's directory")
+
 // New prepares a cluster in dir (created if absent). As root the cluster
-// runs as the postgres user, which then owns dir.
+// runs as the postgres user, which then owns dir; the directories New
+// creates above dir are searchable by it (mode 0711), and one that
+// exists and is not makes New fail with ErrUnreachable naming it.
 func New(dir string) (*Cluster, error) {
 	bin, err := FindBin()
 	if err != nil {
@@ -83,24 +92,151 @@ func New(dir string) (*Cluster, error) {
 		gid, _ := strconv.Atoi(u.Gid)
 		c.uid, c.gid = uid, gid
 		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		existing := filepath.Dir(abs)
+		for {
+			if _, err := os.Stat(existing); err == nil || existing == "/" {
+				break
+			}
+			existing = filepath.Dir(existing)
+		}
+		if err := searchable(existing, uid, gid); err != nil {
+			return nil, err
+		}
 	}
-	if err := os.MkdirAll(abs, 0o700); err != nil {
+	if err := os.MkdirAll(abs, 0o711); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(abs, 0o700); err != nil {
 		return nil, err
 	}
 	if c.cred != nil {
-		// The postgres user must be able to reach the directory.
-		for d := filepath.Dir(abs); d != "/" && d != "."; d = filepath.Dir(d) {
-			if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o001 == 0 {
-				if err := os.Chmod(d, fi.Mode().Perm()|0o001); err != nil {
-					return nil, err
-				}
-			}
-		}
 		if err := os.Chown(abs, c.uid, c.gid); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// searchable checks that the user uid (group gid) may search dir and each
+// directory above it, by their mode bits.
+func searchable(dir string, uid, gid int) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		perm := fi.Mode().Perm()
+		bit := os.FileMode(0o001)
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			switch {
+			case int(st.Uid) == uid:
+				bit = 0o100
+			case int(st.Gid) == gid:
+				bit = 0o010
+			}
+		}
+		if perm&bit == 0 {
+			return fmt.Errorf("%w: %s (mode %04o) is not searchable by user postgres", ErrUnreachable, d, perm)
+		}
+		if d == "/" || d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+// PostgresHome makes a new directory for a cluster under the postgres
+// user's home, which that user can always reach, and returns it. name
+// starts its base name.
+func PostgresHome(name string) (string, error) {
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return "", err
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	parent := filepath.Join(u.HomeDir, "plinth")
+	if err := os.MkdirAll(parent, 0o711); err != nil {
+		return "", err
+	}
+	if err := os.Chown(parent, uid, gid); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(parent, name+"-")
+}
+
+// Attach starts the cluster unless it runs and registers this process
+// (each call, in fact) as one of its users until Detach. Users hold a
+// shared lock on users.lock in Dir; starting and stopping take the
+// exclusive start.lock, so a process never stops a cluster another one
+// uses, nor starts one another is stopping. It returns whether this call
+// started the server.
+func (c *Cluster) Attach(ctx context.Context) (started bool, err error) {
+	start, err := lockFile(ctx, filepath.Join(c.Dir, "start.lock"), syscall.LOCK_EX)
+	if err != nil {
+		return false, err
+	}
+	defer start.Close() // closing the file releases the lock
+	users, err := lockFile(ctx, filepath.Join(c.Dir, "users.lock"), syscall.LOCK_SH)
+	if err != nil {
+		return false, err
+	}
+	if started, err = c.Start(ctx); err != nil {
+		users.Close()
+		return false, err
+	}
+	c.users = users
+	return started, nil
+}
+
+// Detach ends what Attach began and stops the server when no other
+// process is attached. It returns whether it stopped it.
+func (c *Cluster) Detach() (stopped bool, err error) {
+	if c.users == nil {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start, err := lockFile(ctx, filepath.Join(c.Dir, "start.lock"), syscall.LOCK_EX)
+	if err != nil {
+		c.users.Close()
+		c.users = nil
+		return false, err
+	}
+	defer start.Close()
+	// Under start.lock nobody attaches, so the exclusive lock is granted
+	// only when this process is the last user left.
+	last := syscall.Flock(int(c.users.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+	c.users.Close()
+	c.users = nil
+	if !last {
+		return false, nil
+	}
+	return true, c.Stop()
+}
+
+// lockFile opens (creating) path and takes the flock how on it, waiting
+// for it until ctx ends.
+func lockFile(ctx context.Context, path string, how int) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for %s, held by another plinth process: %w", path, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func (c *Cluster) dataDir() string { return filepath.Join(c.Dir, "data") }

@@ -2,6 +2,11 @@ package pgcluster_test
 
 import (
 	"context"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -47,5 +52,46 @@ func TestDurable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUnreachableAsRoot: as root, a directory the postgres user cannot
+// search is refused with ErrUnreachable naming it, and no permission
+// above the cluster's directory changes.
+func TestUnreachableAsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the cluster runs as postgres only when plinth runs as root")
+	}
+	t.Parallel()
+	locked := filepath.Join(t.TempDir(), "locked")
+	if err := os.Mkdir(locked, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	before := modes(t, locked)
+	_, err := pgcluster.New(filepath.Join(locked, "pg"))
+	if !errors.Is(err, pgcluster.ErrUnreachable) || !strings.Contains(err.Error(), "is not searchable by user postgres") {
+		t.Fatalf("New under a closed directory: %v", err)
+	}
+	if after := modes(t, locked); !maps.Equal(before, after) {
+		t.Fatalf("permissions changed: %v, then %v", before, after)
+	}
+	if _, err := os.Stat(filepath.Join(locked, "pg")); !os.IsNotExist(err) {
+		t.Fatalf("New created the directory it refused: %v", err)
+	}
+}
+
+// modes maps dir and every directory above it to its mode.
+func modes(t *testing.T, dir string) map[string]os.FileMode {
+	t.Helper()
+	out := map[string]os.FileMode{}
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[d] = fi.Mode()
+		if d == "/" {
+			return out
+		}
 	}
 }

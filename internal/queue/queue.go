@@ -14,6 +14,9 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/plinth-dev/plinth/internal/logging"
 )
 
 // Schema holds River's tables.
@@ -71,6 +74,9 @@ type Options struct {
 	FetchCooldown time.Duration
 	// TestOnly skips River's start-up jitter of maintenance services.
 	TestOnly bool
+	// Middleware wraps every job worked (and insert), such as the
+	// metrics' context for credit charges.
+	Middleware []rivertype.Middleware
 }
 
 // New builds the River client over pool with workers.
@@ -78,7 +84,8 @@ func New(pool *pgxpool.Pool, workers *river.Workers, o Options) (*Client, error)
 	cfg := &river.Config{
 		ID:              NewClientID(),
 		Schema:          Schema,
-		Logger:          o.Logger,
+		Logger:          logging.Quiet(o.Logger), // River's info lines are statistics nobody reads daily
+		Middleware:      o.Middleware,
 		SoftStopTimeout: 10 * time.Second,
 		FetchCooldown:   2 * time.Millisecond,
 		TestOnly:        o.TestOnly,

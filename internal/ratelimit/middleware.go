@@ -42,6 +42,9 @@ type Guard struct {
 	Trusted []netip.Prefix
 	Clock   func() time.Time
 	Logger  *slog.Logger
+	// Rejected, when set, is told of every 429 with the kind of limit
+	// that refused it (project, ip, public), for the metrics.
+	Rejected func(limit string)
 }
 
 // Handler wraps next.
@@ -54,11 +57,11 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 				return
 			}
 		}
-		var key string
+		var key, kind string
 		var l Limit
 		n := 1
 		if path == g.PublicPrefix || strings.HasPrefix(path, g.PublicPrefix+"/") {
-			key, l = "pub:"+ClientIP(r, g.Trusted), g.Public
+			key, l, kind = "pub:"+ClientIP(r, g.Trusted), g.Public, "public"
 		} else {
 			for _, p := range g.Peek {
 				if path == p {
@@ -66,13 +69,15 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 				}
 			}
 			if s := tenant.FromContext(r.Context()); s != nil && s.Key != nil {
-				key, l = "prj:"+s.Project.ID, ForProject(s.Project)
+				key, l, kind = "prj:"+s.Project.ID, ForProject(s.Project), "project"
 			} else {
-				key, l = "ip:"+ClientIP(r, g.Trusted), g.Anonymous
+				key, l, kind = "ip:"+ClientIP(r, g.Trusted), g.Anonymous, "ip"
 			}
 		}
 		if charge(w, r, g.Store, key, l, n, g.Clock, g.Logger) {
 			next.ServeHTTP(w, r)
+		} else if g.Rejected != nil {
+			g.Rejected(kind)
 		}
 	})
 }
@@ -108,6 +113,8 @@ type PerIP struct {
 	Trusted []netip.Prefix
 	Clock   func() time.Time
 	Logger  *slog.Logger
+	// Rejected, when set, is told of every 429 (as the limit "login").
+	Rejected func(limit string)
 }
 
 // Handler returns the middleware of one endpoint: name keeps its buckets
@@ -117,6 +124,8 @@ func (p *PerIP) Handler(name string) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if charge(w, r, p.Store, name+":"+ClientIP(r, p.Trusted), p.Limit, 1, p.Clock, p.Logger) {
 				next.ServeHTTP(w, r)
+			} else if p.Rejected != nil {
+				p.Rejected("login")
 			}
 		})
 	}

@@ -31,10 +31,13 @@ type groupQueue[Req, Res any] struct {
 }
 
 type groupCall[Req, Res any] struct {
-	req  Req
-	res  Res
-	err  error
-	done chan struct{}
+	req Req
+	// values is the caller's context without its end: the batch carries
+	// the values of its first call (the metrics' observer of charges).
+	values context.Context
+	res    Res
+	err    error
+	done   chan struct{}
 }
 
 func newGroup[Req, Res any](run func(context.Context, *tenant.Scope, []Req) ([]Res, error)) *group[Req, Res] {
@@ -45,7 +48,7 @@ func newGroup[Req, Res any](run func(context.Context, *tenant.Scope, []Req) ([]R
 // first, do returns ctx.Err() and the step may still run: every step is
 // written so that the job's next run finds what it did.
 func (g *group[Req, Res]) do(ctx context.Context, sc *tenant.Scope, req Req) (Res, error) {
-	c := &groupCall[Req, Res]{req: req, done: make(chan struct{})}
+	c := &groupCall[Req, Res]{req: req, values: context.WithoutCancel(ctx), done: make(chan struct{})}
 	g.mu.Lock()
 	q := g.projects[sc.Project.ID]
 	if q == nil {
@@ -84,7 +87,7 @@ func (g *group[Req, Res]) runner(sc *tenant.Scope, q *groupQueue[Req, Res]) {
 		for i, c := range batch {
 			reqs[i] = c.req
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(batch[0].values, 30*time.Second)
 		res, err := g.run(ctx, sc, reqs)
 		cancel()
 		for i, c := range batch {

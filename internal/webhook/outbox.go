@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -88,6 +89,11 @@ func NewOutbox(c *queue.Client) *Outbox { return &Outbox{river: c} }
 // and one delivery, with its River job, is created per active endpoint
 // subscribed to topic. Nothing is stored when no endpoint is subscribed.
 // Events of a test-key request are charged to the test credit pool.
+//
+// In a transaction of tenant.Scope.Tx, the subscribed endpoints are read
+// at the end of the transaction (tenant.AtCommit), in the round trip of
+// its other last statements: an event costs no round trip of its own
+// unless an endpoint is subscribed to it.
 func (o *Outbox) Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error {
 	if o == nil || o.river == nil {
 		return errors.New("webhook: Emit on an outbox without a River client")
@@ -95,28 +101,85 @@ func (o *Outbox) Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic str
 	if !ValidTopic(topic) {
 		return fmt.Errorf("webhook: unknown topic %q", topic)
 	}
-	// FOR KEY SHARE keeps a concurrent endpoint deletion from failing the
-	// caller's transaction on the deliveries' foreign key.
-	rows, err := tx.Query(ctx, `SELECT id FROM webhook_endpoints WHERE is_active AND $1 = ANY (events) ORDER BY id FOR KEY SHARE`, topic)
-	if err != nil {
-		return err
-	}
-	endpoints, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(endpoints) == 0 {
-		return err
-	}
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return fmt.Errorf("webhook: marshal %s data: %w", topic, err)
 	}
 	now := time.Now()
 	evt := Envelope{ID: id.NewAt("evt_", now), Type: topic, Created: now.Unix(), Data: raw}
+	f, ok := tenant.AtCommit(tx, o, func() tenant.Finisher { return &emits{o: o, s: s} })
+	if !ok {
+		return tenant.Finish(ctx, tx, &emits{o: o, s: s, events: []Envelope{evt}, at: []time.Time{now}})
+	}
+	e := f.(*emits)
+	e.events, e.at = append(e.events, evt), append(e.at, now)
+	return nil
+}
+
+// emits are the events of one transaction, recorded together.
+type emits struct {
+	o      *Outbox
+	s      *tenant.Scope
+	events []Envelope
+	at     []time.Time // when each was emitted
+	// endpoints are the active endpoints subscribed to any of the
+	// events' topics, by id, with their topics.
+	endpoints []subscriber
+}
+
+type subscriber struct {
+	id     string
+	topics []string
+}
+
+// Queue reads the endpoints subscribed to the events' topics. FOR KEY
+// SHARE keeps a concurrent endpoint deletion from failing the caller's
+// transaction on the deliveries' foreign key.
+func (e *emits) Queue(b *pgx.Batch) {
+	topics := make([]string, len(e.events))
+	for i, evt := range e.events {
+		topics[i] = evt.Type
+	}
+	b.Queue(`SELECT id, events FROM webhook_endpoints WHERE is_active AND events && $1 ORDER BY id FOR KEY SHARE`, topics).
+		Query(func(rows pgx.Rows) error {
+			var err error
+			e.endpoints, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (subscriber, error) {
+				var sub subscriber
+				return sub, r.Scan(&sub.id, &sub.topics)
+			})
+			return err
+		})
+}
+
+// Finish stores each event that has subscribers, with its deliveries and
+// their River jobs.
+func (e *emits) Finish(ctx context.Context, tx pgx.Tx) error {
+	for i, evt := range e.events {
+		var endpoints []string
+		for _, sub := range e.endpoints {
+			if slices.Contains(sub.topics, evt.Type) {
+				endpoints = append(endpoints, sub.id)
+			}
+		}
+		if len(endpoints) == 0 {
+			continue
+		}
+		if err := e.o.store(ctx, tx, e.s, evt, e.at[i], endpoints); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// store records evt, emitted at now, and one delivery with its River job
+// for each of endpoints.
+func (o *Outbox) store(ctx context.Context, tx pgx.Tx, s *tenant.Scope, evt Envelope, now time.Time, endpoints []string) error {
 	body, err := json.Marshal(evt)
 	if err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, payload, test, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		evt.ID, topic, string(body), s.Test(), now); err != nil {
+		evt.ID, evt.Type, string(body), s.Test(), now); err != nil {
 		return err
 	}
 	ids := make([]string, len(endpoints))

@@ -53,6 +53,10 @@ type WorkerConfig struct {
 	RootCAs *x509.CertPool
 	// Logger reports what an operator must fix (a changed server secret).
 	Logger *slog.Logger
+	// Attempted, when set, is told of every attempt sent: its outcome
+	// ("success" or the failure reason of the delivery log) and how long
+	// the receiver took, for the metrics.
+	Attempted func(outcome string, took time.Duration)
 }
 
 // Worker delivers one delivery per job: it makes attempts until one
@@ -464,8 +468,21 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, as []De
 	return out, write(ctx, tx, ends)
 }
 
-// send makes one attempt.
+// send makes one attempt and reports it to the metrics.
 func (w *Worker) send(ctx context.Context, deliveryID string, at attempt) outcome {
+	start := time.Now()
+	out := w.post(ctx, deliveryID, at)
+	if w.cfg.Attempted != nil {
+		label := out.reason
+		if out.ok() {
+			label = "success"
+		}
+		w.cfg.Attempted(label, time.Since(start))
+	}
+	return out
+}
+
+func (w *Worker) post(ctx context.Context, deliveryID string, at attempt) outcome {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, at.url, bytes.NewReader(at.payload))

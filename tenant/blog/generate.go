@@ -79,13 +79,38 @@ func languageCharges(n int) []jobs.Charge {
 	return c
 }
 
-// submitGenerate starts blog_post.generate: 60 credits plus 7 per target
-// language, charged now and refunded if the job fails.
+// GenerateRequest is what blog_post.generate starts from: the fields of
+// POST /blog-posts type ai (nil: the default).
+type GenerateRequest struct {
+	Topic           string
+	LanguageCode    *string
+	TargetLanguages *[]string
+	Keywords        *[]string
+	Tone            *string
+}
+
+// submitGenerate answers POST /blog-posts type ai.
 func (sv *Service) submitGenerate(w http.ResponseWriter, r *http.Request, s *tenant.Scope, req *createRequest) error {
 	if req.Topic == nil {
 		return httpapi.BadRequest(`missing required field "topic" for a post of type ai`)
 	}
-	a := generateArgs{Topic: strings.TrimSpace(*req.Topic), Language: s.Project.DefaultLanguage, TargetLanguages: []string{}, Keywords: []string{}}
+	g := GenerateRequest{Topic: *req.Topic, LanguageCode: req.LanguageCode, TargetLanguages: req.TargetLanguages, Keywords: req.Keywords, Tone: req.Tone}
+	job, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (jobs.Job, error) {
+		return sv.SubmitGenerate(r.Context(), tx, s, g)
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusAccepted, job)
+}
+
+// SubmitGenerate checks req and starts blog_post.generate in tx: 60
+// credits plus 7 per target language, charged now and refunded if the
+// job fails. Other pillars start posts through it (a content plan's
+// item), so every generated post is checked and charged alike. It takes
+// the project's job admission lock: call it last in tx.
+func (sv *Service) SubmitGenerate(ctx context.Context, tx pgx.Tx, s *tenant.Scope, req GenerateRequest) (jobs.Job, error) {
+	a := generateArgs{Topic: strings.TrimSpace(req.Topic), Language: s.Project.DefaultLanguage, TargetLanguages: []string{}, Keywords: []string{}}
 	var v httpapi.Validator
 	checkLen(&v, "topic", &a.Topic, maxTopic, true)
 	if req.LanguageCode != nil {
@@ -109,18 +134,12 @@ func (sv *Service) submitGenerate(w http.ResponseWriter, r *http.Request, s *ten
 		checkLen(&v, "tone", &a.Tone, maxTone, false)
 	}
 	if err := v.Err(); err != nil {
-		return err
+		return jobs.Job{}, err
 	}
 	charges := append([]jobs.Charge{{Op: "blog_post", Cost: GenerateCost}}, languageCharges(len(a.TargetLanguages))...)
-	job, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (jobs.Job, error) {
-		return jobs.Submit(r.Context(), tx, s, sv.river, jobs.Spec{
-			Type: TypeGenerate, Args: a, Charges: charges, Steps: GenerateSteps, WriteScope: "blog:write",
-		})
+	return jobs.Submit(ctx, tx, s, sv.river, jobs.Spec{
+		Type: TypeGenerate, Args: a, Charges: charges, Steps: GenerateSteps, WriteScope: "blog:write",
 	})
-	if err != nil {
-		return err
-	}
-	return httpapi.JSON(w, http.StatusAccepted, job)
 }
 
 // Schemas of the structured answers the generation asks for.

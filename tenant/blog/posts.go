@@ -342,11 +342,6 @@ func (sv *Service) getPost(w http.ResponseWriter, r *http.Request, s *tenant.Sco
 	return httpapi.JSON(w, http.StatusOK, toAPIPost(p, lang))
 }
 
-// readPost reads the post ref names (loadPost) in a transaction of its own.
-func readPost(ctx context.Context, s *tenant.Scope, ref string) (*postRow, error) {
-	return tenant.TxV(ctx, s, func(tx pgx.Tx) (*postRow, error) { return loadPost(ctx, tx, ref, false) })
-}
-
 // patchRequest is the body of PATCH /blog-posts/{id_or_slug}: the texts
 // are those of the post's original language (other languages: PUT
 // .../translations/{lang}); null removes the category or the image.

@@ -1,9 +1,12 @@
 package blog
 
 import (
+	"context"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
@@ -33,4 +36,30 @@ func (sv *Service) publicGet(w http.ResponseWriter, r *http.Request, s *tenant.S
 		return err
 	}
 	return httpapi.PublicJSON(w, r, toAPIPost(p, lang))
+}
+
+// SitemapPost is a published post as a sitemap lists it.
+type SitemapPost struct {
+	Slug      string
+	Lang      string   // the language it was written in
+	Langs     []string // every language it is in, its own included
+	UpdatedAt time.Time
+}
+
+// SitemapPosts returns up to limit published posts, newest publication
+// first.
+func SitemapPosts(ctx context.Context, s *tenant.Scope, limit int) ([]SitemapPost, error) {
+	var out []SitemapPost
+	err := s.Read(ctx, `SELECT slug, language, updated_at, ARRAY(SELECT jsonb_object_keys(texts) ORDER BY 1)
+		FROM blog_posts WHERE status = 'published' ORDER BY published_at DESC, id DESC LIMIT $1`, []any{limit}, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var p SitemapPost
+			if err := rows.Scan(&p.Slug, &p.Lang, &p.UpdatedAt, &p.Langs); err != nil {
+				return err
+			}
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, err
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/slug"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // postRow is a blog_posts row with its category and tags.
@@ -52,13 +53,16 @@ const postColumns = `p.id, p.slug, p.status, p.language, p.texts, p.tag_ids, p.f
 
 const postFrom = ` FROM blog_posts p LEFT JOIN blog_terms c ON c.id = p.category_id`
 
-func scanPost(row pgx.Row) (*postRow, error) {
+// scanPost reads a row of postColumns, then into extra the columns after
+// them.
+func scanPost(row pgx.Row, extra ...any) (*postRow, error) {
 	var p postRow
 	var texts map[string]Translation
 	var cid *int64
 	var cname, cslug *string
-	if err := row.Scan(&p.ID, &p.Slug, &p.Status, &p.Language, &texts, &p.TagIDs, &p.FeaturedImage, &p.PublishedAt, &p.ScheduledAt,
-		&p.CreatedAt, &p.UpdatedAt, &cid, &cname, &cslug); err != nil {
+	dest := append([]any{&p.ID, &p.Slug, &p.Status, &p.Language, &texts, &p.TagIDs, &p.FeaturedImage, &p.PublishedAt, &p.ScheduledAt,
+		&p.CreatedAt, &p.UpdatedAt, &cid, &cname, &cslug}, extra...)
+	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
 	if cid != nil {
@@ -140,6 +144,44 @@ func loadPost(ctx context.Context, tx pgx.Tx, ref string, forUpdate bool) (_ *po
 		return nil, err
 	}
 	return p, fill(ctx, tx, []*postRow{p})
+}
+
+// postTags is the column of a post's tags, by name, as a JSON list of
+// terms (NULL when it has none): the second query of loadPost, joined to
+// the first for readPost.
+const postTags = `, (SELECT jsonb_agg(jsonb_build_object('id', t.id, 'name', t.name, 'slug', t.slug) ORDER BY t.name, t.id)
+	FROM blog_terms t WHERE t.kind = 'tag' AND t.id = ANY (p.tag_ids))`
+
+// postRead is the query of readPost but its condition.
+const postRead = `SELECT ` + postColumns + postTags + postFrom + ` WHERE `
+
+// PostBySlugSQL is the query GET /blog-posts/{slug} runs, for benchmarks
+// comparing it with a bare handler.
+const PostBySlugSQL = postRead + `p.slug = $1`
+
+// readPost reads the post ref names, as loadPost does, outside a
+// transaction and in one round trip (Scope.Read): the read of GET
+// /blog-posts/{ref} and of its public counterpart.
+func readPost(ctx context.Context, s *tenant.Scope, ref string) (_ *postRow, err error) {
+	defer httpapi.Wrap(&err, "readPost(%q)", ref)
+	where, arg := postWhere(ref)
+	var p *postRow
+	err = s.Read(ctx, postRead+where, []any{arg}, func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return rows.Err()
+		}
+		var tags []Term
+		var err error
+		if p, err = scanPost(rows, &tags); err != nil {
+			return err
+		}
+		p.Tags = tags
+		return nil
+	})
+	if err == nil && p == nil {
+		err = httpapi.ErrNotFound
+	}
+	return p, err
 }
 
 // loadPostID is loadPost of the post with id.

@@ -74,6 +74,20 @@ func checkMap(v *httpapi.Validator, field string, m *map[string]string) []byte {
 	return b
 }
 
+// check validates the fields sent (422 naming each invalid one) and
+// returns colors and fonts as the JSON to store (nil: keep).
+func (req *BrandRequest) check() (colors, fonts []byte, err error) {
+	var v httpapi.Validator
+	checkText(&v, "name", req.Name, MaxNameLen)
+	checkText(&v, "tagline", req.Tagline, MaxNameLen)
+	checkText(&v, "description", req.Description, maxBrandText)
+	checkText(&v, "voice", req.Voice, maxBrandText)
+	checkText(&v, "audience", req.Audience, maxBrandText)
+	colors = checkMap(&v, "colors", req.Colors)
+	fonts = checkMap(&v, "fonts", req.Fonts)
+	return colors, fonts, v.Err()
+}
+
 func (sv *Service) getBrand(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	b, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Brand, error) {
 		return getBrand(r.Context(), tx)
@@ -89,15 +103,8 @@ func (sv *Service) patchBrand(w http.ResponseWriter, r *http.Request, s *tenant.
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
 	}
-	var v httpapi.Validator
-	checkText(&v, "name", req.Name, MaxNameLen)
-	checkText(&v, "tagline", req.Tagline, MaxNameLen)
-	checkText(&v, "description", req.Description, maxBrandText)
-	checkText(&v, "voice", req.Voice, maxBrandText)
-	checkText(&v, "audience", req.Audience, maxBrandText)
-	colors := checkMap(&v, "colors", req.Colors)
-	fonts := checkMap(&v, "fonts", req.Fonts)
-	if err := v.Err(); err != nil {
+	colors, fonts, err := req.check()
+	if err != nil {
 		return err
 	}
 	b, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Brand, error) {

@@ -112,8 +112,11 @@ func (sv *Service) Routes(r chi.Router) {
 func (sv *Service) PublicRoutes(r chi.Router) {
 	r.Get("/content/bulk", tenant.Handle(sv.publicBulk))
 	r.Get("/content/{key}", tenant.Handle(sv.publicKey))
+	r.Get("/pages", tenant.Handle(sv.publicPages))
 	r.Get("/pages/{slug}", tenant.Handle(sv.publicPage))
 	r.Get("/galleries/{slug}", tenant.Handle(sv.publicGallery))
+	r.Get("/components/{slug}", tenant.Handle(sv.publicComponent))
+	r.Get("/brand", tenant.Handle(sv.publicBrand))
 	r.Get("/media/{project}/{key}", tenant.Handle(sv.serveMedia))
 }
 

@@ -1,9 +1,11 @@
 package content
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -174,9 +176,7 @@ func (sv *Service) key(r *http.Request, s *tenant.Scope) (ContentKey, error) {
 	if err != nil {
 		return ContentKey{}, err
 	}
-	return tenant.TxV(r.Context(), s, func(tx pgx.Tx) (ContentKey, error) {
-		return getKey(r.Context(), tx, key, lang, s.Project.DefaultLanguage)
-	})
+	return readKey(r.Context(), s, key, lang, s.Project.DefaultLanguage)
 }
 
 func (sv *Service) getKey(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
@@ -212,30 +212,70 @@ func checkValue(v *httpapi.Validator, field string, value string, lang *string, 
 }
 
 // write sets each value, charging 1 credit per value and reporting each
-// changed value as content.changed, all in tx.
+// changed value as content.changed, all in tx, and returns the content
+// key of each value written, in its language.
 // A batch is checked against its whole cost first, so its 402 states the
 // cost of the batch; each value then has its own ledger entry, so the
 // usage report counts values.
-func (sv *Service) write(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items []ValueChange) error {
+//
+// The writes and the reads after them travel in one round trip: none
+// depends on another's answer, and each read, a later statement of the
+// transaction, sees the writes before it. The charges and the events are
+// kept for the end of the transaction (credits.Charge, the outbox's Emit).
+func (sv *Service) write(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items []ValueChange) ([]ContentKey, error) {
 	if total := ValueCost * int64(len(items)); len(items) > 1 {
 		bal, err := credits.Balance(ctx, tx, s)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if total > bal {
-			return credits.Insufficient(fmt.Sprintf("this batch costs %d credits and the balance is %d",
+			return nil, credits.Insufficient(fmt.Sprintf("this batch costs %d credits and the balance is %d",
 				total/credits.Unit, bal/credits.Unit), total, bal)
 		}
 	}
-	for _, it := range items {
+	b := &pgx.Batch{}
+	changes := make([]ValueChange, len(items))
+	changed := make([]bool, len(items))
+	// The rows are locked in key order, whatever the order of the items,
+	// so two batches naming the same keys never wait for each other in a
+	// cycle.
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int {
+		return cmp.Or(strings.Compare(items[x].Key, items[y].Key), strings.Compare(items[x].Lang, items[y].Lang))
+	})
+	for _, i := range order {
+		it := items[i]
+		changes[i] = it
+		b.Queue(setValueSQL, it.Key, it.Lang, it.Value).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&changes[i].PreviousValue, &changed[i])
+		})
+	}
+	out := make([]ContentKey, len(items))
+	for i, it := range items {
+		b.Queue(keySQL, it.Key).Query(func(rows pgx.Rows) error {
+			var err error
+			out[i], err = scanKey(rows, it.Key, it.Lang, it.Lang)
+			return err
+		})
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	for i, it := range items {
 		if err := credits.Charge(ctx, tx, s, "content_update", ValueCost, "content:"+it.Key+":"+it.Lang); err != nil {
-			return err
+			return nil, err
 		}
-		if err := sv.setValue(ctx, tx, s, it.Key, it.Lang, it.Value); err != nil {
-			return err
+		if !changed[i] {
+			continue
+		}
+		if err := sv.events.Emit(ctx, tx, s, TopicChanged, changes[i]); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // setValue writes key's value in lang and, when it changed, emits
@@ -260,16 +300,13 @@ func (sv *Service) putKey(w http.ResponseWriter, r *http.Request, s *tenant.Scop
 	if err := v.Err(); err != nil {
 		return err
 	}
-	k, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (ContentKey, error) {
-		if err := sv.write(r.Context(), tx, s, []ValueChange{{Key: key, Lang: lang, Value: *req.Value}}); err != nil {
-			return ContentKey{}, err
-		}
-		return getKey(r.Context(), tx, key, lang, lang)
+	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]ContentKey, error) {
+		return sv.write(r.Context(), tx, s, []ValueChange{{Key: key, Lang: lang, Value: *req.Value}})
 	})
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, http.StatusOK, k)
+	return httpapi.JSON(w, http.StatusOK, out[0])
 }
 
 func (sv *Service) putBatch(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
@@ -300,17 +337,7 @@ func (sv *Service) putBatch(w http.ResponseWriter, r *http.Request, s *tenant.Sc
 		return err
 	}
 	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]ContentKey, error) {
-		if err := sv.write(r.Context(), tx, s, items); err != nil {
-			return nil, err
-		}
-		out := make([]ContentKey, len(items))
-		for i, it := range items {
-			var err error
-			if out[i], err = getKey(r.Context(), tx, it.Key, it.Lang, it.Lang); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
+		return sv.write(r.Context(), tx, s, items)
 	})
 	if err != nil {
 		return err

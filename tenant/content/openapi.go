@@ -372,6 +372,28 @@ func openAPIPublic(d *openapi.Doc) {
 		Params: openapi.M{"slug": slugSchema()}, Query: []openapi.M{langQuery("The translation to read the title and SEO in.")},
 		Headers: []openapi.M{ifNoneMatchHeader()}, Errs: []int{422},
 		OK: publicAnswers("The page.", openapi.Ref("Page"))})
+	d.Schema("PageLink", openapi.Obj(openapi.M{
+		"slug": openapi.Str(), "path": openapi.Str(), "title": openapi.Str(), "updated_at": openapi.Timestamp(),
+	}, "slug", "path", "title", "updated_at"))
+	d.Add("GET", "/v1/public/pages", openapi.Op{ID: "listPublicPages", Summary: "Published pages (public)", Tag: "public", Auth: openapi.Public,
+		Desc: "The published pages, newest first, with what a site's router and navigation need (no sections). " +
+			"With `lang`, titles are in that translation where the page has one.",
+		Query:   append(openapi.PageParams(), langQuery("The translation to read the titles in.")),
+		Headers: []openapi.M{ifNoneMatchHeader()}, Errs: []int{422},
+		OK: publicAnswers("The pages.", d.List("PageLink"))})
+	d.Add("GET", "/v1/public/components/{slug}", openapi.Op{ID: "getPublicComponent", Summary: "A component (public)", Tag: "public", Auth: openapi.Public,
+		Desc:   "As GET /v1/components/{slug}, without a key.",
+		Params: openapi.M{"slug": slugSchema()}, Headers: []openapi.M{ifNoneMatchHeader()},
+		OK: publicAnswers("The component.", openapi.Ref("Component"))})
+	d.Add("GET", "/v1/public/brand", openapi.Op{ID: "getPublicBrand", Summary: "The brand (public)", Tag: "public", Auth: openapi.Public,
+		Desc: "What a site shows of the brand context: name, tagline, description, colours, fonts and logo. " +
+			"The voice and audience are briefs for writing and stay behind a key (GET /v1/brand).",
+		Headers: []openapi.M{ifNoneMatchHeader()},
+		OK: publicAnswers("The brand.", d.Schema("PublicBrand", openapi.Obj(openapi.M{
+			"name": openapi.Str(), "tagline": openapi.Str(), "description": openapi.Str(),
+			"colors": openapi.MapOf(openapi.Str()), "fonts": openapi.MapOf(openapi.Str()),
+			"logo_url": openapi.Nullable(openapi.Str()), "updated_at": openapi.Timestamp(),
+		}, "name", "tagline", "description", "colors", "fonts", "logo_url", "updated_at")))})
 	d.Add("GET", "/v1/public/galleries/{slug}", openapi.Op{ID: "getPublicGallery", Summary: "A gallery (public)", Tag: "public", Auth: openapi.Public,
 		Params: openapi.M{"slug": slugSchema()}, Headers: []openapi.M{ifNoneMatchHeader()},
 		OK: publicAnswers("The gallery, wrapped.", openapi.Ref("GalleryEnvelope"))})

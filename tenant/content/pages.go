@@ -72,8 +72,8 @@ type PageTranslation struct {
 	SEO   SEO    `json:"seo"`
 }
 
-// seoIn is SEO as a request sends it: absent fields keep their value.
-type seoIn struct {
+// SEOIn is SEO as a request sends it: absent fields keep their value.
+type SEOIn struct {
 	MetaTitle       *string `json:"meta_title"`
 	MetaDescription *string `json:"meta_description"`
 	OGImage         *string `json:"og_image"`
@@ -81,10 +81,12 @@ type seoIn struct {
 	NoIndex         *bool   `json:"noindex"`
 }
 
-type translationIn struct {
+// TranslationIn is a page's title and SEO in one more language, as a
+// request sends it.
+type TranslationIn struct {
 	Lang  *string `json:"lang"`
 	Title *string `json:"title"`
-	SEO   *seoIn  `json:"seo"`
+	SEO   *SEOIn  `json:"seo"`
 }
 
 // PageRequest is the body of POST /pages and PATCH /pages/{id_or_slug}.
@@ -96,12 +98,12 @@ type PageRequest struct {
 	Path         *string            `json:"path"`
 	Status       *string            `json:"status"`
 	Sections     *[]json.RawMessage `json:"sections"`
-	SEO          *seoIn             `json:"seo"`
-	Translations *[]translationIn   `json:"translations"`
+	SEO          *SEOIn             `json:"seo"`
+	Translations *[]TranslationIn   `json:"translations"`
 }
 
 // apply merges in onto seo, validating under field.
-func (in *seoIn) apply(v *httpapi.Validator, field string, seo *SEO) {
+func (in *SEOIn) apply(v *httpapi.Validator, field string, seo *SEO) {
 	if in == nil {
 		return
 	}

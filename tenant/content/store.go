@@ -113,21 +113,28 @@ func pickSlug(ctx context.Context, tx pgx.Tx, table string, explicit *string, na
 	return slug.Unique(ctx, base, taken(tx, table))
 }
 
+// setValueSQL writes a value unless it is already the one stored, and
+// answers the value it replaces and whether it wrote, in one statement:
+// prev locks the row and reads its latest version (a concurrent write of
+// the same value waits for it), and the upsert leaves an equal value alone.
+const setValueSQL = `WITH prev AS (
+		SELECT value FROM content_values WHERE key = $1 AND lang = $2 FOR UPDATE
+	), up AS (
+		INSERT INTO content_values (key, lang, value) VALUES ($1, $2, $3)
+		ON CONFLICT (key, lang) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
+		WHERE content_values.value <> EXCLUDED.value
+		RETURNING 1
+	)
+	SELECT (SELECT value FROM prev), EXISTS (SELECT FROM up)`
+
 // SetValue writes key's value in lang. It reports the change, or false
 // when the value was already the same (no write, no change).
 func SetValue(ctx context.Context, tx pgx.Tx, key, lang, value string) (_ ValueChange, _ bool, err error) {
 	defer httpapi.Wrap(&err, "SetValue(%q, %q)", key, lang)
 	c := ValueChange{Key: key, Lang: lang, Value: value}
-	err = tx.QueryRow(ctx, `SELECT value FROM content_values WHERE key = $1 AND lang = $2 FOR UPDATE`, key, lang).Scan(&c.PreviousValue)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return c, false, err
-	}
-	if c.PreviousValue != nil && *c.PreviousValue == value {
-		return c, false, nil
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO content_values (key, lang, value) VALUES ($1, $2, $3)
-		ON CONFLICT (key, lang) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`, key, lang, value)
-	return c, err == nil, err
+	var changed bool
+	err = tx.QueryRow(ctx, setValueSQL, key, lang, value).Scan(&c.PreviousValue, &changed)
+	return c, changed, err
 }
 
 // Values returns the values in lang of keys (all of lang's keys when keys
@@ -149,33 +156,53 @@ func Values(ctx context.Context, tx pgx.Tx, lang string, keys []string) (map[str
 	return out, rows.Err()
 }
 
-// getKey reads key in lang with the fallback to def; a not-found failure
-// when neither language has a value.
-func getKey(ctx context.Context, tx pgx.Tx, key, lang, def string) (_ ContentKey, err error) {
-	defer httpapi.Wrap(&err, "getKey(%q, %q)", key, lang)
-	rows, err := tx.Query(ctx, `SELECT lang, value, updated_at FROM content_values WHERE key = $1`, key)
-	if err != nil {
-		return ContentKey{}, err
-	}
-	defer rows.Close()
+// keySQL reads every language's value of a content key.
+const keySQL = `SELECT lang, value, updated_at FROM content_values WHERE key = $1`
+
+// KeySQL is the query GET /content/{key} runs, for benchmarks comparing
+// it with a bare handler.
+const KeySQL = keySQL
+
+// readKey reads key in lang with the fallback to def, outside a
+// transaction and in one round trip (Scope.Read): the read of GET
+// /content/{key}. A not-found failure when neither language has a value.
+func readKey(ctx context.Context, s *tenant.Scope, key, lang, def string) (k ContentKey, err error) {
+	defer httpapi.Wrap(&err, "readKey(%q, %q)", key, lang)
+	err = s.Read(ctx, keySQL, []any{key}, func(rows pgx.Rows) error {
+		k, err = scanKey(rows, key, lang, def)
+		return err
+	})
+	return k, err
+}
+
+// scanKey reads the rows of keySQL into the content key served in lang,
+// or def when lang has no value.
+func scanKey(rows pgx.Rows, key, lang, def string) (ContentKey, error) {
 	k := ContentKey{Key: key, AllLocales: map[string]string{}}
-	times := map[string]time.Time{}
+	var at, langAt, defAt time.Time
+	var l, v string
 	for rows.Next() {
-		var l, v string
-		var at time.Time
 		if err := rows.Scan(&l, &v, &at); err != nil {
 			return k, err
 		}
-		k.AllLocales[l], times[l] = v, at
+		k.AllLocales[l] = v
+		switch l {
+		case lang:
+			langAt = at
+		case def:
+			defAt = at
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return k, err
 	}
-	for _, l := range []string{lang, def} {
-		if v, ok := k.AllLocales[l]; ok {
-			k.Value, k.Lang, k.UpdatedAt = v, l, times[l].UTC()
-			return k, nil
-		}
+	if v, ok := k.AllLocales[lang]; ok {
+		k.Value, k.Lang, k.UpdatedAt = v, lang, langAt.UTC()
+		return k, nil
+	}
+	if v, ok := k.AllLocales[def]; ok {
+		k.Value, k.Lang, k.UpdatedAt = v, def, defAt.UTC()
+		return k, nil
 	}
 	return k, httpapi.NotFound(fmt.Sprintf("the content key %s has no value in %s or in the default language %s", key, lang, def))
 }

@@ -22,8 +22,8 @@ type Service struct{ tenant.Base }
 func New() *Service { return &Service{} }
 
 // PublicRoutes mounts the keyless submit endpoints on the /v1/public router,
-// which has already resolved the project. CORS and Preflight let browsers
-// on any site post to them.
+// which has already resolved the project. Browsers post to them across
+// origins under the surface's CORS answers (central.PublicCORS).
 func (*Service) PublicRoutes(r chi.Router) {
 	r.Post("/forms/newsletter", tenant.Handle(subscribe))
 	r.Post("/forms/contact", tenant.Handle(contact))

@@ -1,8 +1,6 @@
 package forms
 
 import (
-	"strings"
-
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/openapi"
 )
@@ -28,8 +26,6 @@ func OpenAPI(d *openapi.Doc) {
 		"name": openapi.Nullable(openapi.Str()), "source": openapi.Nullable(openapi.Str()),
 	}, "type", "email", "name", "source"), openapi.M{"description": "The subscription as the request sent it (email, name and source trimmed). " +
 		"It carries nothing of the stored row, so a first subscription, a repeated one and a spam one answer alike."})))
-	cors := openapi.M{"Access-Control-Allow-Origin": openapi.M{"required": true, "schema": openapi.M{"type": "string", "enum": []any{"*"}}},
-		"Access-Control-Expose-Headers": openapi.M{"schema": openapi.Str()}}
 	d.Add("POST", "/v1/public/forms/newsletter", openapi.Op{ID: "subscribeNewsletter", Summary: "Subscribe to the newsletter", Tag: "forms", Auth: openapi.Public,
 		Desc: "No key, no credits. Subscribing twice keeps one row: a repeated subscription fills in a name or source the row lacks, " +
 			"and answers exactly as a first one, so the answer never tells whether an address was subscribed. " +
@@ -40,7 +36,7 @@ func OpenAPI(d *openapi.Doc) {
 			"source": openapi.M{"type": "string", "maxLength": MaxSource}, "website": openapi.Str(),
 		}, "email"))),
 		Errs: []int{422},
-		OK:   []openapi.Resp{{Status: 201, Desc: "The subscription, acknowledged.", Content: subscription, Headers: cors}}})
+		OK:   []openapi.Resp{{Status: 201, Desc: "The subscription, acknowledged.", Content: subscription}}})
 	d.Add("POST", "/v1/public/forms/contact", openapi.Op{ID: "submitContact", Summary: "Submit the contact form", Tag: "forms", Auth: openapi.Public,
 		Desc:       "No key, no credits. A non-empty hidden `website` field marks spam (still 201).",
 		Idempotent: true,
@@ -52,17 +48,7 @@ func OpenAPI(d *openapi.Doc) {
 				"propertyNames": openapi.M{"minLength": 1, "maxLength": MaxFieldKey}, "description": "Further fields of the form by name."}),
 		}, "name", "email", "message"))),
 		Errs: []int{422},
-		OK:   []openapi.Resp{{Status: 201, Desc: "The submission.", Content: submission, Headers: cors}}})
-	for _, p := range []string{TypeNewsletter, TypeContact} {
-		d.Add("OPTIONS", "/v1/public/forms/"+p, openapi.Op{ID: "preflight" + strings.ToUpper(p[:1]) + p[1:], Summary: "CORS preflight", Tag: "forms", Auth: openapi.None,
-			OK: []openapi.Resp{{Status: 204, Desc: "Allowed from any origin.", Headers: openapi.M{
-				"Access-Control-Allow-Origin":  openapi.M{"required": true, "schema": openapi.Str()},
-				"Access-Control-Allow-Methods": openapi.M{"required": true, "schema": openapi.Str()},
-				"Access-Control-Allow-Headers": openapi.M{"required": true, "schema": openapi.Str()},
-				"Access-Control-Max-Age":       openapi.M{"schema": openapi.Str()},
-				"Allow":                        openapi.M{"schema": openapi.Str()},
-			}}}})
-	}
+		OK:   []openapi.Resp{{Status: 201, Desc: "The submission.", Content: submission}}})
 	d.Add("GET", "/v1/form-submissions", openapi.Op{ID: "listFormSubmissions", Summary: "Form submissions, newest first", Tag: "forms", Scope: "forms:read",
 		Desc:  "With `Accept: text/csv` the newsletter subscribers are exported as CSV (type omitted or newsletter).",
 		Query: append(openapi.PageParams(), openapi.M{"name": "type", "in": "query", "schema": kind}),

@@ -1,0 +1,232 @@
+package central
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/plinth-dev/plinth/internal/credits"
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/metrics"
+	"github.com/plinth-dev/plinth/provisioning"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// What an operator sees of a process: one access-log line and the HTTP
+// metrics per request, the /metrics registry, and the orchestrators'
+// probes /livez and /readyz. The probes and /metrics are not part of the
+// API (nor of its OpenAPI document): they sit beside the /v1 router,
+// outside its rate limits.
+
+// accessRecord is filled while a request passes through the router: the
+// project and key are known only once the key is resolved, deeper than
+// the middleware that logs the request.
+type accessRecord struct {
+	projectID, keyID string
+}
+
+type accessKey struct{}
+
+// observe is the outermost middleware: it logs one line per request
+// (never the key or the body) and records the request's metrics, by
+// route pattern so that a path naming a resource adds no series.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &accessRecord{}
+		ctx := context.WithValue(r.Context(), accessKey{}, rec)
+		ctx = credits.WithObserver(ctx, s.Metrics.CreditsCharged)
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r.WithContext(ctx))
+		took := time.Since(start)
+		status := ww.Status()
+		if status == 0 {
+			status = http.StatusOK // nothing written: net/http answers 200
+		}
+		route := ""
+		if rc := chi.RouteContext(ctx); rc != nil {
+			route = rc.RoutePattern()
+		}
+		s.Metrics.Request(route, r.Method, status, took)
+		s.logger.LogAttrs(ctx, slog.LevelInfo, "request",
+			slog.String("request_id", w.Header().Get("X-Request-Id")),
+			slog.String("method", r.Method),
+			slog.String("route", route),
+			slog.Int("status", status),
+			slog.Int("bytes", ww.BytesWritten()),
+			slog.Float64("duration_ms", float64(took.Microseconds())/1000),
+			slog.String("project_id", rec.projectID),
+			slog.String("key_id", rec.keyID))
+	})
+}
+
+// noteScope copies the request's project and key, once resolved, into
+// its access record.
+func noteScope(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rec, ok := r.Context().Value(accessKey{}).(*accessRecord); ok {
+			if sc := tenant.FromContext(r.Context()); sc != nil {
+				rec.projectID = sc.Project.ID
+				if sc.Key != nil {
+					rec.keyID = sc.Key.ID
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// opsRoutes mounts the probes and, unless it has a listener of its own
+// (PLINTH_METRICS_ADDR), /metrics.
+func (s *Server) opsRoutes(r chi.Router) {
+	r.Get("/livez", s.livez)
+	r.Get("/readyz", s.readyz)
+	if s.Config.MetricsAddr == "" {
+		r.Method(http.MethodGet, "/metrics", s.Metrics.Handler(s.Config.MetricsToken))
+	}
+}
+
+// livez answers 200 while the process can answer at all: an orchestrator
+// restarts a process whose livez fails, so it checks nothing outside it.
+func (s *Server) livez(w http.ResponseWriter, _ *http.Request) {
+	_ = httpapi.JSON(w, http.StatusOK, map[string]any{"status": "ok"})
+}
+
+// readyz answers 200 when the process can do its work: the database
+// answers, every project schema is at the migrations this binary embeds
+// (run `plinth migrate` before starting new instances), and, in a
+// process that runs them, the workers run. Otherwise 503 naming the
+// failing checks, so traffic goes to other instances meanwhile.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	checks := map[string]string{}
+	ready := true
+	fail := func(name, why string) { checks[name], ready = why, false }
+	if err := s.Pool.Ping(ctx); err != nil {
+		fail("database", "unreachable: "+err.Error())
+		fail("migrations", "unknown: the database is unreachable")
+	} else {
+		checks["database"] = "ok"
+		if behind, err := s.schemasBehind(ctx); err != nil {
+			fail("migrations", "unknown: "+err.Error())
+		} else if behind > 0 {
+			fail("migrations", "project schemas behind this binary's migrations (run plinth migrate): "+strconv.FormatInt(behind, 10))
+		} else {
+			checks["migrations"] = "ok"
+		}
+	}
+	switch {
+	case !s.opts.Workers:
+		checks["workers"] = "not run by this process"
+	case s.working.Load():
+		checks["workers"] = "ok"
+	default:
+		fail("workers", "not running")
+	}
+	status, code := "ok", http.StatusOK
+	if !ready {
+		status, code = "unavailable", http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "5")
+	}
+	_ = httpapi.JSON(w, code, map[string]any{"status": status, "checks": checks})
+}
+
+// schemasBehind counts the project schemas not at the embedded migrations.
+func (s *Server) schemasBehind(ctx context.Context) (int64, error) {
+	latest, count, err := provisioning.TenantVersion()
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = s.Pool.QueryRow(ctx, `SELECT count(*) FROM central.placements WHERE schema_version <> $1 OR migrations_applied <> $2`,
+		latest, count).Scan(&n)
+	return n, err
+}
+
+// registerMetrics adds the collectors read at scrape time: the pool's
+// statistics, the depth of River's queues and the project count.
+func (s *Server) registerMetrics(queues []string) {
+	m := s.Metrics
+	m.WatchPool("central", s.Pool)
+	states := []string{"available", "scheduled", "retryable", "running"}
+	m.Gauges("river_jobs", "River jobs waiting or running, by queue and state (available, scheduled, retryable, running).",
+		[]string{"queue", "state"}, func(ctx context.Context) ([]metrics.Sample, error) {
+			rows, err := s.Pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river.river_job
+				WHERE state IN ('available', 'scheduled', 'retryable', 'running') GROUP BY 1, 2`)
+			if err != nil {
+				return nil, err
+			}
+			defer rows.Close()
+			// Every configured queue shows every state, zero included, so
+			// a dashboard's series exist before the first job.
+			count := map[[2]string]int64{}
+			for _, q := range queues {
+				for _, st := range states {
+					count[[2]string{q, st}] = 0
+				}
+			}
+			for rows.Next() {
+				var q, st string
+				var n int64
+				if err := rows.Scan(&q, &st, &n); err != nil {
+					return nil, err
+				}
+				count[[2]string{q, st}] = n
+			}
+			if err := rows.Err(); err != nil {
+				return nil, err
+			}
+			out := make([]metrics.Sample, 0, len(count))
+			for k, n := range count {
+				out = append(out, metrics.Sample{Labels: []string{k[0], k[1]}, Value: float64(n)})
+			}
+			return out, nil
+		})
+	m.Gauges("projects", "Projects on this deployment.", nil, func(ctx context.Context) ([]metrics.Sample, error) {
+		var n int64
+		if err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM central.projects`).Scan(&n); err != nil {
+			return nil, err
+		}
+		return []metrics.Sample{{Value: float64(n)}}, nil
+	})
+}
+
+// jobMiddleware gives every job the context a request has: credit charges
+// made by jobs reach the metrics too.
+func (s *Server) jobMiddleware() rivertype.Middleware {
+	return river.WorkerMiddlewareFunc(func(ctx context.Context, _ *rivertype.JobRow, doInner func(context.Context) error) error {
+		return doInner(credits.WithObserver(ctx, s.Metrics.CreditsCharged))
+	})
+}
+
+// jobOutcomes turns River's job events into the job metrics until ctx
+// ends.
+func (s *Server) jobOutcomes(ctx context.Context, events <-chan *river.Event) {
+	outcomes := map[river.EventKind]string{river.EventKindJobCompleted: "completed", river.EventKindJobFailed: "failed",
+		river.EventKindJobCancelled: "cancelled", river.EventKindJobSnoozed: "snoozed"}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			var took time.Duration
+			if e.JobStats != nil {
+				took = e.JobStats.RunDuration
+			}
+			if e.Job != nil {
+				s.Metrics.Job(e.Job.Kind, outcomes[e.Kind], took)
+			}
+		}
+	}
+}

@@ -1,0 +1,308 @@
+package central_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plinth-dev/plinth/central"
+	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
+)
+
+// scrape fetches /metrics of base with an optional bearer token.
+func scrape(t *testing.T, base, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", base+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, string(b)
+}
+
+// TestMetrics: after a few requests, a refused login and a webhook
+// delivery job, /metrics shows every family the operator relies on, by
+// route pattern and never by raw path or project; promtool accepts it.
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	rc := webhooktest.NewTLS(t, nil)
+	env := apitest.New(t, apitest.WithWorkers(), apitest.WithRootCAs(rc.RootCAs()), apitest.WithEnv("PLINTH_LOGIN_RATE", "1/1"))
+	p := env.NewProject("build")
+	_, secret := webhooktest.Endpoint(t, env, p.Key, rc.URL, "order.paid")
+	rc.SetSecret(secret)
+	webhooktest.Emit(t, env, p, "order.paid", map[string]any{"id": 1})
+	rc.WaitN(t, 10*time.Second, 1)
+	for range 3 {
+		env.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200)
+	}
+	login := map[string]any{"email": "nobody@example.com", "password": "not-the-password"}
+	env.Do("POST", "/central/api/login", "", login).Expect(t, 422)
+	env.Do("POST", "/central/api/login", "", login).Expect(t, 429)
+
+	want := []string{
+		`plinth_http_requests_total{method="GET",route="/v1/projects/me",status="200"} 3`,
+		`plinth_http_requests_total{method="POST",route="/central/api/login",status="429"} 1`,
+		`plinth_http_request_duration_seconds_bucket{method="GET",route="/v1/projects/me",le="+Inf"} 3`,
+		`plinth_db_pool_max_conns{pool="central"}`,
+		`plinth_db_pool_acquires_total{pool="central"}`,
+		`plinth_river_jobs{queue="default",state="available"}`,
+		`plinth_jobs_total{kind="webhook.deliver",outcome="completed"} 1`,
+		`plinth_job_duration_seconds_count{kind="webhook.deliver"} 1`,
+		`plinth_webhook_attempts_total{outcome="success"} 1`,
+		`plinth_webhook_attempt_duration_seconds_count{outcome="success"} 1`,
+		`plinth_credits_charged_total{op="webhook_delivery"} 0.02`,
+		`plinth_rate_limit_rejections_total{limit="login"} 1`,
+		`plinth_projects 1`,
+		`go_goroutines `,
+	}
+	var body string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var st int
+		st, body = scrape(t, env.URL, "")
+		if st != 200 {
+			t.Fatalf("GET /metrics: %d\n%s", st, body)
+		}
+		missing := missingLines(body, want)
+		if len(missing) == 0 {
+			break
+		}
+		// River reports a job's outcome a moment after the receiver has it.
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks:\n\t%s\nin:\n%s", strings.Join(missing, "\n\t"), body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if strings.Contains(body, p.ID) || strings.Contains(body, `route="/v1/projects/`+p.ID) {
+		t.Fatal("/metrics names a project")
+	}
+	promtool(t, body)
+}
+
+func missingLines(body string, want []string) []string {
+	var missing []string
+	for _, w := range want {
+		found := false
+		for _, line := range strings.Split(body, "\n") {
+			if strings.HasPrefix(line, w) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, w)
+		}
+	}
+	return missing
+}
+
+// promtool runs `promtool check metrics` over an exposition: the linter
+// Prometheus itself applies to names, units, types and help texts.
+func promtool(t *testing.T, exposition string) {
+	t.Helper()
+	bin, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("promtool is required under CI (Debian package prometheus)")
+		}
+		t.Log("promtool not installed (Debian package prometheus): exposition not linted")
+		return
+	}
+	cmd := exec.Command(bin, "check", "metrics")
+	cmd.Stdin = strings.NewReader(exposition)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// TestMetricsToken: with PLINTH_METRICS_TOKEN set, /metrics answers only
+// a request bearing it.
+func TestMetricsToken(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, apitest.WithEnv("PLINTH_METRICS_TOKEN", "scrape-token"))
+	for _, c := range []struct {
+		token string
+		want  int
+	}{{"", 401}, {"wrong-token", 401}, {"scrape-token", 200}} {
+		if st, body := scrape(t, env.URL, c.token); st != c.want {
+			t.Fatalf("token %q: %d, want %d\n%s", c.token, st, c.want, body)
+		}
+	}
+}
+
+// TestProbes: /livez answers while the process lives; /readyz checks the
+// database, the project schemas' migrations and the workers.
+func TestProbes(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, apitest.WithWorkers())
+	p := env.NewProject("build")
+	get := func(path string) (int, map[string]any) {
+		res, err := http.Get(env.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		return res.StatusCode, m
+	}
+	if st, m := get("/livez"); st != 200 || m["status"] != "ok" {
+		t.Fatalf("livez: %d %v", st, m)
+	}
+	st, m := get("/readyz")
+	checks, _ := m["checks"].(map[string]any)
+	if st != 200 || checks["database"] != "ok" || checks["migrations"] != "ok" || checks["workers"] != "ok" {
+		t.Fatalf("readyz: %d %v", st, m)
+	}
+	// A schema behind this binary's migrations: not ready until migrated.
+	if _, err := env.DB.Pool.Exec(context.Background(), `UPDATE central.placements SET schema_version = 0 WHERE project_id = $1`, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	st, m = get("/readyz")
+	checks, _ = m["checks"].(map[string]any)
+	if st != 503 || m["status"] != "unavailable" || !strings.Contains(checks["migrations"].(string), "plinth migrate") || checks["database"] != "ok" {
+		t.Fatalf("readyz with a schema behind: %d %v", st, m)
+	}
+}
+
+// lockedBuffer collects log output written from the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *lockedBuffer) lines(t *testing.T, msg string) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(l.b.Bytes()))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("log line is not JSON: %q", sc.Text())
+		}
+		if m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestAccessLog: one JSON line per request with its id, method, route
+// pattern, status, size, duration, project and key, and never the key's
+// secret or the body.
+func TestAccessLog(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	var logs lockedBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	srv, err := central.NewServer(context.Background(), env.Config, env.DB.Pool, logger, central.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler)
+	defer hs.Close()
+
+	type sent struct {
+		method, path, key, body string
+		route                   string
+		status                  int
+		project                 bool
+	}
+	const marker = "body-marker-never-logged"
+	reqs := []sent{
+		{"GET", "/v1/projects/me", p.Key, "", "/v1/projects/me", 200, true},
+		{"POST", "/v1/webhook-endpoints", p.Key, `{"url": "` + marker + `"`, "/v1/webhook-endpoints", 400, true},
+		{"GET", "/v1/no/such/path", "", "", "/v1/*", 404, false},
+		{"GET", "/livez", "", "", "/livez", 200, false},
+	}
+	var ids []string
+	var sizes []int
+	for _, r := range reqs {
+		req, _ := http.NewRequest(r.method, hs.URL+r.path, strings.NewReader(r.body))
+		if r.key != "" {
+			req.Header.Set("Authorization", "Bearer "+r.key)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != r.status {
+			t.Fatalf("%s %s: %d, want %d: %s", r.method, r.path, res.StatusCode, r.status, b)
+		}
+		ids, sizes = append(ids, res.Header.Get("X-Request-Id")), append(sizes, len(b))
+	}
+	// A line is written as its handler returns, which the client may
+	// see a moment before.
+	var lines []map[string]any
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if lines = logs.lines(t, "request"); len(lines) >= len(reqs) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(lines) != len(reqs) {
+		t.Fatalf("%d access-log lines for %d requests:\n%s", len(lines), len(reqs), logs.String())
+	}
+	keyID := regexp.MustCompile(`^key_`)
+	for i, r := range reqs {
+		l := lines[i]
+		if l["level"] != "INFO" || l["request_id"] != ids[i] || ids[i] == "" || l["method"] != r.method || l["route"] != r.route ||
+			l["status"] != float64(r.status) || l["bytes"] != float64(sizes[i]) {
+			t.Errorf("line for %s %s: %v (request id %s, %d bytes)", r.method, r.path, l, ids[i], sizes[i])
+		}
+		if d, ok := l["duration_ms"].(float64); !ok || d < 0 {
+			t.Errorf("line for %s %s: duration_ms %v", r.method, r.path, l["duration_ms"])
+		}
+		if r.project && (l["project_id"] != p.ID || !keyID.MatchString(l["key_id"].(string))) {
+			t.Errorf("line for %s %s: project %v key %v, want %s and a key id", r.method, r.path, l["project_id"], l["key_id"], p.ID)
+		}
+		if !r.project && (l["project_id"] != "" || l["key_id"] != "") {
+			t.Errorf("line for %s %s names a project or key: %v", r.method, r.path, l)
+		}
+	}
+	if all := logs.String(); strings.Contains(all, p.Key) || strings.Contains(all, marker) {
+		t.Fatalf("the log holds the key or a body:\n%s", all)
+	}
+}

@@ -1,0 +1,232 @@
+// Package metrics holds a process's Prometheus metrics: one private
+// registry per server (tests build many servers in one process, and the
+// global default registry would mix them), the instruments the parts of
+// the server report to, and the collectors read at scrape time.
+//
+// No metric has a project label: with thousands of projects it would make
+// thousands of series per metric. Per-project figures are the usage API's.
+package metrics
+
+import (
+	"context"
+	"crypto/subtle"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Namespace prefixes every metric of the server.
+const Namespace = "plinth"
+
+// Metrics is the registry of one server and its instruments. A nil
+// *Metrics records nothing, so parts built without one (tests of a
+// package alone) need no checks.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	requests    *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	jobs        *prometheus.CounterVec
+	jobDuration *prometheus.HistogramVec
+	webhooks    *prometheus.CounterVec
+	webhookTime *prometheus.HistogramVec
+	credits     *prometheus.CounterVec
+	rateLimited *prometheus.CounterVec
+}
+
+// New returns a registry with the process and Go runtime collectors and
+// the server's instruments.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "http_requests_total",
+			Help: "HTTP requests answered, by route pattern (never the raw path), method and status."}, []string{"route", "method", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route pattern and method.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"route", "method"}),
+		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "jobs_total",
+			Help: "River jobs worked by this process, by job kind and outcome (completed, failed, cancelled, snoozed)."}, []string{"kind", "outcome"}),
+		jobDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "job_duration_seconds",
+			Help:    "Time a River job's worker ran, by job kind.",
+			Buckets: []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300}}, []string{"kind"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "webhook_attempts_total",
+			Help: "Webhook delivery attempts, by outcome (success, or the failure reason)."}, []string{"outcome"}),
+		webhookTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "webhook_attempt_duration_seconds",
+			Help:    "Time a webhook receiver took to answer an attempt, by outcome.",
+			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"outcome"}),
+		credits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "credits_charged_total",
+			Help: "Credits debited, by operation (a charge whose transaction rolled back counts too)."}, []string{"op"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "rate_limit_rejections_total",
+			Help: "Requests refused with 429 by a rate limit, by limit (project, ip, public, login)."}, []string{"limit"}),
+	}
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.requests, m.latency, m.jobs, m.jobDuration, m.webhooks, m.webhookTime, m.credits, m.rateLimited)
+	return m
+}
+
+// Handler serves the registry in the Prometheus text (or negotiated)
+// format. With a token, only a request bearing it is answered; the
+// comparison takes the same time wherever the tokens differ.
+func (m *Metrics) Handler(token string) http.Handler {
+	h := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+	if token == "" {
+		return h
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			http.Error(w, "a bearer token (PLINTH_METRICS_TOKEN) is required", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Request records one answered HTTP request. route is the router's
+// pattern, empty when no route matched.
+func (m *Metrics) Request(route, method string, status int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	if route == "" {
+		route = "unmatched"
+	}
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.latency.WithLabelValues(route, method).Observe(d.Seconds())
+}
+
+// Job records a job worked to outcome after running d.
+func (m *Metrics) Job(kind, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.jobs.WithLabelValues(kind, outcome).Inc()
+	m.jobDuration.WithLabelValues(kind).Observe(d.Seconds())
+}
+
+// WebhookAttempt records one delivery attempt.
+func (m *Metrics) WebhookAttempt(outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.webhooks.WithLabelValues(outcome).Inc()
+	m.webhookTime.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// CreditsCharged records a debit of hundredths of a credit for op.
+func (m *Metrics) CreditsCharged(op string, hundredths int64) {
+	if m == nil {
+		return
+	}
+	m.credits.WithLabelValues(op).Add(float64(hundredths) / 100)
+}
+
+// RateLimited records a request a limit refused.
+func (m *Metrics) RateLimited(limit string) {
+	if m == nil {
+		return
+	}
+	m.rateLimited.WithLabelValues(limit).Inc()
+}
+
+// Gauges registers a collector that runs read at every scrape (bounded by
+// a timeout) and reports what it returns as gauges of name with labels:
+// figures the database holds, such as queue depth or the project count.
+// A failed read reports nothing for the scrape rather than a stale value.
+func (m *Metrics) Gauges(name, help string, labels []string, read func(ctx context.Context) ([]Sample, error)) {
+	m.Registry.MustRegister(&queryCollector{
+		desc: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", name), help, labels, nil),
+		read: read,
+	})
+}
+
+// Sample is one value of a Gauges collector, with its label values.
+type Sample struct {
+	Labels []string
+	Value  float64
+}
+
+type queryCollector struct {
+	desc *prometheus.Desc
+	read func(ctx context.Context) ([]Sample, error)
+}
+
+func (c *queryCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *queryCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	samples, err := c.read(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		return
+	}
+	for _, s := range samples {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, s.Value, s.Labels...)
+	}
+}
+
+// WatchPool reports the statistics of pool (pgxpool's Stat) under
+// plinth_db_pool_*, labelled with the pool's name.
+func (m *Metrics) WatchPool(name string, pool *pgxpool.Pool) {
+	m.Registry.MustRegister(&poolCollector{name: name, pool: pool})
+}
+
+type poolCollector struct {
+	name string
+	pool *pgxpool.Pool
+}
+
+type poolStat struct {
+	name, help string
+	typ        prometheus.ValueType
+	value      func(*pgxpool.Stat) float64
+}
+
+var poolStats = []poolStat{
+	{"acquired_conns", "Connections in use.", prometheus.GaugeValue, func(s *pgxpool.Stat) float64 { return float64(s.AcquiredConns()) }},
+	{"idle_conns", "Idle connections.", prometheus.GaugeValue, func(s *pgxpool.Stat) float64 { return float64(s.IdleConns()) }},
+	{"constructing_conns", "Connections being opened.", prometheus.GaugeValue, func(s *pgxpool.Stat) float64 { return float64(s.ConstructingConns()) }},
+	{"total_conns", "Open connections.", prometheus.GaugeValue, func(s *pgxpool.Stat) float64 { return float64(s.TotalConns()) }},
+	{"max_conns", "The pool's connection limit.", prometheus.GaugeValue, func(s *pgxpool.Stat) float64 { return float64(s.MaxConns()) }},
+	{"acquires_total", "Connections acquired from the pool.", prometheus.CounterValue, func(s *pgxpool.Stat) float64 { return float64(s.AcquireCount()) }},
+	{"empty_acquires_total", "Acquires that waited for a connection because none was idle.", prometheus.CounterValue, func(s *pgxpool.Stat) float64 { return float64(s.EmptyAcquireCount()) }},
+	{"canceled_acquires_total", "Acquires canceled before a connection came.", prometheus.CounterValue, func(s *pgxpool.Stat) float64 { return float64(s.CanceledAcquireCount()) }},
+	{"acquire_seconds_total", "Time spent acquiring connections.", prometheus.CounterValue, func(s *pgxpool.Stat) float64 { return s.AcquireDuration().Seconds() }},
+	{"empty_acquire_wait_seconds_total", "Time spent waiting for a connection when none was idle.", prometheus.CounterValue, func(s *pgxpool.Stat) float64 { return s.EmptyAcquireWaitTime().Seconds() }},
+	{"new_conns_total", "Connections opened.", prometheus.CounterValue, func(s *pgxpool.Stat) float64 { return float64(s.NewConnsCount()) }},
+	{"max_lifetime_closed_total", "Connections closed for their age.", prometheus.CounterValue, func(s *pgxpool.Stat) float64 { return float64(s.MaxLifetimeDestroyCount()) }},
+	{"max_idle_closed_total", "Connections closed for idleness.", prometheus.CounterValue, func(s *pgxpool.Stat) float64 { return float64(s.MaxIdleDestroyCount()) }},
+}
+
+func poolDesc(p poolStat) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(Namespace, "db_pool", p.name), p.help, []string{"pool"}, nil)
+}
+
+var poolDescs = func() []*prometheus.Desc {
+	out := make([]*prometheus.Desc, len(poolStats))
+	for i, p := range poolStats {
+		out[i] = poolDesc(p)
+	}
+	return out
+}()
+
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range poolDescs {
+		ch <- d
+	}
+}
+
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.pool.Stat()
+	for i, p := range poolStats {
+		ch <- prometheus.MustNewConstMetric(poolDescs[i], p.typ, p.value(s), c.name)
+	}
+}

@@ -1,0 +1,80 @@
+package pgtest
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// RoundTrips counts the network round trips of a pool's connections to
+// PostgreSQL: a round trip is a turn from sending to receiving, so a
+// pipeline of many messages that waits once for its answers counts one,
+// and a statement that waits for its answer before the next is sent
+// counts one each. It counts on the wire, below pgx, so it sees every
+// message whatever API sent it (pgconn batches included, which pgx's
+// tracers do not see).
+type RoundTrips struct{ n atomic.Int64 }
+
+// Count is the number of round trips so far.
+func (r *RoundTrips) Count() int64 { return r.n.Load() }
+
+// CountingPool returns a pool of one connection to db that counts its
+// round trips. The connection is opened, and the pool's liveness ping
+// turned off, before it returns, so the count covers only what the test
+// sends.
+func CountingPool(t testing.TB, db *DB) (*pgxpool.Pool, *RoundTrips) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &RoundTrips{}
+	dial := cfg.ConnConfig.DialFunc
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &countingConn{Conn: c, rt: rt}, nil
+	}
+	cfg.MaxConns, cfg.MinConns = 1, 0
+	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := pool.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return pool, rt
+}
+
+// countingConn counts a round trip at each first read after a write.
+type countingConn struct {
+	net.Conn
+	rt    *RoundTrips
+	mu    sync.Mutex
+	wrote bool
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	c.wrote = true
+	c.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	c.mu.Lock()
+	if c.wrote {
+		c.wrote = false
+		c.rt.n.Add(1)
+	}
+	c.mu.Unlock()
+	return c.Conn.Read(b)
+}

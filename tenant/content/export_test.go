@@ -1,0 +1,4 @@
+package content
+
+// ReadKey is readKey, for the round-trip test.
+var ReadKey = readKey

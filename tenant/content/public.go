@@ -1,0 +1,116 @@
+package content
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// The public reads a generated site renders besides content keys, pages
+// and galleries: its components, its brand, and the list of its published
+// pages for its router, navigation and sitemap.
+
+func (sv *Service) publicComponent(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	c, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Component, error) {
+		return getComponent(r.Context(), tx, chi.URLParam(r, "slug"))
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.PublicJSON(w, r, c)
+}
+
+// PublicBrand is the brand as a site shows it. The voice and audience
+// are briefs for writing (the AI pillars read them), not things a page
+// renders, so the public surface keeps them to the key holders.
+type PublicBrand struct {
+	Name        string            `json:"name"`
+	Tagline     string            `json:"tagline"`
+	Description string            `json:"description"`
+	Colors      map[string]string `json:"colors"`
+	Fonts       map[string]string `json:"fonts"`
+	LogoURL     *string           `json:"logo_url"`
+	UpdatedAt   time.Time         `json:"updated_at"`
+}
+
+func toPublicBrand(b Brand) PublicBrand {
+	return PublicBrand{Name: b.Name, Tagline: b.Tagline, Description: b.Description, Colors: b.Colors, Fonts: b.Fonts,
+		LogoURL: b.LogoURL, UpdatedAt: b.UpdatedAt}
+}
+
+func (sv *Service) publicBrand(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	b, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Brand, error) {
+		return getBrand(r.Context(), tx)
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.PublicJSON(w, r, toPublicBrand(b))
+}
+
+// PageLink is a published page in the public list: what a site's router
+// and navigation need, without the sections.
+type PageLink struct {
+	Slug      string    `json:"slug"`
+	Path      string    `json:"path"`
+	Title     string    `json:"title"`
+	UpdatedAt time.Time `json:"updated_at"`
+	id        int64
+}
+
+// publicPages serves GET /v1/public/pages: the published pages, newest
+// first and paged like the admin list, titles in lang when translated.
+func (sv *Service) publicPages(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	lang, err := optionalLang(r)
+	if err != nil {
+		return err
+	}
+	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]PageLink, error) {
+		pages, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Page, error) {
+			return listPages(r.Context(), tx, before, PagePublished, limit)
+		})
+		out := make([]PageLink, len(pages))
+		for i, p := range pages {
+			p.localize(lang)
+			out[i] = PageLink{Slug: p.Slug, Path: p.Path, Title: p.Title, UpdatedAt: p.UpdatedAt, id: p.ID}
+		}
+		return out, err
+	}, func(l PageLink) string { return httpapi.IDText(l.id) })
+	if err != nil {
+		return err
+	}
+	return httpapi.PublicJSON(w, r, list)
+}
+
+// SitemapPage is a published page as a sitemap lists it.
+type SitemapPage struct {
+	Path      string
+	Langs     []string // the languages of its translations
+	UpdatedAt time.Time
+}
+
+// SitemapPages returns up to limit published pages that do not ask to be
+// kept out of search engines (seo.noindex), by path.
+func SitemapPages(ctx context.Context, s *tenant.Scope, limit int) ([]SitemapPage, error) {
+	var out []SitemapPage
+	err := s.Read(ctx, `SELECT path, updated_at,
+			ARRAY(SELECT DISTINCT t->>'lang' FROM jsonb_array_elements(translations) t WHERE t->>'lang' IS NOT NULL ORDER BY 1)
+		FROM pages WHERE status = 'published' AND NOT COALESCE((seo->>'noindex')::boolean, false)
+		ORDER BY path LIMIT $1`, []any{limit}, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var p SitemapPage
+			if err := rows.Scan(&p.Path, &p.UpdatedAt, &p.Langs); err != nil {
+				return err
+			}
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, err
+}
