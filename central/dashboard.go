@@ -14,6 +14,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/id"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/usage"
 )
 
 // DashboardRoutes mounts the central routes (served under /central/api):
@@ -33,6 +34,8 @@ func (c *Central) DashboardRoutes(r chi.Router, perIP *ratelimit.PerIP) {
 		r.Get("/me", httpapi.H(c.dashboardMe))
 		r.Get("/projects", httpapi.H(c.dashboardProjects))
 		r.Post("/projects", httpapi.H(c.dashboardCreateProject))
+		r.Get("/projects/{id}", httpapi.H(c.dashboardProject))
+		r.Get("/projects/{id}/usage", httpapi.H(c.dashboardUsage))
 		r.Get("/projects/{id}/api-keys", httpapi.H(c.dashboardKeys))
 		r.Post("/projects/{id}/api-keys", httpapi.H(c.dashboardCreateKey))
 		r.Delete("/projects/{id}/api-keys/{key_id}", httpapi.H(c.dashboardRevokeKey))
@@ -260,6 +263,28 @@ func (c *Central) tenantProject(r *http.Request) (*tenant.Project, error) {
 		return nil, notFound
 	}
 	return p, err
+}
+
+func (c *Central) dashboardProject(w http.ResponseWriter, r *http.Request) error {
+	p, err := c.tenantProject(r)
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, 200, ToProjectJSON(p))
+}
+
+// dashboardUsage is the project's usage report, by the handler keys call
+// (usage.Get), over a scope without a key: the live pool.
+func (c *Central) dashboardUsage(w http.ResponseWriter, r *http.Request) error {
+	p, err := c.tenantProject(r)
+	if err != nil {
+		return err
+	}
+	sc, err := c.ScopeFor(r.Context(), p.ID)
+	if err != nil {
+		return err
+	}
+	return usage.Get(w, r, sc)
 }
 
 func (c *Central) dashboardKeys(w http.ResponseWriter, r *http.Request) error {

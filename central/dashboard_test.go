@@ -147,6 +147,9 @@ func TestDashboardIsolation(t *testing.T) {
 		method, path string
 		body         any
 	}{
+		{"GET", "/central/api/projects/" + pb, nil},
+		{"GET", "/central/api/projects/" + unknown, nil},
+		{"GET", "/central/api/projects/" + pb + "/usage", nil},
 		{"GET", "/central/api/projects/" + pb + "/api-keys", nil},
 		{"POST", "/central/api/projects/" + pb + "/api-keys", map[string]any{"name": "sneaky", "scopes": []string{"*"}}},
 		{"DELETE", "/central/api/projects/" + pb + "/api-keys/" + kbID, nil},
@@ -159,6 +162,13 @@ func TestDashboardIsolation(t *testing.T) {
 			t.Fatalf("%s %s leaks: %v", tc.method, tc.path, m)
 		}
 	}
+	if got := env.Do("GET", "/central/api/projects/"+pa, tokA, nil).Expect(t, 200).JSON(t); got["id"] != pa {
+		t.Fatalf("own project: %v", got)
+	}
+	if got := env.Do("GET", "/central/api/projects/"+pa+"/usage", tokA, nil).Expect(t, 200).JSON(t); got["credits_used"] != float64(0) || got["plan"] != "free" {
+		t.Fatalf("own project's usage: %v", got)
+	}
+	env.Do("GET", "/central/api/projects/"+pa+"/usage?period=next", tokA, nil).Problem(t, 422, "validation_failed")
 	// B's 404 reads like an unknown project's, the id aside
 	mb := withoutInstance(env.Do("GET", "/central/api/projects/"+pb+"/api-keys", tokA, nil).JSON(t))
 	mu := withoutInstance(env.Do("GET", "/central/api/projects/"+unknown+"/api-keys", tokA, nil).JSON(t))

@@ -115,6 +115,14 @@ func OpenAPI(d *openapi.Doc) {
 		return openapi.Obj(openapi.M{"name": openapi.M{"type": "string", "minLength": 1, "maxLength": 100},
 			"scopes": openapi.M{"type": "array", "minItems": 1, "maxItems": 64, "items": openapi.Str()}, "test": openapi.M{"type": "boolean"}}, required...)
 	}
+	d.Add("GET", "/central/api/projects/{id}", openapi.Op{ID: "dashboardGetProject", Summary: "A project of the workspace", Tag: "dashboard", Auth: openapi.JWT,
+		Params: projectID, Desc: "Another workspace's project is 404, like an unknown one.", Errs: []int{404},
+		OK: []openapi.Resp{{Status: 200, Desc: "The project.", Content: project}}})
+	d.Add("GET", "/central/api/projects/{id}/usage", openapi.Op{ID: "dashboardGetUsage", Summary: "Credit usage of a project", Tag: "dashboard", Auth: openapi.JWT,
+		Params: projectID, Desc: "The live pool's usage, as GET /v1/projects/me/usage reports it to a live key.",
+		Query: []openapi.M{{"name": "period", "in": "query", "schema": openapi.M{"type": "string", "enum": []any{"current", "previous"}}}},
+		Errs:  []int{404, 422},
+		OK:    []openapi.Resp{{Status: 200, Desc: "The usage report.", Content: openapi.JSON(openapi.Ref("Usage"))}}})
 	d.Add("GET", "/central/api/projects/{id}/api-keys", openapi.Op{ID: "dashboardListKeys", Summary: "Keys of a project", Tag: "dashboard", Auth: openapi.JWT,
 		Params: projectID, Errs: []int{404},
 		OK: []openapi.Resp{{Status: 200, Desc: "Masked keys, never secret.", Content: openapi.JSON(d.List("APIKey"))}}})

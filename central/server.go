@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/riverqueue/river"
 
+	"github.com/plinth-dev/plinth/central/dashboard"
 	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -239,6 +240,12 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	loginLimits := &ratelimit.PerIP{Store: s.Limits.Store, Limit: ratelimit.Limit{RPM: cfg.LoginRPM, Burst: cfg.LoginBurst},
 		Trusted: cfg.TrustedProxies, Clock: s.Limits.Clock, Logger: logger, Rejected: s.Metrics.RateLimited}
 	r.Route("/central/api", func(r chi.Router) { c.DashboardRoutes(r, loginLimits) })
+	// The web dashboard: its pages call /central/api through this router.
+	dash, err := dashboard.New(r, logger)
+	if err != nil {
+		return nil, err
+	}
+	r.Route(dashboard.Prefix, dash.Routes)
 	s.Handler, s.Router = root, r
 	return s, nil
 }
@@ -278,7 +285,7 @@ func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
 		// The processor's webhook is signed and comes in bursts: it shows
 		// the sender's bucket but is never refused.
 		Peek:     []string{"/v1/health", "/v1/payments/webhook"},
-		Skip:     []string{"/central/"},
+		Skip:     []string{"/central/", dashboard.Prefix},
 		Trusted:  s.Config.TrustedProxies,
 		Clock:    clock,
 		Logger:   s.logger,

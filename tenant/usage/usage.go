@@ -21,12 +21,13 @@ func New() *Service { return &Service{} }
 
 // Routes mounts GET /projects/me/usage.
 func (*Service) Routes(r chi.Router) {
-	r.With(tenant.RequireScope("project:read")).Get("/projects/me/usage", tenant.Handle(get))
+	r.With(tenant.RequireScope("project:read")).Get("/projects/me/usage", tenant.Handle(Get))
 }
 
-// get answers ?period=current (the default) or ?period=previous with the
-// usage of the calling key's pool.
-func get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+// Get answers ?period=current (the default) or ?period=previous with the
+// usage of the scope's pool: GET /v1/projects/me/usage for a key, and the
+// dashboard's project usage (central) for a workspace user.
+func Get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var previous bool
 	switch r.URL.Query().Get("period") {
 	case "", "current":

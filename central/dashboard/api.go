@@ -1,0 +1,150 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// problem is a problem+json answer of the API, as far as the pages use it.
+type problem struct {
+	Status  int                 `json:"status"`
+	Code    string              `json:"code"`
+	Detail  string              `json:"detail"`
+	Message string              `json:"message"`
+	Errors  map[string][]string `json:"errors"`
+	// RetryAfter is the Retry-After of a 429, in seconds.
+	RetryAfter int `json:"-"`
+}
+
+func (p *problem) Error() string { return fmt.Sprintf("%d %s: %s", p.Status, p.Code, p.Detail) }
+
+// recorder keeps an in-process answer of the API.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (rec *recorder) Header() http.Header { return rec.header }
+func (rec *recorder) Write(b []byte) (int, error) {
+	if rec.status == 0 {
+		rec.status = 200
+	}
+	return rec.body.Write(b)
+}
+func (rec *recorder) WriteHeader(status int) {
+	if rec.status == 0 {
+		rec.status = status
+	}
+}
+
+// call sends a request to the central API through the server's router,
+// as the browser's client (its address, so the login's per-IP limit
+// counts the browser), with the session's token when there is one. A
+// 2xx answer is decoded into out; anything else is a *problem, except
+// 401, which means the session is over (errSignedOut).
+func (d *Dashboard) call(r *http.Request, method, path string, body, out any) error {
+	var rd io.Reader = http.NoBody
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	// The API request is routed afresh: without the page's chi routing
+	// state, which the router would otherwise take for a parent's.
+	ctx := context.WithValue(r.Context(), chi.RouteCtxKey, nil)
+	req, err := http.NewRequestWithContext(ctx, method, path, rd)
+	if err != nil {
+		return err
+	}
+	req.RemoteAddr = r.RemoteAddr
+	for _, h := range []string{"X-Forwarded-For", "X-Real-Ip", "User-Agent"} {
+		if v := r.Header.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	tok := ""
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		tok = c.Value
+	}
+	if t, ok := r.Context().Value(tokenKey{}).(string); ok {
+		tok = t
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	rec := &recorder{header: http.Header{}}
+	d.api.ServeHTTP(rec, req)
+	if rec.status >= 200 && rec.status < 300 {
+		if out == nil || rec.status == 204 {
+			return nil
+		}
+		return json.Unmarshal(rec.body.Bytes(), out)
+	}
+	if rec.status == 401 && tok != "" {
+		return errSignedOut
+	}
+	p := &problem{}
+	if err := json.Unmarshal(rec.body.Bytes(), p); err != nil || p.Status == 0 {
+		return fmt.Errorf("dashboard: %s %s answered %d: %s", method, path, rec.status, rec.body.String())
+	}
+	p.RetryAfter, _ = strconv.Atoi(rec.header.Get("Retry-After"))
+	return p
+}
+
+// tokenKey carries a token just issued, before the browser has its cookie.
+type tokenKey struct{}
+
+// Resources of the central API the pages show.
+type (
+	tenant struct {
+		ID     int64  `json:"id"`
+		Name   string `json:"name"`
+		Domain string `json:"domain"`
+	}
+	session struct {
+		User struct {
+			Name  string `json:"name"`
+			Email string `json:"email"`
+		} `json:"user"`
+		Tenant tenant `json:"tenant"`
+	}
+	project struct {
+		ID              string    `json:"id"`
+		Name            string    `json:"name"`
+		Slug            string    `json:"slug"`
+		DefaultLanguage string    `json:"default_language"`
+		TargetLanguages []string  `json:"target_languages"`
+		Timezone        string    `json:"timezone"`
+		Plan            string    `json:"plan"`
+		CreatedAt       time.Time `json:"created_at"`
+	}
+	apiKey struct {
+		ID         string     `json:"id"`
+		Name       string     `json:"name"`
+		Masked     string     `json:"masked"`
+		Secret     string     `json:"secret"`
+		Scopes     []string   `json:"scopes"`
+		LastUsedAt *time.Time `json:"last_used_at"`
+		CreatedAt  time.Time  `json:"created_at"`
+	}
+	list[T any] struct {
+		Data       []T    `json:"data"`
+		HasMore    bool   `json:"has_more"`
+		NextCursor string `json:"next_cursor"`
+	}
+)
