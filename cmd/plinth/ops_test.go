@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/plinth-dev/plinth/central"
@@ -385,9 +386,27 @@ func TestStopWithManyProjects(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, `UPDATE central.placements SET schema_version = 0`); err != nil {
 		t.Fatal(err)
 	}
+	// The migration of one schema waits on a lock this test holds, so the
+	// stop comes in the middle of it however fast the others go.
+	var schema string
+	if err := db.Pool.QueryRow(ctx, `SELECT schema_name FROM central.placements ORDER BY project_id DESC LIMIT 1`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hold.Rollback(ctx) }()
+	if _, err := hold.Exec(ctx, `LOCK TABLE `+pgx.Identifier{schema, "goose_db_version"}.Sanitize()+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
 	env["PLINTH_ADDR"] = freeAddr(t)
 	s = startBin(t, t.TempDir(), env, "serve")
-	time.Sleep(time.Second) // started, and into the schemas: a thousand take far longer
+	waitFor(t, "the migration waiting on the held schema", 60*time.Second, func() bool {
+		var waiting bool
+		err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%goose_db_version%')`).Scan(&waiting)
+		return err == nil && waiting
+	})
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
