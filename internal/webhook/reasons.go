@@ -67,7 +67,11 @@ func transportReason(err error) string {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return ReasonRefused
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		// net/http's sentinel for a pooled connection the receiver closed
+		// (a receiver that cuts connections on accept causes it) is not
+		// exported.
+		strings.Contains(err.Error(), "server closed idle connection"):
 		return ReasonReset
 	case errors.As(err, &cert), errors.As(err, &header), errors.As(err, &ua), errors.As(err, &host), errors.As(err, &inv),
 		// Neither an alert from the receiver ("remote error: tls: …") nor

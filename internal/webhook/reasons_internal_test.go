@@ -2,9 +2,11 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
@@ -77,5 +79,15 @@ func TestTransportReason(t *testing.T) {
 	}
 	if got := statusReason(503); got != "http_status 503" {
 		t.Fatalf("statusReason(503) = %q", got)
+	}
+}
+
+// TestClosedIdleIsReset: a receiver that closes a pooled connection is
+// cut off, as far as the endpoint's owner is concerned: net/http reports
+// it with an unexported sentinel, which must not read as "other".
+func TestClosedIdleIsReset(t *testing.T) {
+	err := &url.Error{Op: "Post", URL: "http://192.0.2.1/hook", Err: errors.New("http: server closed idle connection")}
+	if got := transportReason(err); got != ReasonReset {
+		t.Fatalf("transportReason(%v) = %q, want %q", err, got, ReasonReset)
 	}
 }
