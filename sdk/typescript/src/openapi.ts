@@ -59,6 +59,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/central/api/projects/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A project of the workspace
+         * @description Another workspace's project is 404, like an unknown one.
+         */
+        get: operations["dashboardGetProject"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/central/api/projects/{id}/api-keys": {
         parameters: {
             query?: never;
@@ -92,6 +112,26 @@ export interface paths {
         post?: never;
         /** Revoke a key */
         delete: operations["dashboardRevokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/central/api/projects/{id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Credit usage of a project
+         * @description The live pool's usage, as GET /v1/projects/me/usage reports it to a live key.
+         */
+        get: operations["dashboardGetUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -725,6 +765,78 @@ export interface paths {
          */
         put: operations["putContentBatch"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/content-plans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Content plans, newest first
+         * @description No credits.
+         *
+         *     Scope: `blog:read`.
+         */
+        get: operations["listContentPlans"];
+        put?: never;
+        /**
+         * Plan blog posts (job content_plan.generate)
+         * @description Starts the job content_plan.generate: 202 with the pending Job, 20 credits, charged at submit and refunded if the job fails. Its result is {items: [{title, slug, summary, keywords}]}, count items; the plan is stored when the job completes (GET /content-plans, ?job_id= finds it). language_code defaults to the project's default_language.
+         *
+         *     Scope: `blog:write`.
+         */
+        post: operations["createContentPlan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/content-plans/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A content plan
+         * @description No credits.
+         *
+         *     Scope: `blog:read`.
+         */
+        get: operations["getContentPlan"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/content-plans/{id}/items/{n}/generate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write one planned post (job blog_post.generate)
+         * @description Item n (counted from 0) becomes a blog_post.generate job on its title, summary and keywords, in the plan's language: 202 with the pending Job, charged as POST /blog-posts type ai is (60 credits plus 7 per target language). An n the plan does not have is 404. The body is optional.
+         *
+         *     Scope: `blog:write`.
+         */
+        post: operations["generateContentPlanItem"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1517,7 +1629,7 @@ export interface paths {
         head?: never;
         /**
          * Update the project
-         * @description The plan and the limits are the platform operator's: a body with plan, plan_credits, topup_credits, rate_rpm or rate_burst answers 403 forbidden, whatever the key's scopes.
+         * @description The plan and the limits are the platform operator's: a body with plan, plan_credits, topup_credits, rate_rpm or rate_burst answers 403 forbidden, whatever the key's scopes. allowed_origins restricts which sites' pages may read the public surface (/v1/public/*) in a browser; it takes effect on every instance at once (the project cache is invalidated).
          *
          *     Scope: `project:write`.
          */
@@ -1585,7 +1697,8 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight */
+        options: operations["preflightListPublicBlogPosts"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1605,7 +1718,8 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight */
+        options: operations["preflightGetPublicBlogPost"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1625,7 +1739,8 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight */
+        options: operations["preflightGetPublicBookingAvailability"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1645,7 +1760,8 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight */
+        options: operations["preflightListPublicBookingServices"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1665,7 +1781,50 @@ export interface paths {
          */
         post: operations["createPublicBooking"];
         delete?: never;
-        options?: never;
+        /** CORS preflight */
+        options: operations["preflightCreatePublicBooking"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/brand": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The brand (public)
+         * @description What a site shows of the brand context: name, tagline, description, colours, fonts and logo. The voice and audience are briefs for writing and stay behind a key (GET /v1/brand).
+         */
+        get: operations["getPublicBrand"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /** CORS preflight */
+        options: operations["preflightGetPublicBrand"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/components/{slug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A component (public)
+         * @description As GET /v1/components/{slug}, without a key.
+         */
+        get: operations["getPublicComponent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /** CORS preflight */
+        options: operations["preflightGetPublicComponent"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1685,7 +1844,8 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight */
+        options: operations["preflightGetPublicContentBulk"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1705,7 +1865,8 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight */
+        options: operations["preflightGetPublicContentKey"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1726,7 +1887,7 @@ export interface paths {
         post: operations["submitContact"];
         delete?: never;
         /** CORS preflight */
-        options: operations["preflightContact"];
+        options: operations["preflightSubmitContact"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1747,7 +1908,7 @@ export interface paths {
         post: operations["subscribeNewsletter"];
         delete?: never;
         /** CORS preflight */
-        options: operations["preflightNewsletter"];
+        options: operations["preflightSubscribeNewsletter"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1764,7 +1925,8 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight */
+        options: operations["preflightGetPublicGallery"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1784,7 +1946,29 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight */
+        options: operations["preflightGetMedia"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/pages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Published pages (public)
+         * @description The published pages, newest first, with what a site's router and navigation need (no sections). With `lang`, titles are in that translation where the page has one.
+         */
+        get: operations["listPublicPages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /** CORS preflight */
+        options: operations["preflightListPublicPages"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1804,7 +1988,8 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight */
+        options: operations["preflightGetPublicPage"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1824,7 +2009,8 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight */
+        options: operations["preflightListPublicProductCategories"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1844,7 +2030,8 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight */
+        options: operations["preflightListPublicProducts"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1864,7 +2051,29 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight */
+        options: operations["preflightGetPublicProduct"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/sitemap.xml": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The site's sitemap (public)
+         * @description A sitemaps.org 0.9 document of the published pages (except those with seo.noindex) and the published blog posts, under the project's `site_url`: a page at {site_url}{path}, a post at {site_url}/blog/{slug}, each in the project's default language at that URL and in every other language it is translated into under /{lang} ({site_url}/fr/about). Every URL of an item in several languages names them all as xhtml:link rel=alternate hreflang alternates, with x-default on the default language. At most 50,000 URLs. 409 `conflict` while the project has no `site_url` (set it with PATCH /v1/projects/me).
+         */
+        get: operations["getSitemap"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /** CORS preflight */
+        options: operations["preflightGetSitemap"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -2219,6 +2428,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/websites/generate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write a website from a brief (job website.generate)
+         * @description Starts the job website.generate (steps plan, brand, pages, components, content, translate): 202 with the pending Job, 200 credits plus 7 per target language, charged at submit and refunded if the job fails. Without target_languages the site is also made in the project's target languages. The job writes the brand context, the components header, footer, hero and cta, published pages (home, about, services or products, contact, the pages the brief implies and those asked for) whose sections name content keys, and those keys in every language; content.changed fires for each value written. Its result is {pages: [{id, slug}], content_keys, components}. A later run writes only items it generated that the owner has not changed since, and items that do not exist; everything else is kept.
+         *
+         *     Scope: `content:write`.
+         */
+        post: operations["generateWebsite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2545,6 +2776,30 @@ export interface components {
             updated_at: string;
             value: string;
         };
+        ContentPlan: {
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            id: number;
+            items: components["schemas"]["ContentPlanItem"][];
+            job_id: string;
+            /** @description A language code such as en or pt-BR. */
+            language_code: string;
+            topic: string;
+        };
+        ContentPlanItem: {
+            keywords: string[];
+            slug: string;
+            summary: string;
+            title: string;
+        };
+        ContentPlanList: {
+            data: components["schemas"]["ContentPlan"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
         ContentUpdate: {
             key: string;
             /** @description The project's default language when absent. */
@@ -2651,6 +2906,13 @@ export interface components {
                     [key: string]: unknown;
                 };
             };
+        };
+        CreateContentPlanRequest: {
+            count: number;
+            keywords?: string[];
+            /** @description A language code such as en or pt-BR. */
+            language_code?: string;
+            topic: string;
         };
         CreateGalleryRequest: {
             /** @description Ordered; replaces the stored items whole. */
@@ -2866,12 +3128,28 @@ export interface components {
             has_more: boolean;
             next_cursor: string | null;
         };
+        GenerateContentPlanItemRequest: {
+            /** @description Also translated into these: 7 credits each. */
+            target_languages?: string[];
+            tone?: string;
+        };
         GenerateImageRequest: {
             /** @default 1024 */
             height: number;
             prompt: string;
             /** @default 1024 */
             width: number;
+        };
+        GenerateWebsiteRequest: {
+            brief: string;
+            industry?: string;
+            /** @description The site's language; default the project's default_language. */
+            language_code?: string;
+            /** @description Titles of pages to add beyond the standard ones (at most 10). */
+            pages?: string[];
+            /** @description Default: the project's target_languages. 7 credits each. */
+            target_languages?: string[];
+            tone?: string;
         };
         Health: {
             /** @enum {string} */
@@ -3076,6 +3354,21 @@ export interface components {
              * @description RFC 3339, UTC
              */
             updated_at: string;
+        };
+        PageLink: {
+            path: string;
+            slug: string;
+            title: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string;
+        };
+        PageLinkList: {
+            data: components["schemas"]["PageLink"][];
+            has_more: boolean;
+            next_cursor: string | null;
         };
         PageList: {
             data: components["schemas"]["Page"][];
@@ -3352,6 +3645,8 @@ export interface components {
             next_cursor: string | null;
         };
         Project: {
+            /** @description The browser origins the public surface answers (Access-Control-Allow-Origin); empty: any origin. */
+            allowed_origins: string[];
             /**
              * Format: date-time
              * @description RFC 3339, UTC
@@ -3362,6 +3657,8 @@ export interface components {
             industry: string;
             name: string;
             plan: components["schemas"]["Plan"];
+            /** @description The public address of the project's website, the base of its sitemap; null until set. */
+            site_url: string | null;
             slug: string;
             target_languages: string[];
             timezone: string;
@@ -3370,6 +3667,23 @@ export interface components {
             data: components["schemas"]["Project"][];
             has_more: boolean;
             next_cursor: string | null;
+        };
+        PublicBrand: {
+            colors: {
+                [key: string]: string;
+            };
+            description: string;
+            fonts: {
+                [key: string]: string;
+            };
+            logo_url: string | null;
+            name: string;
+            tagline: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string;
         };
         PutBlogPostTranslationRequest: {
             /** @description HTML; sanitised. */
@@ -3660,9 +3974,13 @@ export interface components {
             stock_quantity?: number;
         };
         UpdateProjectRequest: {
+            /** @description Origins such as https://bakery.example (scheme, lower-case host, optional port other than the default; no path, query, fragment or wildcard); [] opens the public surface to any origin again; null changes nothing. */
+            allowed_origins?: string[] | null;
             default_language?: string;
             industry?: string;
             name?: string;
+            /** @description An absolute http(s) URL without query or fragment; "" clears it; null changes nothing. */
+            site_url?: string | null;
             target_languages?: string[];
             timezone?: string;
         };
@@ -4047,6 +4365,10 @@ export interface components {
     parameters: never;
     requestBodies: never;
     headers: {
+        /** @description On /v1/public/* answers to a request with Origin: `*`, or the origin itself when the project lists its allowed_origins and this is one of them; absent for an origin the project does not list (the browser then refuses the answer). */
+        "Access-Control-Allow-Origin": string;
+        /** @description With Access-Control-Allow-Origin: the headers a page may read, ETag, X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed. */
+        "Access-Control-Expose-Headers": string;
         /** @description true on a replay of an Idempotency-Key. */
         "Idempotent-Replayed": "true";
         /** @description On every answer of /v1/public/*, errors included: `X-Service-Project-Key, Origin`, so that a shared cache keeps one project's answer from another's visitors. */
@@ -4189,6 +4511,35 @@ export interface operations {
             503: components["responses"]["CentralProblem503"];
         };
     };
+    dashboardGetProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            400: components["responses"]["CentralProblem400"];
+            401: components["responses"]["CentralProblem401"];
+            404: components["responses"]["CentralProblem404"];
+            500: components["responses"]["CentralProblem500"];
+            503: components["responses"]["CentralProblem503"];
+        };
+    };
     dashboardListKeys: {
         parameters: {
             query?: never;
@@ -4278,6 +4629,38 @@ export interface operations {
             400: components["responses"]["CentralProblem400"];
             401: components["responses"]["CentralProblem401"];
             404: components["responses"]["CentralProblem404"];
+            500: components["responses"]["CentralProblem500"];
+            503: components["responses"]["CentralProblem503"];
+        };
+    };
+    dashboardGetUsage: {
+        parameters: {
+            query?: {
+                period?: "current" | "previous";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The usage report. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
+                };
+            };
+            400: components["responses"]["CentralProblem400"];
+            401: components["responses"]["CentralProblem401"];
+            404: components["responses"]["CentralProblem404"];
+            422: components["responses"]["CentralProblem422"];
             500: components["responses"]["CentralProblem500"];
             503: components["responses"]["CentralProblem503"];
         };
@@ -5852,6 +6235,166 @@ export interface operations {
             401: components["responses"]["Problem401"];
             402: components["responses"]["Problem402"];
             403: components["responses"]["Problem403"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    listContentPlans: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+                /** @description Only the plan of this job. */
+                job_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The plans. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContentPlanList"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    createContentPlan: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateContentPlanRequest"];
+            };
+        };
+        responses: {
+            /** @description The pending job. */
+            202: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            402: components["responses"]["Problem402"];
+            403: components["responses"]["Problem403"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getContentPlan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The plan. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContentPlan"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    generateContentPlanItem: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+                n: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["GenerateContentPlanItemRequest"];
+            };
+        };
+        responses: {
+            /** @description The pending blog_post.generate job. */
+            202: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            402: components["responses"]["Problem402"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
             409: components["responses"]["Problem409"];
             413: components["responses"]["Problem413"];
             422: components["responses"]["Problem422"];
@@ -8076,6 +8619,8 @@ export interface operations {
             /** @description The posts. */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": "public, max-age=60";
                     /** @description A strong tag of the body. */
                     ETag: string;
@@ -8094,6 +8639,8 @@ export interface operations {
             /** @description Not modified. */
             304: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": "public, max-age=60";
                     /** @description A strong tag of the body. */
                     ETag: string;
@@ -8113,6 +8660,50 @@ export interface operations {
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
+        };
+    };
+    preflightListPublicBlogPosts: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
         };
     };
     getPublicBlogPost: {
@@ -8139,6 +8730,8 @@ export interface operations {
             /** @description The post. */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": "public, max-age=60";
                     /** @description A strong tag of the body. */
                     ETag: string;
@@ -8157,6 +8750,8 @@ export interface operations {
             /** @description Not modified. */
             304: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": "public, max-age=60";
                     /** @description A strong tag of the body. */
                     ETag: string;
@@ -8176,6 +8771,52 @@ export interface operations {
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
+        };
+    };
+    preflightGetPublicBlogPost: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
         };
     };
     getPublicBookingAvailability: {
@@ -8204,6 +8845,8 @@ export interface operations {
             /** @description The free slots. */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": "public, max-age=60";
                     /** @description A strong tag of the body; send it as If-None-Match to get 304. */
                     ETag: string;
@@ -8222,6 +8865,8 @@ export interface operations {
             /** @description Not modified: If-None-Match names the current ETag (no body). */
             304: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": "public, max-age=60";
                     /** @description A strong tag of the body; send it as If-None-Match to get 304. */
                     ETag: string;
@@ -8241,6 +8886,50 @@ export interface operations {
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
+        };
+    };
+    preflightGetPublicBookingAvailability: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
         };
     };
     listPublicBookingServices: {
@@ -8266,6 +8955,8 @@ export interface operations {
             /** @description The services. */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": "public, max-age=60";
                     /** @description A strong tag of the body; send it as If-None-Match to get 304. */
                     ETag: string;
@@ -8284,6 +8975,8 @@ export interface operations {
             /** @description Not modified: If-None-Match names the current ETag (no body). */
             304: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": "public, max-age=60";
                     /** @description A strong tag of the body; send it as If-None-Match to get 304. */
                     ETag: string;
@@ -8303,6 +8996,50 @@ export interface operations {
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
+        };
+    };
+    preflightListPublicBookingServices: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
         };
     };
     createPublicBooking: {
@@ -8329,6 +9066,8 @@ export interface operations {
             /** @description The booking. */
             201: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8349,6 +9088,270 @@ export interface operations {
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
+        };
+    };
+    preflightCreatePublicBooking: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+        };
+    };
+    getPublicBrand: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header?: {
+                /** @description An ETag of an earlier answer; 304 when it is still current. */
+                "If-None-Match"?: string;
+                /** @description The project id (prj_…); or use ?project_id=. */
+                "X-Service-Project-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The brand. */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    /** @description public, max-age=60 */
+                    "Cache-Control": string;
+                    /** @description A strong tag of the body. */
+                    ETag: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    Vary: components["headers"]["Vary"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublicBrand"];
+                };
+            };
+            /** @description Not modified: If-None-Match names the current ETag. */
+            304: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    /** @description public, max-age=60 */
+                    "Cache-Control": string;
+                    /** @description A strong tag of the body. */
+                    ETag: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    Vary: components["headers"]["Vary"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    preflightGetPublicBrand: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+        };
+    };
+    getPublicComponent: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header?: {
+                /** @description An ETag of an earlier answer; 304 when it is still current. */
+                "If-None-Match"?: string;
+                /** @description The project id (prj_…); or use ?project_id=. */
+                "X-Service-Project-Key"?: string;
+            };
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The component. */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    /** @description public, max-age=60 */
+                    "Cache-Control": string;
+                    /** @description A strong tag of the body. */
+                    ETag: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    Vary: components["headers"]["Vary"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Component"];
+                };
+            };
+            /** @description Not modified: If-None-Match names the current ETag. */
+            304: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    /** @description public, max-age=60 */
+                    "Cache-Control": string;
+                    /** @description A strong tag of the body. */
+                    ETag: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    Vary: components["headers"]["Vary"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    preflightGetPublicComponent: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
         };
     };
     getPublicContentBulk: {
@@ -8375,6 +9378,8 @@ export interface operations {
             /** @description The values by key. */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     /** @description public, max-age=60 */
                     "Cache-Control": string;
                     /** @description A strong tag of the body. */
@@ -8394,6 +9399,8 @@ export interface operations {
             /** @description Not modified: If-None-Match names the current ETag. */
             304: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     /** @description public, max-age=60 */
                     "Cache-Control": string;
                     /** @description A strong tag of the body. */
@@ -8414,6 +9421,50 @@ export interface operations {
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
+        };
+    };
+    preflightGetPublicContentBulk: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
         };
     };
     getPublicContentKey: {
@@ -8440,6 +9491,8 @@ export interface operations {
             /** @description The key. */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     /** @description public, max-age=60 */
                     "Cache-Control": string;
                     /** @description A strong tag of the body. */
@@ -8459,6 +9512,8 @@ export interface operations {
             /** @description Not modified: If-None-Match names the current ETag. */
             304: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     /** @description public, max-age=60 */
                     "Cache-Control": string;
                     /** @description A strong tag of the body. */
@@ -8479,6 +9534,52 @@ export interface operations {
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
+        };
+    };
+    preflightGetPublicContentKey: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path: {
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
         };
     };
     submitContact: {
@@ -8505,8 +9606,8 @@ export interface operations {
             /** @description The submission. */
             201: {
                 headers: {
-                    "Access-Control-Allow-Origin": "*";
-                    "Access-Control-Expose-Headers"?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8529,25 +9630,36 @@ export interface operations {
             503: components["responses"]["Problem503"];
         };
     };
-    preflightContact: {
+    preflightSubmitContact: {
         parameters: {
-            query?: never;
-            header?: never;
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Allowed from any origin. */
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    "Access-Control-Allow-Headers": string;
-                    "Access-Control-Allow-Methods": string;
-                    "Access-Control-Allow-Origin": string;
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
                     "Access-Control-Max-Age"?: string;
-                    Allow?: string;
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                    Vary: components["headers"]["Vary"];
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -8557,9 +9669,9 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
-            503: components["responses"]["Problem503"];
         };
     };
     subscribeNewsletter: {
@@ -8586,8 +9698,8 @@ export interface operations {
             /** @description The subscription, acknowledged. */
             201: {
                 headers: {
-                    "Access-Control-Allow-Origin": "*";
-                    "Access-Control-Expose-Headers"?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8610,25 +9722,36 @@ export interface operations {
             503: components["responses"]["Problem503"];
         };
     };
-    preflightNewsletter: {
+    preflightSubscribeNewsletter: {
         parameters: {
-            query?: never;
-            header?: never;
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Allowed from any origin. */
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    "Access-Control-Allow-Headers": string;
-                    "Access-Control-Allow-Methods": string;
-                    "Access-Control-Allow-Origin": string;
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
                     "Access-Control-Max-Age"?: string;
-                    Allow?: string;
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                    Vary: components["headers"]["Vary"];
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -8638,9 +9761,9 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
-            503: components["responses"]["Problem503"];
         };
     };
     getPublicGallery: {
@@ -8665,6 +9788,8 @@ export interface operations {
             /** @description The gallery, wrapped. */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     /** @description public, max-age=60 */
                     "Cache-Control": string;
                     /** @description A strong tag of the body. */
@@ -8684,6 +9809,8 @@ export interface operations {
             /** @description Not modified: If-None-Match names the current ETag. */
             304: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     /** @description public, max-age=60 */
                     "Cache-Control": string;
                     /** @description A strong tag of the body. */
@@ -8705,6 +9832,52 @@ export interface operations {
             503: components["responses"]["Problem503"];
         };
     };
+    preflightGetPublicGallery: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+        };
+    };
     getMedia: {
         parameters: {
             query?: never;
@@ -8720,6 +9893,8 @@ export interface operations {
             /** @description The image. */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": string;
                     ETag: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -8743,6 +9918,8 @@ export interface operations {
             /** @description A range of the image. */
             206: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": string;
                     ETag: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -8766,6 +9943,8 @@ export interface operations {
             /** @description Not modified. */
             304: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": string;
                     ETag: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -8783,6 +9962,8 @@ export interface operations {
             /** @description The range is not satisfiable. */
             416: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -8797,6 +9978,164 @@ export interface operations {
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
+        };
+    };
+    preflightGetMedia: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path: {
+                project: string;
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+        };
+    };
+    listPublicPages: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+                /** @description The translation to read the titles in. */
+                lang?: string;
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header?: {
+                /** @description An ETag of an earlier answer; 304 when it is still current. */
+                "If-None-Match"?: string;
+                /** @description The project id (prj_…); or use ?project_id=. */
+                "X-Service-Project-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pages. */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    /** @description public, max-age=60 */
+                    "Cache-Control": string;
+                    /** @description A strong tag of the body. */
+                    ETag: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    Vary: components["headers"]["Vary"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PageLinkList"];
+                };
+            };
+            /** @description Not modified: If-None-Match names the current ETag. */
+            304: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    /** @description public, max-age=60 */
+                    "Cache-Control": string;
+                    /** @description A strong tag of the body. */
+                    ETag: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    Vary: components["headers"]["Vary"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    preflightListPublicPages: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
         };
     };
     getPublicPage: {
@@ -8823,6 +10162,8 @@ export interface operations {
             /** @description The page. */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     /** @description public, max-age=60 */
                     "Cache-Control": string;
                     /** @description A strong tag of the body. */
@@ -8842,6 +10183,8 @@ export interface operations {
             /** @description Not modified: If-None-Match names the current ETag. */
             304: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     /** @description public, max-age=60 */
                     "Cache-Control": string;
                     /** @description A strong tag of the body. */
@@ -8864,6 +10207,52 @@ export interface operations {
             503: components["responses"]["Problem503"];
         };
     };
+    preflightGetPublicPage: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+        };
+    };
     listPublicProductCategories: {
         parameters: {
             query?: {
@@ -8884,6 +10273,8 @@ export interface operations {
             /** @description The roots, children nested. */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": "public, max-age=60";
                     /** @description A strong tag of the body; send it back in If-None-Match. */
                     ETag: string;
@@ -8902,6 +10293,8 @@ export interface operations {
             /** @description Not modified: the If-None-Match tag still matches. */
             304: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": "public, max-age=60";
                     /** @description A strong tag of the body; send it back in If-None-Match. */
                     ETag: string;
@@ -8920,6 +10313,50 @@ export interface operations {
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
+        };
+    };
+    preflightListPublicProductCategories: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
         };
     };
     listPublicProducts: {
@@ -8953,6 +10390,8 @@ export interface operations {
             /** @description The products. */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": "public, max-age=60";
                     /** @description A strong tag of the body; send it back in If-None-Match. */
                     ETag: string;
@@ -8971,6 +10410,8 @@ export interface operations {
             /** @description Not modified: the If-None-Match tag still matches. */
             304: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": "public, max-age=60";
                     /** @description A strong tag of the body; send it back in If-None-Match. */
                     ETag: string;
@@ -8990,6 +10431,50 @@ export interface operations {
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
+        };
+    };
+    preflightListPublicProducts: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
         };
     };
     getPublicProduct: {
@@ -9014,6 +10499,8 @@ export interface operations {
             /** @description The product. */
             200: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": "public, max-age=60";
                     /** @description A strong tag of the body; send it back in If-None-Match. */
                     ETag: string;
@@ -9032,6 +10519,8 @@ export interface operations {
             /** @description Not modified: the If-None-Match tag still matches. */
             304: {
                 headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": "public, max-age=60";
                     /** @description A strong tag of the body; send it back in If-None-Match. */
                     ETag: string;
@@ -9050,6 +10539,161 @@ export interface operations {
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
+        };
+    };
+    preflightGetPublicProduct: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path: {
+                id_or_slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+        };
+    };
+    getSitemap: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header?: {
+                /** @description An ETag of an earlier answer; 304 when it is still current. */
+                "If-None-Match"?: string;
+                /** @description The project id (prj_…); or use ?project_id=. */
+                "X-Service-Project-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sitemap. */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    /** @description public, max-age=60 */
+                    "Cache-Control": string;
+                    /** @description A strong tag of the body. */
+                    ETag: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    Vary: components["headers"]["Vary"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/xml": string;
+                };
+            };
+            /** @description Not modified: If-None-Match names the current ETag. */
+            304: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    /** @description public, max-age=60 */
+                    "Cache-Control": string;
+                    /** @description A strong tag of the body. */
+                    ETag: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    Vary: components["headers"]["Vary"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    preflightGetSitemap: {
+        parameters: {
+            query?: {
+                /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
+                project_id?: string;
+            };
+            header: {
+                /** @description The page's origin. */
+                Origin?: string;
+                "Access-Control-Request-Method": string;
+                "Access-Control-Request-Headers"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
+            204: {
+                headers: {
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    "Access-Control-Allow-Headers"?: string;
+                    /** @description The method asked for, when allowed (GET, HEAD or POST). */
+                    "Access-Control-Allow-Methods"?: string;
+                    /** @description The origin (`*` for any), when it and the method and headers asked for are allowed; absent otherwise. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds a browser may keep the answer. */
+                    "Access-Control-Max-Age"?: string;
+                    /** @description Origin and the preflight's request headers. */
+                    Vary: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
         };
     };
     listSocialAccounts: {
@@ -9905,6 +11549,48 @@ export interface operations {
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
             409: components["responses"]["Problem409"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    generateWebsite: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GenerateWebsiteRequest"];
+            };
+        };
+        responses: {
+            /** @description The pending job. */
+            202: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            402: components["responses"]["Problem402"];
+            403: components["responses"]["Problem403"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
