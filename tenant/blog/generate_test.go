@@ -12,80 +12,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/ai"
 )
-
-type sseEvent struct{ Type, Data string }
-
-// streamJob reads a job's SSE stream from its first event (Last-Event-ID
-// 0) to done.
-func streamJob(t *testing.T, env *apitest.Env, key, jobID string) []sseEvent {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", env.URL+"/v1/jobs/"+jobID+"/stream", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Last-Event-ID", "0")
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	require.Equal(t, 200, res.StatusCode)
-	require.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))
-	var out []sseEvent
-	for ev, err := range sse.Read(res.Body, nil) {
-		if err != nil {
-			break
-		}
-		out = append(out, sseEvent{ev.Type, ev.Data})
-		if ev.Type == "done" {
-			break
-		}
-	}
-	return out
-}
-
-// stepOrder checks that each step of want was activated, then completed,
-// in order, and returns the job of the done event.
-func stepOrder(t *testing.T, evs []sseEvent, want []string) map[string]any {
-	t.Helper()
-	var activated, completed []string
-	var progress []float64
-	var done map[string]any
-	for _, e := range evs {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(e.Data), &m), e.Data)
-		switch e.Type {
-		case "step":
-			if m["active"] == true {
-				activated = append(activated, m["name"].(string))
-			}
-			if m["completed"] == true {
-				completed = append(completed, m["name"].(string))
-			}
-		case "progress":
-			progress = append(progress, m["progress"].(float64))
-		case "done":
-			done = m
-		case "error":
-			t.Fatalf("error event: %s", e.Data)
-		}
-	}
-	require.Equal(t, want, activated, "steps activated")
-	require.Equal(t, want, completed, "steps completed")
-	require.NotNil(t, done, "the stream ends with done")
-	for i := 1; i < len(progress); i++ {
-		require.GreaterOrEqual(t, progress[i], progress[i-1], "progress never goes back: %v", progress)
-	}
-	require.Equal(t, float64(100), progress[len(progress)-1])
-	return done
-}
 
 // generated checks a completed blog_post.generate job and its post, and
 // returns the post.
@@ -163,7 +95,7 @@ func TestGenerateOffline(t *testing.T) {
 	// 60 credits for the post and 7 per target language, at submit.
 	require.Equal(t, map[string]int64{"blog_post": 6000, "translate_language": 1400}, ledger(t, p, j["id"].(string)))
 
-	done := stepOrder(t, streamJob(t, env, p.Key, j["id"].(string)), steps)
+	done := env.JobSteps(t, p.Key, j["id"].(string), steps)
 	job := env.Do("GET", "/v1/jobs/"+j["id"].(string), p.Key, nil).Expect(t, 200).JSON(t)
 	require.Equal(t, job["result"], done["result"])
 	m := generated(t, env, p, job, []string{"fr", "de"})
@@ -297,7 +229,7 @@ func TestGenerateOpenAI(t *testing.T) {
 	p := env.NewProject("build")
 	subscribe(t, env, p, "")
 	j := env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"type": "ai", "topic": "Sourdough", "target_languages": []string{"fr"}}).Expect(t, 202).JSON(t)
-	stepOrder(t, streamJob(t, env, p.Key, j["id"].(string)), steps)
+	env.JobSteps(t, p.Key, j["id"].(string), steps)
 	job := env.WaitJob(t, p.Key, j["id"].(string))
 	m := generated(t, env, p, job, []string{"fr"})
 	require.Equal(t, map[string]any{"post_id": m["id"], "slug": "sourdough-at-home", "title": "Sourdough at Home"}, job["result"])

@@ -21,7 +21,7 @@ func TestTranslatePost(t *testing.T) {
 	require.Equal(t, "pending", j["status"])
 	require.Equal(t, map[string]int64{"translate_language": 1400}, ledger(t, p, j["id"].(string)), "7 credits per language")
 
-	stepOrder(t, streamJob(t, env, p.Key, j["id"].(string)), []string{"fr", "es"})
+	env.JobSteps(t, p.Key, j["id"].(string), []string{"fr", "es"})
 	job := env.WaitJob(t, p.Key, j["id"].(string))
 	require.Equal(t, "completed", job["status"], "job: %v", job)
 	require.Equal(t, map[string]any{"keys_translated": float64(5), "locales": []any{"fr", "es"}, "post_id": m["id"]}, job["result"])

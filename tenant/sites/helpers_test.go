@@ -2,15 +2,11 @@ package sites_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/pgtest"
@@ -69,63 +65,6 @@ func spent(t *testing.T, p *apitest.Project) int64 {
 func forgetAICharges(t *testing.T, p *apitest.Project) {
 	t.Helper()
 	exec(t, p, `UPDATE credit_ledger SET created_at = created_at - interval '2 minutes'`)
-}
-
-type sseEvent struct{ Type, Data string }
-
-// streamJob reads a job's SSE stream from its first event to done.
-func streamJob(t *testing.T, env *apitest.Env, key, jobID string) []sseEvent {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", env.URL+"/v1/jobs/"+jobID+"/stream", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Last-Event-ID", "0")
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	require.Equal(t, 200, res.StatusCode)
-	var out []sseEvent
-	for ev, err := range sse.Read(res.Body, nil) {
-		if err != nil {
-			break
-		}
-		out = append(out, sseEvent{ev.Type, ev.Data})
-		if ev.Type == "done" {
-			break
-		}
-	}
-	return out
-}
-
-// stepOrder checks that each step of want was activated, then completed,
-// in order, and returns the job of the done event.
-func stepOrder(t *testing.T, evs []sseEvent, want []string) map[string]any {
-	t.Helper()
-	var activated, completed []string
-	var done map[string]any
-	for _, e := range evs {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(e.Data), &m), e.Data)
-		switch e.Type {
-		case "step":
-			if m["active"] == true {
-				activated = append(activated, m["name"].(string))
-			}
-			if m["completed"] == true {
-				completed = append(completed, m["name"].(string))
-			}
-		case "done":
-			done = m
-		case "error":
-			t.Fatalf("error event: %s", e.Data)
-		}
-	}
-	require.Equal(t, want, activated, "steps activated")
-	require.Equal(t, want, completed, "steps completed")
-	require.NotNil(t, done, "the stream ends with done")
-	return done
 }
 
 // public sends a keyless read of the public surface for p.

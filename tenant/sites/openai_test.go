@@ -120,7 +120,7 @@ func TestWebsiteOpenAI(t *testing.T) {
 	env := openAIEnv(t, f)
 	p := env.NewProject("build")
 	j := env.Do("POST", "/v1/websites/generate", p.Key, map[string]any{"brief": bakeryBrief, "target_languages": []string{"fr"}}).Expect(t, 202).JSON(t)
-	stepOrder(t, streamJob(t, env, p.Key, str(j, "id")), []string{"plan", "brand", "pages", "components", "content", "translate"})
+	env.JobSteps(t, p.Key, str(j, "id"), []string{"plan", "brand", "pages", "components", "content", "translate"})
 	job := env.WaitJob(t, p.Key, str(j, "id"))
 	st := checkSite(t, env, p, job, []string{"fr"})
 	require.Contains(t, st.pages, "products", "the model chose products")

@@ -175,7 +175,7 @@ func TestWebsiteOffline(t *testing.T) {
 	charged := map[string]int64{"website": 20000, "translate_language": 1400}
 	require.Equal(t, charged, ledger(t, p, id), "200 credits and 7 per target language, at submit")
 
-	done := stepOrder(t, streamJob(t, env, p.Key, id), sites.WebsiteSteps)
+	done := env.JobSteps(t, p.Key, id, sites.WebsiteSteps)
 	job := env.Do("GET", "/v1/jobs/"+id, p.Key, nil).Expect(t, 200).JSON(t)
 	require.Equal(t, job["result"], done["result"])
 	st := checkSite(t, env, p, job, []string{"fr", "de"})
