@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -289,35 +288,7 @@ func (b *bench) databaseURL() (string, error) {
 
 // call sends one JSON request and decodes a 2xx answer into out.
 func (b *bench) call(ctx context.Context, method, url, bearer string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return err
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := b.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	if res.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %d %s", method, url, res.StatusCode, raw)
-	}
-	if out != nil {
-		return json.Unmarshal(raw, out)
-	}
-	return nil
+	return loadgen.Call(ctx, b.client, method, url, bearer, body, out)
 }
 
 // The records every server reads.

@@ -305,33 +305,7 @@ func (b *bench) databaseURL() string {
 
 // call sends one JSON request and decodes a 2xx answer into out.
 func (b *bench) call(ctx context.Context, method, path, bearer string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, b.base+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+bearer)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := b.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	if res.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, raw)
-	}
-	if out != nil {
-		return json.Unmarshal(raw, out)
-	}
-	return nil
+	return loadgen.Call(ctx, b.client, method, b.base+path, bearer, body, out)
 }
 
 // login signs in to the dashboard as the demo user `plinth serve` creates.

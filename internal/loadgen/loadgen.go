@@ -4,7 +4,9 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,4 +74,39 @@ func Run(ctx context.Context, client *http.Client, conns int, d time.Duration, n
 	slices.Sort(all)
 	pct := func(p float64) time.Duration { return all[min(len(all)-1, int(float64(len(all))*p))] }
 	return Result{Rate: float64(len(all)) / elapsed.Seconds(), P50: pct(0.5), P99: pct(0.99)}, nil
+}
+
+// Call sends one JSON request (body marshalled when not nil, a bearer
+// token when not empty) and decodes a 2xx answer into out when not nil;
+// any other status is an error carrying the answer.
+func Call(ctx context.Context, client *http.Client, method, url, bearer string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return err
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %d %s", method, url, res.StatusCode, raw)
+	}
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
 }
