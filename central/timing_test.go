@@ -3,8 +3,10 @@ package central_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -44,6 +46,11 @@ func compare(tb testing.TB, env *apitest.Env, name string, n int, known, unknown
 		if p.reset != nil {
 			p.reset()
 		}
+		// The server runs in this process, and each verification
+		// allocates 19 MiB: collect now, untimed, so a collection the
+		// previous probe triggered does not land in this one's time
+		// (under -race one costs as much as half a verification).
+		runtime.GC()
 		start := time.Now()
 		r := env.Send(apitest.Request{Method: p.method, Path: p.path, Body: p.body})
 		d := time.Since(start)
@@ -69,16 +76,21 @@ func compare(tb testing.TB, env *apitest.Env, name string, n int, known, unknown
 // workspace; a wrong password, as an attacker probing would send) against
 // an unknown one, n samples each. With extra it also measures a right
 // password and an email in two workspaces.
+// A second call on the same env measures again with the same users.
 func loginTimings(tb testing.TB, env *apitest.Env, n int, extra bool) []timing {
 	tb.Helper()
 	ctx := context.Background()
 	c := env.Server.Central
-	tn, _, err := c.CreateTenant(ctx, "Timing", "timing.test", "owner@timing.test", "owner-password")
-	if err != nil {
+	if ts, err := c.TenantsForEmail(ctx, "known@timing.test"); err != nil {
 		tb.Fatal(err)
-	}
-	if _, err := c.AddUser(ctx, tn.ID, "", "known@timing.test", "the-right-password"); err != nil {
-		tb.Fatal(err)
+	} else if len(ts) == 0 {
+		tn, _, err := c.CreateTenant(ctx, "Timing", "timing.test", "owner@timing.test", "owner-password")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := c.AddUser(ctx, tn.ID, "", "known@timing.test", "the-right-password"); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	// Each sample starts from no recorded failures, as a first probe would.
 	reset := func() {
@@ -120,13 +132,28 @@ func (t timing) String() string {
 // TestLoginTimingUniform: a known and an unknown email take the same time
 // on both login endpoints, within 25% (the benchmark reports the figure;
 // 25% keeps this stable on a shared, noisy machine). Not parallel, so the
-// package's other tests do not run beside it.
+// package's other tests do not run beside it; but other packages' tests
+// do, and a burst of theirs can skew one round's medians. A real leak is
+// systematic and shows in every round, so an endpoint fails only when
+// all of up to three rounds differ.
 func TestLoginTimingUniform(t *testing.T) {
 	env := apitest.New(t)
-	for _, tm := range loginTimings(t, env, 40, false) {
-		t.Log(tm)
-		if math.Abs(tm.ratio()-1) > 0.25 {
-			t.Errorf("%s: known and unknown emails differ: %v", tm.name, tm)
+	const rounds = 3
+	differs := map[string]int{}
+	for round := 1; round <= rounds; round++ {
+		for _, tm := range loginTimings(t, env, 40, false) {
+			t.Logf("round %d: %v", round, tm)
+			if math.Abs(tm.ratio()-1) > 0.25 {
+				differs[tm.name]++
+			}
+		}
+		if !slices.Contains(slices.Collect(maps.Values(differs)), round) {
+			return // each endpoint was uniform in some round
+		}
+	}
+	for name, n := range differs {
+		if n == rounds {
+			t.Errorf("%s: known and unknown emails differ in all %d rounds", name, rounds)
 		}
 	}
 }

@@ -416,3 +416,21 @@ func TestValidURL(t *testing.T) {
 		t.Fatalf("the handler ran %d times, want 3 (only for text)", reached)
 	}
 }
+
+// TestRefusalLogLevel: a deliberate 503 with Retry-After (overload) is a
+// warning in the log, a real failure an error.
+func TestRefusalLogLevel(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{httpapi.NewError(503, httpapi.CodeServiceUnavailable, "busy").WithHeader("Retry-After", "1"), "level=WARN"},
+		{errors.New("disk on fire"), "level=ERROR"},
+	} {
+		_, logs := serve(t, func(w http.ResponseWriter, r *http.Request) { httpapi.WriteError(w, r, c.err) },
+			httptest.NewRequest("GET", "/x", nil), 0)
+		if !strings.Contains(logs, c.want) || strings.Count(logs, "level=") != 1 {
+			t.Fatalf("%v: want one %s line, got %q", c.err, c.want, logs)
+		}
+	}
+}

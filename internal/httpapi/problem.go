@@ -263,6 +263,12 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	info := infoFrom(r.Context())
 	var pgErr *pgconn.PgError
 	switch {
+	case ae.Status == 503 && ae.Header.Get("Retry-After") != "":
+		// A deliberate refusal under load (a full login queue, a lock
+		// timeout): the client retries; the operator sees it, but it is
+		// no fault.
+		info.logger.WarnContext(r.Context(), "request refused for now", "request_id", info.id,
+			"method", r.Method, "path", r.URL.Path, "status", ae.Status, "err", err)
 	case ae.Status >= 500:
 		info.logger.ErrorContext(r.Context(), "request failed", "request_id", info.id,
 			"method", r.Method, "path", r.URL.Path, "status", ae.Status, "err", err)
