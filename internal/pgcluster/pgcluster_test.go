@@ -51,6 +51,15 @@ func TestDurable(t *testing.T) {
 					t.Errorf("Durable %t: %s = %s, want %s", durable, setting, got, want)
 				}
 			}
+			// Every cluster sets the longer autovacuum round, which keeps
+			// a shard of thousands of idle schemas idle (issue 18).
+			var naptime string
+			if err := conn.QueryRow(ctx, "SHOW autovacuum_naptime").Scan(&naptime); err != nil {
+				t.Fatal(err)
+			}
+			if naptime != pgcluster.AutovacuumNaptime {
+				t.Errorf("autovacuum_naptime = %s, want %s", naptime, pgcluster.AutovacuumNaptime)
+			}
 		})
 	}
 }
