@@ -20,7 +20,6 @@ import (
 	"time"
 )
 
-
 // AutovacuumNaptime is the private cluster's autovacuum_naptime: the
 // setting operators of shards with thousands of schemas should use too
 // (docs/operations.md).
