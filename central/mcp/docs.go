@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
 )
 
 // A document is one markdown file of the documentation, named by its
@@ -88,7 +90,7 @@ func (s *Server) ServeDoc(w http.ResponseWriter, r *http.Request) {
 	name, ok := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/docs/"), ".md")
 	d, found := s.document(name)
 	if !ok || !found || path.Clean(name) != name {
-		http.Error(w, "no such document", http.StatusNotFound)
+		httpapi.WriteError(w, r, httpapi.NotFound("no document "+r.URL.Path+": /llms.txt lists them"))
 		return
 	}
 	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
