@@ -66,7 +66,9 @@ var specs = []spec{
 	{name: "generate_image", route: post("/v1/images"), status: 202, body: "GenerateImageRequest", job: true, openWorld: true,
 		note: "Starts an AI job generating an image from a prompt. Costs 10 credits."},
 	{name: "generate_website", route: post("/v1/websites/generate"), job: true, openWorld: true, destructive: true,
-		note: "Starts an AI job generating the site's pages, components and content keys from a brief. Costs 200 credits."},
+		// Destructive: a re-run updates the items an earlier run made
+		// (never what the owner created or edited).
+		note: "Starts an AI job generating the site's pages, components, brand and content keys from a brief. Costs 200 credits."},
 	{name: "get_job", route: get("/v1/jobs/{id}"), readOnly: true, job: true},
 	{name: "list_form_submissions", route: get("/v1/form-submissions"), readOnly: true},
 	{name: "list_products", route: get("/v1/products"), readOnly: true},
