@@ -19,6 +19,8 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/central/dashboard"
+	"github.com/plinth-dev/plinth/central/mcp"
+	"github.com/plinth-dev/plinth/docs"
 	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -189,6 +191,14 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	root.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20)) // request id, panics, body size
 	s.opsRoutes(root)
 	r := httpapi.NewRouter()
+	// The MCP tools run the API's routes in the process, through r; the
+	// request that carried the call was logged and rate-limited once.
+	agent, err := mcp.New(mcp.Deps{API: httpapi.Base(cfg.ErrorBase, logger, 11<<20)(r), OpenAPI: OpenAPIJSON, Docs: docs.FS, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	root.Get("/llms.txt", agent.ServeLLMs) // static, keyless, for agents: beside the probes, outside the API's limits
+	root.Get("/docs/*", agent.ServeDoc)
 	root.Mount("/", r)
 	r.Use(VaryPublic)       // public answers vary with the project header, errors included
 	r.Use(c.PublicCORS)     // before the limiter: a 429 of the public surface is readable in a browser
@@ -226,6 +236,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 			// route gets its 403, never another key's stored answer.
 			api.Use(idem.Handler)
 			c.ProjectRoutes(api)
+			api.Method(http.MethodPost, "/mcp", agent.Handler()) // each tool checks its route's scope
 			for _, p := range pillars {
 				p.Routes(api)
 			}
@@ -255,7 +266,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 // output (go generate ./central).
 func OpenAPIDocument() openapi.M {
 	return openapi.Build(OpenAPI, usage.OpenAPI, jobs.OpenAPI, content.OpenAPI, blog.OpenAPI, sites.OpenAPI, commerce.OpenAPI,
-		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, webhooks.OpenAPI)
+		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, webhooks.OpenAPI, mcp.OpenAPI)
 }
 
 // rateLimits builds the limiter of every request: Redis when REDIS_URL

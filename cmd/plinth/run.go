@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -46,6 +47,7 @@ type commands struct {
 	Credits struct {
 		Topup creditsTopupCmd `cmd:"" help:"Add top-up credits to a project; prints {project_id, added, balance}."`
 	} `cmd:"" help:"Credits."`
+	MCP     mcpCmd     `cmd:"" name:"mcp" help:"Serve MCP on stdin/stdout for a local agent, forwarding to the server at PLINTH_URL with PLINTH_API_KEY (docs/mcp.md)."`
 	Version versionCmd `cmd:"" help:"Print the version of this binary."`
 	Help    helpCmd    `cmd:"" help:"List the commands and the environment variables."`
 }
@@ -54,6 +56,7 @@ type commands struct {
 type env struct {
 	ctx            context.Context
 	getenv         func(string) string
+	stdin          io.Reader // read by plinth mcp only
 	stdout, stderr io.Writer
 }
 
@@ -337,7 +340,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return err
 	}
-	return kctx.Run(&env{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr})
+	// Only plinth mcp reads input, the process's own: run keeps the
+	// signature every command's tests call it with.
+	return kctx.Run(&env{ctx: ctx, getenv: getenv, stdin: os.Stdin, stdout: stdout, stderr: stderr})
 }
 
 // known reports whether args start with a command (a leaf of the

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"log/slog"
 	"math"
 	"net/http"
@@ -47,9 +48,24 @@ type Guard struct {
 	Rejected func(limit string)
 }
 
+type chargedKey struct{}
+
+// Charged returns ctx marking a request as already charged: one the
+// server makes to itself on behalf of a request that passed the limiter
+// (an MCP tool call served through the REST routes). The caller's one
+// request is not charged again for each route it runs. Only code in the
+// process can set it; no header or client input does.
+func Charged(ctx context.Context) context.Context {
+	return context.WithValue(ctx, chargedKey{}, true)
+}
+
 // Handler wraps next.
 func (g *Guard) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if charged, _ := r.Context().Value(chargedKey{}).(bool); charged {
+			next.ServeHTTP(w, r)
+			return
+		}
 		path := r.URL.Path
 		for _, p := range g.Skip {
 			if strings.HasPrefix(path, p) {

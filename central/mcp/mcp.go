@@ -1,0 +1,557 @@
+// Package mcp is Plinth's Model Context Protocol server: the tools an
+// agent operates a project with, the documentation as resources, and the
+// stdio proxy of `plinth mcp`.
+//
+// Every tool runs the REST route it mirrors: it builds the route's
+// request (path, query, JSON body, the caller's Authorization and
+// Idempotency-Key) and serves it through the API's own router in the
+// process. Validation, scopes, credits, events and idempotency are then
+// the REST ones by construction, and a refusal is the route's problem,
+// returned as a tool error.
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plinth-dev/plinth/internal/openapi"
+	"github.com/plinth-dev/plinth/internal/ratelimit"
+)
+
+// Deps are what the server needs.
+type Deps struct {
+	// API serves the REST routes the tools run: the API router behind
+	// the request basics (request id, body limit), without the access
+	// log. Its rate limiter lets the tools' requests through uncharged:
+	// the /v1/mcp request that carries a tool call was charged once.
+	API http.Handler
+	// OpenAPI is the API's OpenAPI document (openapi.json).
+	OpenAPI []byte
+	// Docs holds the markdown documentation: *.md and api/*.md.
+	Docs   fs.FS
+	Logger *slog.Logger
+	// Poll is how often a followed job is read; zero is 250 ms.
+	Poll time.Duration
+}
+
+// Server is the MCP server of the API.
+type Server struct {
+	deps   Deps
+	server *sdk.Server
+	tools  map[string]*tool
+	docs   []document
+}
+
+// tool is a spec made ready to run.
+type tool struct {
+	spec
+	idempotencyKey bool // the route accepts Idempotency-Key
+	pathParams     []string
+	queryParams    []string
+	updateParam    string // the update route's path parameter
+}
+
+// New builds the server: one tool per spec, with the schemas of its
+// route's OpenAPI operation, and the documentation resources.
+func New(deps Deps) (*Server, error) {
+	if deps.Poll == 0 {
+		deps.Poll = 250 * time.Millisecond
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	var d doc
+	if err := json.Unmarshal(deps.OpenAPI, &d); err != nil {
+		return nil, fmt.Errorf("mcp: the OpenAPI document: %w", err)
+	}
+	info, _ := d["info"].(map[string]any)
+	version, _ := info["version"].(string)
+	s := &Server{deps: deps, tools: map[string]*tool{}}
+	s.server = sdk.NewServer(&sdk.Implementation{Name: "plinth", Title: "Plinth", Version: version}, &sdk.ServerOptions{
+		Logger: deps.Logger,
+		Instructions: "Plinth is the backend of this website project: its content keys, pages, components, brand, galleries, blog, " +
+			"catalogue, bookings and AI jobs. Every tool runs one REST route of the API (see plinth://openapi) with the project " +
+			"API key this connection uses, within that key's scopes; tools that cost credits say so.",
+	})
+	for _, sp := range specs {
+		t, mt, err := build(d, sp)
+		if err != nil {
+			return nil, err
+		}
+		s.tools[sp.name] = t
+		s.server.AddTool(mt, s.handler(t))
+	}
+	if err := s.addResources(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// build returns the tool of sp and its MCP declaration.
+func build(d doc, sp spec) (*tool, *sdk.Tool, error) {
+	op, err := d.operation(sp.method, sp.path)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := &tool{spec: sp}
+	props := map[string]any{}
+	var required []any
+	var parts []map[string]any
+	addParams := func(ps []param, optional bool) error {
+		for _, p := range ps {
+			name := p.name
+			switch {
+			case p.in == "header" && p.name == "Idempotency-Key":
+				name, t.idempotencyKey = "idempotency_key", true
+			case p.in == "header":
+				continue
+			case p.in == "path" && optional:
+				t.updateParam = p.name
+			case p.in == "path":
+				t.pathParams = append(t.pathParams, p.name)
+			default:
+				t.queryParams = append(t.queryParams, p.name)
+			}
+			if _, dup := props[name]; dup {
+				continue
+			}
+			schema, err := d.standalone(p.schema)
+			if err != nil {
+				return err
+			}
+			parts = append(parts, schema)
+			if p.desc != "" {
+				schema["description"] = p.desc
+			}
+			if name == "idempotency_key" {
+				schema["description"] = "Idempotency-Key: " + p.desc
+			}
+			if t.updateParam == p.name && optional {
+				schema["description"] = "An existing one to update (" + sp.update.method + " " + sp.update.path + "); " +
+					"without it, or when there is none, one is created (" + sp.method + " " + sp.path + ")."
+			}
+			props[name] = schema
+			if p.required && !optional {
+				required = append(required, name)
+			}
+		}
+		return nil
+	}
+	if err := addParams(params(op), false); err != nil {
+		return nil, nil, err
+	}
+	body, bodyRequired := jsonBody(op)
+	if sp.body != "" {
+		body = map[string]any{"$ref": componentRef + sp.body}
+	}
+	var updateBody map[string]any
+	if sp.update != nil {
+		uop, err := d.operation(sp.update.method, sp.update.path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := addParams(params(uop), true); err != nil {
+			return nil, nil, err
+		}
+		updateBody, _ = jsonBody(uop)
+	}
+	if body != nil {
+		b, err := d.standalone(body)
+		if err != nil {
+			return nil, nil, err
+		}
+		for k := range sp.set {
+			// The tool sets these; the agent does not choose them.
+			if p, ok := b["properties"].(map[string]any); ok {
+				delete(p, k)
+			}
+			if r, ok := b["required"].([]any); ok {
+				b["required"] = without(r, k)
+			}
+		}
+		parts = append(parts, b)
+		if updateBody != nil {
+			u, err := d.standalone(updateBody)
+			if err != nil {
+				return nil, nil, err
+			}
+			parts = append(parts, u)
+			b = map[string]any{"anyOf": []any{b, u},
+				"description": "The new resource's fields (the create body) or, with " + t.updateParam + ", the fields to change (the update body)."}
+		} else {
+			b["description"] = "The request body of " + sp.method + " " + sp.path + "."
+		}
+		props["body"] = b
+		if bodyRequired {
+			required = append(required, "body")
+		}
+	}
+	input := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		input["required"] = required
+	}
+	if defs := merged(parts...); len(defs) > 0 {
+		input["$defs"] = defs
+	}
+	status := sp.status
+	if status == 0 {
+		status = firstSuccess(op)
+	}
+	out, err := response(op, status)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mcp: %s %s: %w", sp.method, sp.path, err)
+	}
+	output, err := d.standalone(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	if output["type"] != "object" {
+		return nil, nil, fmt.Errorf("mcp: %s: the answer of %s %s is not an object", sp.name, sp.method, sp.path)
+	}
+	scope := scopeOf(op)
+	if scope == "" {
+		return nil, nil, fmt.Errorf("mcp: %s %s documents no scope", sp.method, sp.path)
+	}
+	summary, _ := op["summary"].(string)
+	opDesc, _ := op["description"].(string)
+	desc := summary + ". "
+	if sp.note != "" {
+		desc += sp.note + " "
+	}
+	desc += "Runs " + sp.method + " " + sp.path
+	if sp.update != nil {
+		desc += " (" + sp.update.method + " " + sp.update.path + " with " + t.updateParam + ")"
+	}
+	desc += ".\n\n" + opDesc
+	if sp.job {
+		desc += "\n\nWith a progress token, the tool reports the job's progress and answers with the job once it has ended."
+	}
+	destructive, openWorld := sp.destructive, sp.openWorld
+	mt := &sdk.Tool{
+		Name:         sp.name,
+		Title:        summary,
+		Description:  strings.TrimSpace(desc),
+		InputSchema:  input,
+		OutputSchema: output,
+		Annotations: &sdk.ToolAnnotations{Title: summary, ReadOnlyHint: sp.readOnly, IdempotentHint: sp.idempotent || sp.readOnly,
+			DestructiveHint: &destructive, OpenWorldHint: &openWorld},
+		Meta: sdk.Meta{"plinth/scope": scope, "plinth/route": sp.method + " " + sp.path},
+	}
+	return t, mt, nil
+}
+
+func without(list []any, v any) []any {
+	var out []any
+	for _, e := range list {
+		if e != v {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Handler serves MCP over Streamable HTTP. It is stateless: each POST
+// carries its own tool call with the caller's key, so any instance can
+// answer it and no session outlives the request.
+func (s *Server) Handler() http.Handler {
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.server }, &sdk.StreamableHTTPOptions{
+		Stateless: true,
+		Logger:    s.deps.Logger,
+		// The SDK refuses loopback connections whose Host is not
+		// loopback, guarding keyless local servers against DNS
+		// rebinding. This endpoint needs a project key, and behind a
+		// reverse proxy on the same host every request arrives so.
+		DisableLocalhostProtection: true,
+	})
+}
+
+// SDK returns the MCP server, for transports other than HTTP.
+func (s *Server) SDK() *sdk.Server { return s.server }
+
+// args are a tool call's arguments.
+type args struct {
+	params map[string]any
+	body   json.RawMessage
+}
+
+func (s *Server) handler(t *tool) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		var in map[string]json.RawMessage
+		if len(req.Params.Arguments) > 0 {
+			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+				return toolError("the arguments are not a JSON object: " + err.Error()), nil
+			}
+		}
+		a := args{params: map[string]any{}}
+		for k, v := range in {
+			if k == "body" {
+				a.body = v
+				continue
+			}
+			var x any
+			if err := json.Unmarshal(v, &x); err != nil {
+				return toolError(k + " is not JSON"), nil
+			}
+			a.params[k] = x
+		}
+		var header http.Header
+		if req.Extra != nil {
+			header = req.Extra.Header
+		}
+		c := &call{s: s, t: t, header: header}
+		status, body, err := c.run(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		if status < 200 || status > 299 {
+			return problemResult(status, body), nil
+		}
+		if t.job {
+			if token := req.Params.GetProgressToken(); token != nil {
+				status, body, err = c.follow(ctx, req.Session, token, body)
+				if err != nil {
+					return nil, err
+				}
+				if status < 200 || status > 299 {
+					return problemResult(status, body), nil
+				}
+			}
+		}
+		return result(body)
+	}
+}
+
+// call is one tool call: its tool and the caller's HTTP header.
+type call struct {
+	s      *Server
+	t      *tool
+	header http.Header
+}
+
+// run serves the tool's route (or, for an upsert, the update route and
+// then, if it found nothing, the create route).
+func (c *call) run(ctx context.Context, a args) (int, []byte, error) {
+	t := c.t
+	body := a.body
+	if len(t.set) > 0 {
+		var m map[string]any
+		if len(body) > 0 {
+			if err := json.Unmarshal(body, &m); err != nil {
+				return c.invalid("body must be a JSON object")
+			}
+		}
+		if m == nil {
+			m = map[string]any{}
+		}
+		for k, v := range t.set {
+			m[k] = v
+		}
+		body, _ = json.Marshal(m)
+	}
+	if t.update != nil {
+		if ref, ok := a.params[t.updateParam]; ok {
+			path, err := expand(t.update.path, []string{t.updateParam}, a.params)
+			if err != nil {
+				return c.invalid(err.Error())
+			}
+			status, res, err := c.serve(ctx, t.update.method, path, nil, body, a.params)
+			if err != nil || status != http.StatusNotFound || t.createAs == "" {
+				return status, res, err
+			}
+			// Nothing to update: create it under that name.
+			var m map[string]any
+			if len(body) > 0 && json.Unmarshal(body, &m) != nil {
+				return status, res, nil
+			}
+			if m == nil {
+				m = map[string]any{}
+			}
+			if _, set := m[t.createAs]; !set {
+				m[t.createAs] = ref
+			}
+			body, _ = json.Marshal(m)
+		}
+	}
+	path, err := expand(t.path, t.pathParams, a.params)
+	if err != nil {
+		return c.invalid(err.Error())
+	}
+	q := url.Values{}
+	for _, name := range t.queryParams {
+		if v, ok := a.params[name]; ok {
+			q.Set(name, scalar(v))
+		}
+	}
+	return c.serve(ctx, t.method, path, q, body, a.params)
+}
+
+// invalid is the 422 of arguments that cannot make a request.
+func (c *call) invalid(msg string) (int, []byte, error) {
+	b, _ := json.Marshal(map[string]any{"status": 422, "code": "validation_failed", "title": "Invalid arguments", "detail": msg})
+	return 422, b, nil
+}
+
+// expand fills path's parameters from params.
+func expand(path string, names []string, params map[string]any) (string, error) {
+	for _, name := range names {
+		v, ok := params[name]
+		if !ok {
+			return "", fmt.Errorf("%s is required", name)
+		}
+		path = strings.Replace(path, "{"+name+"}", url.PathEscape(scalar(v)), 1)
+	}
+	return path, nil
+}
+
+// scalar is a parameter as it is written in a URL.
+func scalar(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			parts[i] = scalar(e)
+		}
+		return strings.Join(parts, ",")
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// serve runs one request through the API in the process. Its context
+// keeps the tool call's cancellation but none of its values: the
+// request is identified, scoped and made idempotent afresh, by the
+// caller's own Authorization and Idempotency-Key headers.
+func (c *call) serve(ctx context.Context, method, path string, query url.Values, body []byte, params map[string]any) (int, []byte, error) {
+	sub, cancel := context.WithCancel(ratelimit.Charged(context.Background()))
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	target := path
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(sub, method, target, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(body) > 0 {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", c.header.Get("Authorization"))
+	if c.t.idempotencyKey && method != http.MethodGet {
+		key := c.header.Get("Idempotency-Key")
+		if k, ok := params["idempotency_key"].(string); ok {
+			key = k
+		}
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+	}
+	if ua := c.header.Get("User-Agent"); ua != "" {
+		req.Header.Set("User-Agent", ua)
+	}
+	req.RemoteAddr = "127.0.0.1:0" // in the process; the caller's address was the /v1/mcp request's
+	rec := httptest.NewRecorder()
+	c.s.deps.API.ServeHTTP(rec, req)
+	return rec.Code, rec.Body.Bytes(), nil
+}
+
+// follow reads the job of answer until it ends, reporting its progress
+// to the client; it returns the last read.
+func (c *call) follow(ctx context.Context, session *sdk.ServerSession, token any, answer []byte) (int, []byte, error) {
+	var job struct {
+		ID, Status, Message string
+		Progress            float64
+	}
+	if err := json.Unmarshal(answer, &job); err != nil || job.ID == "" {
+		return 0, nil, errors.New("mcp: the answer is not a job")
+	}
+	path := "/v1/jobs/" + url.PathEscape(job.ID)
+	last := -1.0
+	status, body := http.StatusOK, answer
+	ticker := time.NewTicker(c.s.deps.Poll)
+	defer ticker.Stop()
+	for {
+		if job.Progress != last && session != nil {
+			last = job.Progress
+			_ = session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: job.Progress, Total: 100, Message: job.Message})
+		}
+		switch job.Status {
+		case "completed", "failed", "cancelled":
+			return status, body, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, nil, ctx.Err()
+		case <-ticker.C:
+		}
+		var err error
+		status, body, err = c.serve(ctx, http.MethodGet, path, nil, nil, nil)
+		if err != nil || status != http.StatusOK {
+			return status, body, err
+		}
+		if err := json.Unmarshal(body, &job); err != nil {
+			return 0, nil, fmt.Errorf("mcp: reading job %s: %w", job.ID, err)
+		}
+	}
+}
+
+// result is a 2xx answer as the tool's structured content.
+func result(body []byte) (*sdk.CallToolResult, error) {
+	var v map[string]any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, fmt.Errorf("mcp: the route's answer is not a JSON object: %w", err)
+	}
+	return &sdk.CallToolResult{StructuredContent: v, Content: []sdk.Content{&sdk.TextContent{Text: string(body)}}}, nil
+}
+
+// problemResult is a route's problem+json as a tool error: the text
+// says the status, the code and the detail (the scope a key lacks, the
+// field that is invalid) and carries the problem.
+func problemResult(status int, body []byte) *sdk.CallToolResult {
+	var p struct {
+		Code, Title, Detail string
+	}
+	_ = json.Unmarshal(body, &p)
+	msg := fmt.Sprintf("HTTP %d %s", status, p.Code)
+	if p.Detail != "" {
+		msg += ": " + p.Detail
+	} else if p.Title != "" {
+		msg += ": " + p.Title
+	}
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}, &sdk.TextContent{Text: string(body)}}}
+}
+
+func toolError(msg string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
+}
+
+// OpenAPI describes POST /v1/mcp.
+func OpenAPI(d *openapi.Doc) {
+	msg := openapi.JSON(d.Schema("MCPMessage", openapi.AnyObject("A JSON-RPC 2.0 message of the Model Context Protocol.")))
+	d.Add("POST", "/v1/mcp", openapi.Op{ID: "mcp", Summary: "Model Context Protocol (Streamable HTTP)", Tag: "mcp",
+		Desc: "The MCP server of the project (docs/mcp.md): tools that run the API's routes with this key, within its scopes, " +
+			"and the documentation as resources. Stateless Streamable HTTP: send `Accept: application/json, text/event-stream`; " +
+			"a call's answer and its progress notifications come as Server-Sent Events. A tool call counts as one request " +
+			"against the rate limit whatever routes it runs; each route charges its credits.",
+		Body: msg,
+		OK: []openapi.Resp{
+			{Status: 200, Desc: "The answer: JSON-RPC messages as Server-Sent Events.", Content: openapi.M{"text/event-stream": openapi.Str()}},
+			{Status: 202, Desc: "A notification or a response was accepted."},
+		}})
+}

@@ -1,0 +1,126 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ProxyConfig is where `plinth mcp` forwards to.
+type ProxyConfig struct {
+	// URL is the server's base address (PLINTH_URL), without /v1.
+	URL string
+	// Key is the project API key (PLINTH_API_KEY).
+	Key string
+	// HTTP sends the requests; nil is http.DefaultClient.
+	HTTP *http.Client
+	// Version is this binary's, as the proxy's client and server name it.
+	Version string
+}
+
+// Proxy serves MCP on local (stdio) by forwarding every call to the
+// Streamable HTTP server at URL/v1/mcp with the key: a local agent
+// drives a remote project, and the remote server alone decides what the
+// key may do. The tools, their schemas and the resources are the
+// remote's, read once at the start. It returns when local closes.
+func Proxy(ctx context.Context, cfg ProxyConfig, local sdk.Transport) error {
+	if cfg.URL == "" || cfg.Key == "" {
+		return errors.New("PLINTH_URL and PLINTH_API_KEY are required")
+	}
+	hc := cfg.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	next := hc.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	authed := *hc
+	authed.Transport = withKey{key: cfg.Key, next: next}
+
+	// Progress of a remote call goes to the local session that made it,
+	// under the same token.
+	var mu sync.Mutex
+	waiting := map[string]*sdk.ServerSession{}
+	client := sdk.NewClient(&sdk.Implementation{Name: "plinth-mcp", Version: cfg.Version}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(ctx context.Context, req *sdk.ProgressNotificationClientRequest) {
+			mu.Lock()
+			ss := waiting[fmt.Sprint(req.Params.ProgressToken)]
+			mu.Unlock()
+			if ss != nil {
+				_ = ss.NotifyProgress(ctx, req.Params)
+			}
+		},
+	})
+	remote, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: strings.TrimSuffix(cfg.URL, "/") + "/v1/mcp", HTTPClient: &authed}, nil)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", cfg.URL, err)
+	}
+	defer remote.Close()
+
+	info := remote.InitializeResult()
+	server := sdk.NewServer(&sdk.Implementation{Name: "plinth", Title: "Plinth", Version: info.ServerInfo.Version},
+		&sdk.ServerOptions{Instructions: info.Instructions})
+	for tool, err := range remote.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("listing the tools: %w", err)
+		}
+		server.AddTool(tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			params := &sdk.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments}
+			if token := req.Params.GetProgressToken(); token != nil {
+				params.SetProgressToken(token)
+				key := fmt.Sprint(token)
+				mu.Lock()
+				waiting[key] = req.Session
+				mu.Unlock()
+				// The client handles notifications apart from answers:
+				// the last progress may come after the call's answer,
+				// so the token is kept a while longer.
+				defer time.AfterFunc(progressGrace, func() {
+					mu.Lock()
+					delete(waiting, key)
+					mu.Unlock()
+				})
+			}
+			return remote.CallTool(ctx, params)
+		})
+	}
+	read := func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		return remote.ReadResource(ctx, &sdk.ReadResourceParams{URI: req.Params.URI})
+	}
+	for r, err := range remote.Resources(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("listing the resources: %w", err)
+		}
+		server.AddResource(r, read)
+	}
+	for rt, err := range remote.ResourceTemplates(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("listing the resource templates: %w", err)
+		}
+		server.AddResourceTemplate(rt, read)
+	}
+	return server.Run(ctx, local)
+}
+
+// progressGrace is how long a call's progress token still routes
+// notifications after its answer.
+const progressGrace = 10 * time.Second
+
+// withKey sends the project key with every request.
+type withKey struct {
+	key  string
+	next http.RoundTripper
+}
+
+func (k withKey) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+k.key)
+	return k.next.RoundTrip(r)
+}
