@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/storage"
@@ -39,6 +42,20 @@ type Lifecycle struct {
 	Queue *queue.Client
 	Media storage.Store
 	Grace time.Duration
+}
+
+// OpenLifecycle builds the Lifecycle of a process that works no jobs
+// (the CLI): an insert-only River client and the configured media store.
+func OpenLifecycle(cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger) (Lifecycle, error) {
+	q, err := queue.New(pool, river.NewWorkers(), queue.Options{Logger: logger})
+	if err != nil {
+		return Lifecycle{}, err
+	}
+	media, err := storage.Open(cfg.Storage, cfg.Getenv)
+	if err != nil {
+		return Lifecycle{}, err
+	}
+	return Lifecycle{Queue: q, Media: media, Grace: cfg.DeleteGrace}, nil
 }
 
 // SetLifecycle gives c what suspension and deletion need; NewServer and
