@@ -495,8 +495,7 @@ func (c *Central) adminCreateProject(w http.ResponseWriter, r *http.Request) err
 	if req.Plan != "" && req.Plan != "free" && !AdminFrom(r.Context()).Allows("projects:admin") {
 		return httpapi.Fail(httpapi.ErrForbidden, "this admin token lacks the scope projects:admin (needed to choose a plan)")
 	}
-	p, err := c.CreateProject(r.Context(), ProjectParams{TenantID: req.TenantID, Name: req.Name, Plan: req.Plan,
-		DefaultLanguage: req.DefaultLanguage, TargetLanguages: req.TargetLanguages, Timezone: req.Timezone, Industry: req.Industry})
+	p, err := c.CreateProject(r.Context(), ProjectParams(req))
 	if err != nil {
 		return err
 	}

@@ -360,9 +360,9 @@ func TestSuspendResume(t *testing.T) {
 	if j := env.WaitJob(t, p.Key, job["id"].(string)); j["status"] != "completed" {
 		t.Fatalf("job %v", j)
 	}
-	reqs := rc.WaitN(t, 10*time.Second, 1)
-	time.Sleep(300 * time.Millisecond)
-	if reqs = rc.Requests(); len(reqs) != 1 || reqs[0].Verified != nil {
+	rc.WaitN(t, 10*time.Second, 1)
+	time.Sleep(300 * time.Millisecond) // a second delivery would show now
+	if reqs := rc.Requests(); len(reqs) != 1 || reqs[0].Verified != nil {
 		t.Fatalf("deliveries after resume: %d (%v)", len(reqs), reqs)
 	}
 	var attempts int
