@@ -189,6 +189,9 @@ func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error
 	e, ok := c.keys.get(h.hash(key))
 	if ok {
 		c.hashers.Put(h)
+		if err := usable(e.scope.Project); err != nil {
+			return nil, err
+		}
 		c.touch(e.scope.Key.ID)
 		return e.scope, nil
 	}
@@ -210,6 +213,9 @@ func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error
 	}
 	if k.Test != test {
 		return nil, httpapi.Unauthorized("the API key is not valid")
+	}
+	if err := usable(p); err != nil {
+		return nil, err
 	}
 	pool, err := c.ShardPool(p.Shard)
 	if err != nil {

@@ -43,6 +43,8 @@ type Central struct {
 	spares chan struct{}
 	// cors writes the CORS answers of the public surface.
 	cors publicCORS
+	// life is what suspension and deletion need (SetLifecycle).
+	life Lifecycle
 }
 
 // Open loads (or, on first start, generates and stores) the server secret.
@@ -274,12 +276,12 @@ func (c *Central) insertProject(ctx context.Context, p ProjectParams) (created *
 }
 
 const projectColumns = `p.id, p.tenant_id, p.name, p.slug, p.industry, p.default_language, p.target_languages, p.timezone, p.plan,
-	p.plan_credits, p.rate_rpm, p.rate_burst, p.allowed_origins, p.site_url, p.created_at, pl.shard, pl.schema_name`
+	p.plan_credits, p.rate_rpm, p.rate_burst, p.allowed_origins, p.site_url, p.status, p.status_reason, p.created_at, pl.shard, pl.schema_name`
 
 func scanProject(row pgx.Row, extra ...any) (*tenant.Project, error) {
 	p := &tenant.Project{}
 	dest := append([]any{&p.ID, &p.TenantID, &p.Name, &p.Slug, &p.Industry, &p.DefaultLanguage, &p.TargetLanguages, &p.Timezone, &p.Plan,
-		&p.PlanCredits, &p.RateRPM, &p.RateBurst, &p.AllowedOrigins, &p.SiteURL, &p.CreatedAt, &p.Shard, &p.Schema}, extra...)
+		&p.PlanCredits, &p.RateRPM, &p.RateBurst, &p.AllowedOrigins, &p.SiteURL, &p.Status, &p.StatusReason, &p.CreatedAt, &p.Shard, &p.Schema}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, httpapi.ErrNotFound
@@ -342,6 +344,11 @@ type ProjectUpdate struct {
 	AllowedOrigins  *[]string
 	SiteURL         *string
 	Plan            *string
+	// The enterprise overrides (admin API and CLI only): absent keeps
+	// one, null clears it. A plan other than enterprise has none.
+	RateRPM     Opt[int]
+	RateBurst   Opt[int]
+	PlanCredits Opt[int64]
 }
 
 // UpdateProject applies u and tells every instance to drop cached copies.
@@ -374,19 +381,50 @@ func (c *Central) UpdateProject(ctx context.Context, projectID string, u Project
 	if u.Plan != nil {
 		v.Check(tenant.ValidPlan(*u.Plan), "plan", planMsg)
 	}
+	if u.RateRPM.Value != nil {
+		v.Check(*u.RateRPM.Value >= 1 && *u.RateRPM.Value <= 1_000_000, "rate_rpm", "must be from 1 to 1000000")
+	}
+	if u.RateBurst.Value != nil {
+		v.Check(*u.RateBurst.Value >= 1 && *u.RateBurst.Value <= 1_000_000, "rate_burst", "must be from 1 to 1000000")
+	}
+	if u.PlanCredits.Value != nil {
+		v.Check(*u.PlanCredits.Value >= 0 && *u.PlanCredits.Value <= 1_000_000_000, "plan_credits", "must be from 0 to 1000000000")
+	}
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	tag, err := c.pool.Exec(ctx, `UPDATE central.projects SET
-		name = COALESCE($2, name), industry = COALESCE($3, industry), default_language = COALESCE($4, default_language),
-		target_languages = COALESCE($5, target_languages), timezone = COALESCE($6, timezone), plan = COALESCE($7, plan),
-		allowed_origins = COALESCE($8, allowed_origins), site_url = COALESCE($9, site_url)
-		WHERE id = $1`, projectID, u.Name, u.Industry, u.DefaultLanguage, u.TargetLanguages, u.Timezone, u.Plan, u.AllowedOrigins, u.SiteURL)
+	overrides := u.RateRPM.Value != nil || u.RateBurst.Value != nil || u.PlanCredits.Value != nil
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		// The overrides belong to enterprise projects: setting one on
+		// another plan is refused, and leaving enterprise clears them
+		// (Project.Limits would apply them whatever the plan). A change of
+		// anything else leaves them as they are.
+		var plan string
+		if err := tx.QueryRow(ctx, `SELECT plan FROM central.projects WHERE id = $1 FOR UPDATE`, projectID).Scan(&plan); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return httpapi.ErrNotFound
+			}
+			return err
+		}
+		if u.Plan != nil {
+			plan = *u.Plan
+		}
+		if overrides && plan != "enterprise" {
+			return httpapi.Invalid("plan", "rate_rpm, rate_burst and plan_credits are set only on enterprise projects")
+		}
+		_, err := tx.Exec(ctx, `UPDATE central.projects SET
+			name = COALESCE($2, name), industry = COALESCE($3, industry), default_language = COALESCE($4, default_language),
+			target_languages = COALESCE($5, target_languages), timezone = COALESCE($6, timezone), plan = COALESCE($7, plan),
+			allowed_origins = COALESCE($8, allowed_origins), site_url = COALESCE($9, site_url),
+			rate_rpm = CASE WHEN $7::text <> 'enterprise' THEN NULL WHEN $10 THEN $11 ELSE rate_rpm END,
+			rate_burst = CASE WHEN $7::text <> 'enterprise' THEN NULL WHEN $12 THEN $13 ELSE rate_burst END,
+			plan_credits = CASE WHEN $7::text <> 'enterprise' THEN NULL WHEN $14 THEN $15 ELSE plan_credits END
+			WHERE id = $1`, projectID, u.Name, u.Industry, u.DefaultLanguage, u.TargetLanguages, u.Timezone, u.Plan, u.AllowedOrigins, u.SiteURL,
+			u.RateRPM.Set, u.RateRPM.Value, u.RateBurst.Set, u.RateBurst.Value, u.PlanCredits.Set, u.PlanCredits.Value)
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	if tag.RowsAffected() == 0 {
-		return nil, httpapi.ErrNotFound
 	}
 	c.notify(ctx, "project:"+projectID)
 	return c.Project(ctx, projectID)

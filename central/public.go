@@ -74,6 +74,9 @@ func (c *Central) PublicProject(next http.Handler) http.Handler {
 			return
 		}
 		s, err := c.ScopeFor(r.Context(), pid)
+		if err == nil && s.Project.Status != StatusActive {
+			err = httpapi.ErrNotFound // a suspended or deleting project's site is gone
+		}
 		if errors.Is(err, httpapi.ErrNotFound) {
 			httpapi.WriteError(w, r, httpapi.NotFound("no such project"))
 			return

@@ -134,7 +134,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	workers := river.NewWorkers()
 	qo := opts.Queue
 	qo.Work, qo.Logger = opts.Workers, logger
-	qo.Middleware = append(slices.Clip(qo.Middleware), s.jobMiddleware())
+	qo.Middleware = append(slices.Clip(qo.Middleware), s.jobMiddleware(), c.JobGate())
 	qo.Queues = maps.Clone(qo.Queues)
 	if qo.Queues == nil {
 		qo.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}}
@@ -145,6 +145,8 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		return nil, fmt.Errorf("river client: %w", err)
 	}
 	s.Outbox = webhook.NewOutbox(s.River)
+	c.SetLifecycle(Lifecycle{Queue: s.River, Media: s.Media, Grace: cfg.DeleteGrace})
+	river.AddWorker(workers, &DropWorker{Central: c})
 	hookSecrets := webhook.NewSecrets(c.Secret())
 	river.AddWorker(workers, &idempotency.ExpireWorker{Projects: c})
 	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
@@ -251,6 +253,19 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	loginLimits := &ratelimit.PerIP{Store: s.Limits.Store, Limit: ratelimit.Limit{RPM: cfg.LoginRPM, Burst: cfg.LoginBurst},
 		Trusted: cfg.TrustedProxies, Clock: s.Limits.Clock, Logger: logger, Rejected: s.Metrics.RateLimited}
 	r.Route("/central/api", func(r chi.Router) { c.DashboardRoutes(r, loginLimits) })
+	// The admin API: admin tokens only (a project key is 401 here, as an
+	// admin token is on /v1), each limited in a bucket of its own.
+	adminLimits := &ratelimit.PerKey{Store: s.Limits.Store, Limit: ratelimit.Limit{RPM: cfg.AdminRPM, Burst: cfg.AdminBurst},
+		Key: func(r *http.Request) string {
+			if t := AdminFrom(r.Context()); t != nil {
+				return t.ID
+			}
+			return "ip:" + ratelimit.ClientIP(r, cfg.TrustedProxies) // guesses are limited too
+		}, Name: "admin", Clock: s.Limits.Clock, Logger: logger, Rejected: s.Metrics.RateLimited}
+	r.Route(AdminPath, func(r chi.Router) {
+		r.Use(c.AdminIdentify, adminLimits.Handler, AdminAuthenticated, httpapi.ValidURL)
+		c.AdminRoutes(r)
+	})
 	// The web dashboard: its pages call /central/api through this router.
 	dash, err := dashboard.New(r, logger)
 	if err != nil {
@@ -266,7 +281,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 // output (go generate ./central).
 func OpenAPIDocument() openapi.M {
 	return openapi.Build(OpenAPI, usage.OpenAPI, jobs.OpenAPI, content.OpenAPI, blog.OpenAPI, sites.OpenAPI, commerce.OpenAPI,
-		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, webhooks.OpenAPI, mcp.OpenAPI)
+		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, webhooks.OpenAPI, mcp.OpenAPI, AdminOpenAPI)
 }
 
 // rateLimits builds the limiter of every request: Redis when REDIS_URL
@@ -296,7 +311,7 @@ func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
 		// The processor's webhook is signed and comes in bursts: it shows
 		// the sender's bucket but is never refused.
 		Peek:     []string{"/v1/health", "/v1/payments/webhook"},
-		Skip:     []string{"/central/", dashboard.Prefix},
+		Skip:     []string{"/central/", dashboard.Prefix, AdminPath + "/"},
 		Trusted:  s.Config.TrustedProxies,
 		Clock:    clock,
 		Logger:   s.logger,

@@ -76,11 +76,14 @@ type Query struct {
 // error help nobody.
 const maxErrors = 20
 
-// The filter of a walk. A NULL $1 drops the Behind test and a false $3
+// The filter of a walk. A project being deleted is never visited: its
+// schema was renamed out of the way, and migrating its placement would
+// create it again. A NULL $1 drops the Behind test and a false $3
 // the Migrated one, so one constant text serves every Query.
 const (
 	walkFilter = `($1::bigint IS NULL OR pl.schema_version < $1 OR pl.migrations_applied < $2)
-		AND (NOT $3 OR pl.migrated_at IS NOT NULL)`
+		AND (NOT $3 OR pl.migrated_at IS NOT NULL)
+		AND pl.project_id NOT IN (SELECT id FROM central.projects WHERE status = 'deleting')`
 	walkCount = `SELECT count(*) FROM central.placements pl WHERE ` + walkFilter
 )
 

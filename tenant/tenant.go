@@ -35,10 +35,14 @@ type Project struct {
 	AllowedOrigins []string
 	// SiteURL is the public address of the project's website, the base of
 	// its sitemap's URLs; empty when not set.
-	SiteURL   string
-	CreatedAt time.Time
-	Shard     string
-	Schema    string
+	SiteURL string
+	// Status is active, suspended (by a platform admin: keys 403, public
+	// surface 404, jobs wait) or deleting (keys revoked, schema renamed).
+	Status       string
+	StatusReason string
+	CreatedAt    time.Time
+	Shard        string
+	Schema       string
 }
 
 // Key is the API key a request came with (nil on the public surface).

@@ -33,14 +33,30 @@ type commands struct {
 	Migrate migrateCmd `cmd:"" help:"Migrate central, River and every project schema, then exit (run it before starting instances of a new release)."`
 	Tenant  struct {
 		Create tenantCreateCmd `cmd:"" help:"Create a workspace and its owner; prints {id, name, domain, owner}."`
+		List   tenantListCmd   `cmd:"" help:"List the workspaces, oldest first; prints a page {data, has_more, next_cursor}."`
+		Get    tenantGetCmd    `cmd:"" help:"Print a workspace with its numbers of projects and users."`
 	} `cmd:"" help:"Workspaces."`
 	User struct {
-		Add userAddCmd `cmd:"" help:"Add a user to a workspace; prints the user."`
+		Add           userAddCmd           `cmd:"" help:"Add a user to a workspace; prints the user."`
+		List          userListCmd          `cmd:"" help:"List a workspace's users; prints a page {data, has_more, next_cursor}."`
+		Remove        userRemoveCmd        `cmd:"" help:"Remove a user from a workspace (not its last one)."`
+		ResetPassword userResetPasswordCmd `cmd:"" name:"reset-password" help:"Set a user's password, or a generated one; prints {user_id, password}."`
 	} `cmd:"" help:"Dashboard users."`
 	Project struct {
-		Create projectCreateCmd `cmd:"" help:"Create a project and its schema; prints the project."`
-		Plan   projectPlanCmd   `cmd:"" help:"Change a project's billing plan (no API key can); prints the project."`
+		Create  projectCreateCmd  `cmd:"" help:"Create a project and its schema; prints the project."`
+		Plan    projectPlanCmd    `cmd:"" help:"Change a project's billing plan (no API key can); prints the project."`
+		List    projectListCmd    `cmd:"" help:"List every project, filtered by workspace, plan or status; prints a page {data, has_more, next_cursor}."`
+		Get     projectGetCmd     `cmd:"" help:"Print a project as the admin API shows it (status, tenant, shard, limits)."`
+		Set     projectSetCmd     `cmd:"" help:"Change a project's name, plan or enterprise limits; prints the project."`
+		Suspend projectSuspendCmd `cmd:"" help:"Suspend a project: keys 403, public surface 404, jobs and webhooks wait; prints the project."`
+		Resume  projectResumeCmd  `cmd:"" help:"Resume a suspended project and wake its jobs; prints the project."`
+		Delete  projectDeleteCmd  `cmd:"" help:"Delete a project: keys revoked at once, data dropped after PLINTH_DELETE_GRACE (or --now); prints the project."`
 	} `cmd:"" help:"Projects."`
+	AdminToken struct {
+		Create adminTokenCreateCmd `cmd:"" help:"Mint an admin token for /admin/api; prints {id, name, scopes, secret, created_at} (the secret shown once)."`
+		List   adminTokenListCmd   `cmd:"" help:"List the active admin tokens, without secrets."`
+		Revoke adminTokenRevokeCmd `cmd:"" help:"Revoke an admin token at once."`
+	} `cmd:"" name:"admin-token" help:"Admin tokens of the admin API."`
 	Key struct {
 		Create keyCreateCmd `cmd:"" help:"Mint an API key; prints it with its secret (shown once)."`
 	} `cmd:"" help:"API keys."`
@@ -128,6 +144,11 @@ func (e *env) admin(do func(context.Context, *central.Central) (any, error)) err
 	if err != nil {
 		return err
 	}
+	life, err := central.OpenLifecycle(cfg, db.Pool, logger) // suspend, resume, delete
+	if err != nil {
+		return err
+	}
+	c.SetLifecycle(life)
 	out, err := do(e.ctx, c)
 	if err != nil {
 		return err

@@ -29,8 +29,14 @@ type Config struct {
 	// LoginRPM and LoginBurst limit each client IP on each of the
 	// dashboard's login endpoints (PLINTH_LOGIN_RATE, default 10/20),
 	// which run argon2id and are outside the API's limits.
-	LoginRPM         int
-	LoginBurst       int
+	LoginRPM   int
+	LoginBurst int
+	// AdminRPM and AdminBurst limit each admin token on /admin/api
+	// (PLINTH_ADMIN_RATE, default 120/60).
+	AdminRPM, AdminBurst int
+	// DeleteGrace is how long a deleted project's renamed schema is kept
+	// before a job drops it (PLINTH_DELETE_GRACE, default 7 days).
+	DeleteGrace      time.Duration
 	AIProvider       string
 	OpenAIBaseURL    string
 	OpenAIAPIKey     string
@@ -79,6 +85,8 @@ var Vars = []Var{
 	{"PLINTH_TRUSTED_PROXIES", "127.0.0.0/8,::1/128", "CIDRs whose X-Forwarded-For is honoured"},
 	{"PLINTH_PUBLIC_RATE", "120/240", "per-IP limit on /v1/public/*, RPM/BURST"},
 	{"PLINTH_LOGIN_RATE", "10/20", "per-IP limit on each dashboard login endpoint, RPM/BURST"},
+	{"PLINTH_ADMIN_RATE", "120/60", "per-token limit on the admin API (/admin/api), RPM/BURST"},
+	{"PLINTH_DELETE_GRACE", "168h", "how long a deleted project's data is kept (schema renamed) before a job drops it"},
 	{"PLINTH_AI_PROVIDER", "offline", "offline (deterministic, built in) or openai (any OpenAI-compatible API)"},
 	{"OPENAI_BASE_URL", "https://api.openai.com/v1", "API base of the openai provider"},
 	{"OPENAI_API_KEY", "", "API key of the openai provider"},
@@ -157,6 +165,12 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.LoginRPM, c.LoginBurst, err = rate(get, "PLINTH_LOGIN_RATE"); err != nil {
 		return c, err
+	}
+	if c.AdminRPM, c.AdminBurst, err = rate(get, "PLINTH_ADMIN_RATE"); err != nil {
+		return c, err
+	}
+	if c.DeleteGrace, err = time.ParseDuration(get("PLINTH_DELETE_GRACE")); err != nil || c.DeleteGrace < 0 {
+		return c, fmt.Errorf("PLINTH_DELETE_GRACE: want a Go duration such as 168h, got %q", getenv("PLINTH_DELETE_GRACE"))
 	}
 	switch c.LogFormat {
 	case "", "json", "text":

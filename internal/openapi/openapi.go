@@ -26,6 +26,7 @@ const (
 	None               // no credentials
 	JWT                // the dashboard token of POST /central/api/login
 	Public             // no credentials; the project from X-Service-Project-Key or ?project_id=
+	Admin              // an admin token (pln_admin_…) of the admin API, /admin/api
 )
 
 // Op is what a part says about one operation; Add derives the rest: the
@@ -81,7 +82,7 @@ func Build(parts ...func(*Doc)) M {
 			"description": "Every /v1 request is authenticated with a project API key (`Authorization: Bearer pln_live_…`), " +
 				"except /v1/health, /v1/openapi.json and the public read surface /v1/public/* (project from the " +
 				"X-Service-Project-Key header or ?project_id=). The dashboard endpoints under /central/api use a JWT from " +
-				"POST /central/api/login. Errors are application/problem+json. Every /v1 response carries X-Request-Id and " +
+				"POST /central/api/login; the admin API under /admin/api an admin token. Errors are application/problem+json. Every /v1 response carries X-Request-Id and " +
 				"the rate-limit headers; every /v1/public/* response carries Vary: X-Service-Project-Key, Origin; " +
 				"mutating requests accept Idempotency-Key.",
 		},
@@ -95,6 +96,9 @@ func Build(parts ...func(*Doc)) M {
 					"description": "A project API key: `Authorization: Bearer pln_live_<32 base62>`."},
 				"dashboardJWT": M{"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
 					"description": "The token of POST /central/api/login (HS256, 12 h)."},
+				"adminToken": M{"type": "http", "scheme": "bearer", "bearerFormat": "pln_admin_… admin token",
+					"description": "A platform admin token of the admin API (/admin/api): `Authorization: Bearer pln_admin_<32 base62>`, " +
+						"minted by `plinth admin-token create`, with scopes such as tenants:read or projects:*."},
 			},
 			"schemas":   d.schemas,
 			"responses": d.responses,
@@ -180,6 +184,8 @@ func (d *Doc) Add(method, path string, o Op) {
 		out["security"] = []any{}
 	case JWT:
 		out["security"] = []any{M{"dashboardJWT": []any{}}}
+	case Admin:
+		out["security"] = []any{M{"adminToken": []any{}}}
 	}
 	// Any request may carry a query that is not UTF-8 text without NUL
 	// (400, httpapi.ValidURL); a path parameter that is not such text
@@ -196,7 +202,7 @@ func (d *Doc) Add(method, path string, o Op) {
 		errs[400], errs[413] = true, true
 	}
 	switch o.Auth {
-	case Key:
+	case Key, Admin:
 		errs[401], errs[403] = true, true
 	case JWT:
 		errs[401] = true

@@ -147,6 +147,30 @@ func (p *PerIP) Handler(name string) func(http.Handler) http.Handler {
 	}
 }
 
+// PerKey limits the routes it wraps per bucket Key(r) (the admin API:
+// per admin token), in buckets of their own.
+type PerKey struct {
+	Store  Store
+	Limit  Limit
+	Key    func(*http.Request) string
+	Clock  func() time.Time
+	Logger *slog.Logger
+	// Rejected, when set, is told of every 429 (as the limit Name).
+	Rejected func(limit string)
+	Name     string
+}
+
+// Handler wraps next.
+func (p *PerKey) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if charge(w, r, p.Store, p.Name+":"+p.Key(r), p.Limit, 1, p.Clock, p.Logger) {
+			next.ServeHTTP(w, r)
+		} else if p.Rejected != nil {
+			p.Rejected(p.Name)
+		}
+	})
+}
+
 // CeilSeconds rounds d up to whole seconds, for Retry-After.
 func CeilSeconds(d time.Duration) int {
 	return int(math.Ceil(d.Seconds()))

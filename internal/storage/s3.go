@@ -169,6 +169,22 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	return s.client.RemoveObject(ctx, s.bucket, name, minio.RemoveObjectOptions{})
 }
 
+// DeletePrefix lists the objects under prefix/ and removes them in
+// batches (S3 has no delete by prefix).
+func (s *S3) DeletePrefix(ctx context.Context, prefix string) error {
+	name, err := s.name(prefix)
+	if err != nil {
+		return err
+	}
+	objects := s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: name + "/", Recursive: true})
+	for e := range s.client.RemoveObjects(ctx, s.bucket, objects, minio.RemoveObjectsOptions{}) {
+		if e.Err != nil {
+			return fmt.Errorf("storage: delete %s: %w", e.ObjectName, e.Err)
+		}
+	}
+	return nil
+}
+
 func s3Err(err error) error {
 	switch minio.ToErrorResponse(err).Code {
 	case minio.NoSuchKey, "NotFound":

@@ -35,6 +35,10 @@ type Store interface {
 	Put(ctx context.Context, key string, r io.Reader) (size int64, err error)
 	Open(ctx context.Context, key string) (Object, error)
 	Delete(ctx context.Context, key string) error
+	// DeletePrefix removes every object whose key starts with the
+	// segment prefix followed by "/" (a deleted project's media, under
+	// its id); none is no error.
+	DeletePrefix(ctx context.Context, prefix string) error
 }
 
 // Open returns the store that spec names: file://DIR (a relative DIR is
@@ -172,6 +176,15 @@ func (f *File) Delete(_ context.Context, key string) error {
 		return err
 	}
 	return nil
+}
+
+// DeletePrefix removes the directory of prefix and everything in it.
+func (f *File) DeletePrefix(_ context.Context, prefix string) error {
+	p, err := f.path(prefix)
+	if err != nil {
+		return err
+	}
+	return os.RemoveAll(p)
 }
 
 type fileObject struct {

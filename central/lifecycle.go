@@ -1,0 +1,299 @@
+package central
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/plinth-dev/plinth/internal/config"
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/internal/storage"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// This file is the life of a project after its creation (issue 26):
+// suspension by a platform admin, resumption, and deletion.
+
+// The statuses of a project.
+const (
+	StatusActive    = "active"
+	StatusSuspended = "suspended"
+	StatusDeleting  = "deleting"
+)
+
+// SuspendedSnooze is how long a job of a suspended project waits before
+// its worker looks again. ResumeProject wakes the waiting jobs at once,
+// so this only bounds the wait when a wake-up is missed.
+const SuspendedSnooze = time.Minute
+
+// Lifecycle is what suspension and deletion need besides the database:
+// the River client (the drop job; waking suspended jobs), the media
+// store, and the grace period before a deleted project's data is dropped.
+type Lifecycle struct {
+	Queue *queue.Client
+	Media storage.Store
+	Grace time.Duration
+}
+
+// OpenLifecycle builds the Lifecycle of a process that works no jobs
+// (the CLI): an insert-only River client and the configured media store.
+func OpenLifecycle(cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger) (Lifecycle, error) {
+	q, err := queue.New(pool, river.NewWorkers(), queue.Options{Logger: logger})
+	if err != nil {
+		return Lifecycle{}, err
+	}
+	media, err := storage.Open(cfg.Storage, cfg.Getenv)
+	if err != nil {
+		return Lifecycle{}, err
+	}
+	return Lifecycle{Queue: q, Media: media, Grace: cfg.DeleteGrace}, nil
+}
+
+// SetLifecycle gives c what suspension and deletion need; NewServer and
+// the CLI's admin commands call it.
+func (c *Central) SetLifecycle(l Lifecycle) { c.life = l }
+
+// usable refuses the key of a project that is not active: a suspended
+// project's keys are 403 "project suspended"; a deleting project's keys
+// were revoked with it.
+func usable(p *tenant.Project) error {
+	switch p.Status {
+	case StatusSuspended:
+		return httpapi.Fail(httpapi.ErrForbidden, "project suspended")
+	case StatusDeleting:
+		return httpapi.Unauthorized("the API key has been revoked")
+	}
+	return nil
+}
+
+// SuspendProject suspends a project: its keys answer 403, its public
+// surface 404, and its jobs and webhook deliveries wait (JobGate) until
+// ResumeProject. It takes effect on every instance at once (the project's
+// cached keys are invalidated, like a revocation). Suspending a
+// suspended project changes only the reason.
+func (c *Central) SuspendProject(ctx context.Context, projectID, reason string) (*tenant.Project, error) {
+	if len(reason) > 500 {
+		return nil, httpapi.Invalid("reason", "must be at most 500 characters")
+	}
+	if err := c.setStatus(ctx, projectID, StatusSuspended, reason); err != nil {
+		return nil, err
+	}
+	return c.Project(ctx, projectID)
+}
+
+// ResumeProject makes a suspended project active again and wakes the jobs
+// that waited for it; resuming an active project is a no-op.
+func (c *Central) ResumeProject(ctx context.Context, projectID string) (*tenant.Project, error) {
+	if err := c.setStatus(ctx, projectID, StatusActive, ""); err != nil {
+		return nil, err
+	}
+	if err := c.wakeJobs(ctx, projectID); err != nil {
+		// The jobs still run after their snooze: late, never lost.
+		c.logger.WarnContext(ctx, "resume: waking the project's jobs failed; they run after their snooze", "project", projectID, "err", err)
+	}
+	return c.Project(ctx, projectID)
+}
+
+// setStatus moves a project between active and suspended (a deleting
+// project is 409) and invalidates its cached copies everywhere.
+func (c *Central) setStatus(ctx context.Context, projectID, status, reason string) error {
+	var was string
+	err := c.pool.QueryRow(ctx, `WITH old AS (SELECT status FROM central.projects WHERE id = $1 FOR UPDATE)
+		UPDATE central.projects p SET status = $2, status_reason = $3, status_at = now()
+		FROM old WHERE p.id = $1 AND old.status <> 'deleting' RETURNING old.status`, projectID, status, reason).Scan(&was)
+	if errors.Is(err, pgx.ErrNoRows) {
+		p, err := c.Project(ctx, projectID)
+		if err != nil {
+			return err
+		}
+		return httpapi.Conflict(httpapi.CodeConflict, "project "+p.ID+" is being deleted")
+	}
+	if err != nil {
+		return err
+	}
+	c.notify(ctx, "project:"+projectID)
+	return nil
+}
+
+// wakeJobs makes the project's snoozed jobs available now.
+func (c *Central) wakeJobs(ctx context.Context, projectID string) error {
+	if c.life.Queue == nil {
+		return nil
+	}
+	for {
+		res, err := c.life.Queue.JobList(ctx, river.NewJobListParams().States(rivertype.JobStateScheduled).First(1000).
+			Where("args->>'project_id' = @project AND metadata->>'snoozes' IS NOT NULL", river.NamedArgs{"project": projectID}))
+		if err != nil {
+			return err
+		}
+		for _, j := range res.Jobs {
+			if _, err := c.life.Queue.JobRetry(ctx, j.ID); err != nil && !errors.Is(err, river.ErrNotFound) {
+				return err
+			}
+		}
+		if len(res.Jobs) < 1000 {
+			return nil
+		}
+	}
+}
+
+// jobProject is the field every project job's args carry.
+type jobProject struct {
+	ProjectID string `json:"project_id"`
+}
+
+// JobGate is the River middleware that keeps a suspended project's jobs
+// (webhook deliveries included) from running: they snooze, which costs
+// no attempt, until ResumeProject wakes them, so none is lost. A deleting
+// project's jobs are cancelled: its data is about to go.
+func (c *Central) JobGate() rivertype.Middleware {
+	return river.WorkerMiddlewareFunc(func(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
+		var a jobProject
+		if json.Unmarshal(job.EncodedArgs, &a) != nil || a.ProjectID == "" {
+			return doInner(ctx)
+		}
+		s, err := c.ScopeFor(ctx, a.ProjectID)
+		if err != nil {
+			return doInner(ctx) // a project that is gone: the worker decides
+		}
+		switch s.Project.Status {
+		case StatusSuspended:
+			return river.JobSnooze(SuspendedSnooze)
+		case StatusDeleting:
+			return river.JobCancel(fmt.Errorf("project %s is being deleted", a.ProjectID))
+		}
+		return doInner(ctx)
+	})
+}
+
+// DropArgs is the job that drops a deleted project's data for good.
+type DropArgs struct {
+	// DeletedProject names the project; not project_id, which JobGate
+	// reads and the drop deletes by.
+	DeletedProject string `json:"deleted_project"`
+	Shard          string `json:"shard"`
+	Schema         string `json:"schema"`
+}
+
+// Kind is the job kind.
+func (DropArgs) Kind() string { return "project_drop" }
+
+// DeleteProject deletes a project: it revokes every key at once, marks
+// it deleting (public surface 404, jobs cancelled), renames its schema
+// out of the way and schedules the job that drops everything after the
+// grace period (now: at once).
+func (c *Central) DeleteProject(ctx context.Context, projectID string, now bool) (*tenant.Project, error) {
+	if c.life.Queue == nil {
+		return nil, errors.New("central: DeleteProject without a queue (SetLifecycle)")
+	}
+	p, err := c.Project(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	shard, err := c.ShardPool(p.Shard)
+	if err != nil {
+		return nil, err
+	}
+	if shard != c.pool {
+		return nil, fmt.Errorf("central: delete on shard %s is not supported", p.Shard)
+	}
+	at := time.Now().Add(c.life.Grace)
+	if now {
+		at = time.Now()
+	}
+	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		var status string
+		if err := tx.QueryRow(ctx, `SELECT status FROM central.projects WHERE id = $1 FOR UPDATE`, projectID).Scan(&status); err != nil {
+			return err
+		}
+		if status == StatusDeleting {
+			return httpapi.Conflict(httpapi.CodeConflict, "project "+projectID+" is already being deleted")
+		}
+		if _, err := tx.Exec(ctx, `UPDATE central.api_keys SET revoked_at = now() WHERE project_id = $1 AND revoked_at IS NULL`, projectID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE central.projects SET status = 'deleting', status_at = now() WHERE id = $1`, projectID); err != nil {
+			return err
+		}
+		// The schema leaves the project_N names, which every walk of the
+		// placements and the spare pool use: nothing migrates or claims it.
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, p.Schema).Scan(&exists); err != nil {
+			return err
+		}
+		if exists {
+			if _, err := tx.Exec(ctx, `ALTER SCHEMA `+pgx.Identifier{p.Schema}.Sanitize()+` RENAME TO `+pgx.Identifier{deletedSchema(p.Schema)}.Sanitize()); err != nil {
+				return err
+			}
+		}
+		_, err := c.life.Queue.InsertTx(ctx, tx, DropArgs{DeletedProject: projectID, Shard: p.Shard, Schema: p.Schema},
+			&river.InsertOpts{ScheduledAt: at, MaxAttempts: 25})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.notify(ctx, "project:"+projectID)
+	return c.Project(ctx, projectID)
+}
+
+// deletedSchema is the name a deleted project's schema waits under.
+func deletedSchema(schema string) string { return "deleted_" + schema }
+
+// DropWorker drops a deleted project: its River jobs, its schema, its
+// media, then its rows in the control plane (placement, keys, payment
+// accounts go with the project row). Each step can run again.
+type DropWorker struct {
+	river.WorkerDefaults[DropArgs]
+	Central *Central
+}
+
+// Work drops the project of the job.
+func (w *DropWorker) Work(ctx context.Context, job *river.Job[DropArgs]) error {
+	c, a := w.Central, job.Args
+	// Its jobs first: none may run against a schema that is gone. A job
+	// that is running (JobDeleteMany leaves those) is waited for.
+	for {
+		res, err := c.life.Queue.JobDeleteMany(ctx, river.NewJobDeleteManyParams().First(1000).
+			Where("args->>'project_id' = @project", river.NamedArgs{"project": a.DeletedProject}))
+		if err != nil {
+			return err
+		}
+		if len(res.Jobs) < 1000 {
+			break
+		}
+	}
+	var running int
+	if err := c.pool.QueryRow(ctx, `SELECT count(*) FROM river.river_job WHERE args->>'project_id' = $1`, a.DeletedProject).Scan(&running); err != nil {
+		return err
+	}
+	if running > 0 {
+		return river.JobSnooze(10 * time.Second)
+	}
+	shard, err := c.ShardPool(a.Shard)
+	if err != nil {
+		return err
+	}
+	if _, err := shard.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{deletedSchema(a.Schema)}.Sanitize()+` CASCADE`); err != nil {
+		return err
+	}
+	if c.life.Media != nil {
+		if err := c.life.Media.DeletePrefix(ctx, a.DeletedProject); err != nil {
+			return fmt.Errorf("delete media of %s: %w", a.DeletedProject, err)
+		}
+	}
+	if _, err := c.pool.Exec(ctx, `DELETE FROM central.projects WHERE id = $1 AND status = 'deleting'`, a.DeletedProject); err != nil {
+		return err
+	}
+	c.notify(ctx, "project:"+a.DeletedProject)
+	return nil
+}

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/plinth-dev/plinth/central"
+	"github.com/plinth-dev/plinth/internal/httpapi"
+)
+
+// The platform admins' commands: admin tokens, and the CLI mirror of the
+// admin API (/admin/api). Each prints one JSON object; lists print a page
+// {data, has_more, next_cursor} as the API does.
+
+type adminTokenCreateCmd struct {
+	Name   string `required:"" help:"Token name, to tell tokens apart."`
+	Scopes string `required:"" help:"Comma-separated scopes: tenants:read|write, users:read|write, projects:read|write|admin, credits:write, exports:read|write, resource:* or *."`
+}
+
+func (c *adminTokenCreateCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		return cen.MintAdminToken(ctx, c.Name, list(c.Scopes))
+	})
+}
+
+type adminTokenListCmd struct{}
+
+func (adminTokenListCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		toks, err := cen.AdminTokens(ctx)
+		return map[string]any{"data": toks}, err
+	})
+}
+
+type adminTokenRevokeCmd struct {
+	ID string `required:"" help:"Token id (adm_…)."`
+}
+
+func (c *adminTokenRevokeCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		if err := cen.RevokeAdminToken(ctx, c.ID); err != nil {
+			return nil, err
+		}
+		return map[string]any{"id": c.ID, "revoked": true}, nil
+	})
+}
+
+// pageFlags are the paging flags of the list commands.
+type pageFlags struct {
+	Limit  int    `default:"20" help:"Items per page, 1 to 100."`
+	Cursor string `help:"next_cursor of the previous page."`
+}
+
+// page checks the flags as the API checks ?limit and ?cursor.
+func (f pageFlags) page() (httpapi.Page, error) {
+	p := httpapi.Page{Limit: f.Limit}
+	if f.Limit < 1 || f.Limit > 100 {
+		return p, fmt.Errorf("--limit: want 1 to 100, got %d", f.Limit)
+	}
+	if f.Cursor != "" {
+		c, err := httpapi.DecodeCursor(f.Cursor)
+		if err != nil {
+			return p, fmt.Errorf("--cursor: not a cursor this command printed")
+		}
+		p.Cursor = c
+	}
+	return p, nil
+}
+
+type projectListCmd struct {
+	pageFlags
+	Tenant int64  `help:"Only this workspace's projects."`
+	Plan   string `help:"Only projects on this plan."`
+	Status string `enum:",active,suspended,deleting" default:"" help:"Only projects in this status: active, suspended or deleting."`
+}
+
+func (c *projectListCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		pg, err := c.page()
+		if err != nil {
+			return nil, err
+		}
+		rows, err := cen.AdminProjects(ctx, central.ProjectFilter{TenantID: c.Tenant, Plan: c.Plan, Status: c.Status}, pg.Cursor, pg.Limit+1)
+		if err != nil {
+			return nil, err
+		}
+		return httpapi.NewList(rows, pg.Limit, func(p central.AdminProject) string { return p.ID }), nil
+	})
+}
+
+type projectGetCmd struct {
+	Project string `required:"" help:"Project id (prj_…)."`
+}
+
+func (c *projectGetCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		p, err := cen.Project(ctx, c.Project)
+		if err != nil {
+			return nil, fmt.Errorf("project %q: %w", c.Project, err)
+		}
+		return central.ToAdminProject(p), nil
+	})
+}
+
+type projectSetCmd struct {
+	Project     string `required:"" help:"Project id (prj_…)."`
+	Name        string `help:"New name."`
+	Plan        string `help:"New plan: free, hobby, build, scale or enterprise (another plan than enterprise clears the limits below)."`
+	RateRPM     string `name:"rate-rpm" help:"Enterprise: the project's own requests per minute; none clears it."`
+	RateBurst   string `name:"rate-burst" help:"Enterprise: the project's own burst; none clears it."`
+	PlanCredits string `name:"plan-credits" help:"Enterprise: the project's own credits per period; none clears it."`
+}
+
+// optFlag reads a limit flag: "" leaves it, "none" clears it.
+func optFlag[T int | int64](name, v string) (central.Opt[T], error) {
+	switch v {
+	case "":
+		return central.Opt[T]{}, nil
+	case "none":
+		return central.Opt[T]{Set: true}, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return central.Opt[T]{}, fmt.Errorf("--%s: want a whole number or none, got %q", name, v)
+	}
+	t := T(n)
+	return central.Opt[T]{Set: true, Value: &t}, nil
+}
+
+func (c *projectSetCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		var u central.ProjectUpdate
+		if c.Name != "" {
+			u.Name = &c.Name
+		}
+		if c.Plan != "" {
+			u.Plan = &c.Plan
+		}
+		var err error
+		if u.RateRPM, err = optFlag[int]("rate-rpm", c.RateRPM); err != nil {
+			return nil, err
+		}
+		if u.RateBurst, err = optFlag[int]("rate-burst", c.RateBurst); err != nil {
+			return nil, err
+		}
+		if u.PlanCredits, err = optFlag[int64]("plan-credits", c.PlanCredits); err != nil {
+			return nil, err
+		}
+		p, err := cen.UpdateProject(ctx, c.Project, u)
+		if err != nil {
+			return nil, fmt.Errorf("project %q: %w", c.Project, err)
+		}
+		return central.ToAdminProject(p), nil
+	})
+}
+
+type projectSuspendCmd struct {
+	Project string `required:"" help:"Project id (prj_…)."`
+	Reason  string `required:"" help:"Why, shown to admins (status_reason)."`
+}
+
+func (c *projectSuspendCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		p, err := cen.SuspendProject(ctx, c.Project, c.Reason)
+		if err != nil {
+			return nil, fmt.Errorf("project %q: %w", c.Project, err)
+		}
+		return central.ToAdminProject(p), nil
+	})
+}
+
+type projectResumeCmd struct {
+	Project string `required:"" help:"Project id (prj_…)."`
+}
+
+func (c *projectResumeCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		p, err := cen.ResumeProject(ctx, c.Project)
+		if err != nil {
+			return nil, fmt.Errorf("project %q: %w", c.Project, err)
+		}
+		return central.ToAdminProject(p), nil
+	})
+}
+
+type projectDeleteCmd struct {
+	Project string `required:"" help:"Project id (prj_…)."`
+	Now     bool   `help:"Drop the data at once instead of after PLINTH_DELETE_GRACE (a worker runs the drop)."`
+}
+
+func (c *projectDeleteCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		p, err := cen.DeleteProject(ctx, c.Project, c.Now)
+		if err != nil {
+			return nil, fmt.Errorf("project %q: %w", c.Project, err)
+		}
+		return central.ToAdminProject(p), nil
+	})
+}
+
+type tenantListCmd struct {
+	pageFlags
+}
+
+func (c *tenantListCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		pg, err := c.page()
+		if err != nil {
+			return nil, err
+		}
+		after, err := httpapi.CursorID(pg.Cursor)
+		if err != nil {
+			return nil, fmt.Errorf("--cursor: not a cursor this command printed")
+		}
+		rows, err := cen.AdminTenants(ctx, after, pg.Limit+1)
+		if err != nil {
+			return nil, err
+		}
+		return httpapi.NewList(rows, pg.Limit, func(t central.AdminTenant) string { return httpapi.IDText(t.ID) }), nil
+	})
+}
+
+type tenantGetCmd struct {
+	ID int64 `required:"" help:"Workspace id."`
+}
+
+func (c *tenantGetCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		t, err := cen.AdminTenant(ctx, c.ID)
+		if err != nil {
+			return nil, fmt.Errorf("tenant %d: %w", c.ID, err)
+		}
+		return t, nil
+	})
+}
+
+type userListCmd struct {
+	pageFlags
+	Tenant int64 `required:"" help:"Workspace id."`
+}
+
+func (c *userListCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		pg, err := c.page()
+		if err != nil {
+			return nil, err
+		}
+		after, err := httpapi.CursorID(pg.Cursor)
+		if err != nil {
+			return nil, fmt.Errorf("--cursor: not a cursor this command printed")
+		}
+		rows, err := cen.Users(ctx, c.Tenant, after, pg.Limit+1)
+		if err != nil {
+			return nil, fmt.Errorf("tenant %d: %w", c.Tenant, err)
+		}
+		return httpapi.NewList(rows, pg.Limit, func(u central.User) string { return httpapi.IDText(u.ID) }), nil
+	})
+}
+
+type userRemoveCmd struct {
+	Tenant int64 `required:"" help:"Workspace id."`
+	User   int64 `required:"" help:"User id."`
+}
+
+func (c *userRemoveCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		if err := cen.RemoveUser(ctx, c.Tenant, c.User); err != nil {
+			return nil, err
+		}
+		return map[string]any{"tenant_id": c.Tenant, "user_id": c.User, "removed": true}, nil
+	})
+}
+
+type userResetPasswordCmd struct {
+	Tenant   int64  `required:"" help:"Workspace id."`
+	User     int64  `required:"" help:"User id."`
+	Password string `help:"The new password (at least 8 characters); unset: one is generated and printed."`
+}
+
+func (c *userResetPasswordCmd) Run(e *env) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		pw, err := cen.ResetPassword(ctx, c.Tenant, c.User, c.Password)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"user_id": c.User, "password": pw}, nil
+	})
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/plinth-dev/plinth/central/apitest"
+)
+
+// TestAdminAPICommands: the admin token commands and the CLI mirror of the
+// admin API act on the same database as the running server.
+func TestAdminAPICommands(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("enterprise")
+	getenv := func(k string) string {
+		return map[string]string{"DATABASE_URL": env.DB.URL, "PLINTH_SECRET": env.Config.Secret, "PLINTH_STORAGE": env.Config.Storage}[k]
+	}
+	cli := func(args ...string) map[string]any {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), args, getenv, &out, &errOut); err != nil {
+			t.Fatalf("plinth %v: %v: %s", args, err, errOut.String())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+			t.Fatalf("plinth %v printed %q", args, out.String())
+		}
+		return m
+	}
+	fails := func(args ...string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), args, getenv, &out, &errOut); err == nil {
+			t.Errorf("plinth %v: no error", args)
+		}
+	}
+
+	tok := cli("admin-token", "create", "--name", "ops", "--scopes", "projects:*,tenants:read")
+	if len(tok) != 5 || !regexp.MustCompile(`^pln_admin_[0-9A-Za-z]{32}$`).MatchString(fmt.Sprint(tok["secret"])) ||
+		!regexp.MustCompile(`^adm_`).MatchString(fmt.Sprint(tok["id"])) || tok["name"] != "ops" || tok["created_at"] == nil {
+		t.Fatalf("admin-token create printed %v", tok)
+	}
+	secret := tok["secret"].(string)
+	env.Do("GET", "/admin/api/projects/"+p.ID, secret, nil).Expect(t, 200)
+	env.Do("GET", "/admin/api/tenants/1/users", secret, nil).Problem(t, 403, "forbidden")
+	fails("admin-token", "create", "--name", "bad", "--scopes", "posts:write")
+	if l := cli("admin-token", "list"); len(l["data"].([]any)) != 1 {
+		t.Fatalf("admin-token list %v", l)
+	}
+
+	// Limits set by the CLI show on the next request.
+	if got := cli("project", "set", "--project", p.ID, "--rate-rpm", "9"); got["rate_rpm"] != float64(9) {
+		t.Fatalf("project set %v", got)
+	}
+	if h := env.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200).Header; h.Get("X-RateLimit-Limit") != "9" {
+		t.Fatalf("limit %s", h.Get("X-RateLimit-Limit"))
+	}
+	fails("project", "set", "--project", p.ID, "--rate-rpm", "lots")
+	if got := cli("project", "suspend", "--project", p.ID, "--reason", "chargeback"); got["status"] != "suspended" {
+		t.Fatalf("suspend %v", got)
+	}
+	env.Do("GET", "/v1/projects/me", p.Key, nil).Problem(t, 403, "forbidden")
+	if l := cli("project", "list", "--status", "suspended"); len(l["data"].([]any)) != 1 {
+		t.Fatalf("project list %v", l)
+	}
+	cli("project", "resume", "--project", p.ID)
+	env.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200)
+	if got := cli("project", "get", "--project", p.ID); got["status"] != "active" || got["tenant_id"] != float64(env.TenantID()) {
+		t.Fatalf("project get %v", got)
+	}
+
+	tid := fmt.Sprint(env.TenantID())
+	if got := cli("tenant", "get", "--id", tid); got["projects"] != float64(1) {
+		t.Fatalf("tenant get %v", got)
+	}
+	if l := cli("tenant", "list", "--limit", "1"); l["has_more"] != false || len(l["data"].([]any)) != 1 {
+		t.Fatalf("tenant list %v", l)
+	}
+	users := cli("user", "list", "--tenant", tid)["data"].([]any)
+	uid := fmt.Sprint(users[0].(map[string]any)["id"])
+	if pw := cli("user", "reset-password", "--tenant", tid, "--user", uid); len(fmt.Sprint(pw["password"])) < 8 {
+		t.Fatalf("reset-password %v", pw)
+	}
+	fails("user", "remove", "--tenant", tid, "--user", uid) // the last user
+
+	if got := cli("project", "delete", "--project", p.ID); got["status"] != "deleting" {
+		t.Fatalf("project delete %v", got)
+	}
+	env.Do("GET", "/v1/projects/me", p.Key, nil).Problem(t, 401, "unauthorized")
+
+	cli("admin-token", "revoke", "--id", tok["id"].(string))
+	env.Do("GET", "/admin/api/projects", secret, nil).Problem(t, 401, "unauthorized")
+	fails("admin-token", "revoke", "--id", tok["id"].(string))
+}
