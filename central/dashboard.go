@@ -19,10 +19,11 @@ import (
 
 // DashboardRoutes mounts the central routes (served under /central/api):
 // the two login endpoints, each limited per client IP by perIP, and the
-// dashboard API behind a dashboard token. A path or query that is not
+// dashboard API behind a dashboard token, whose project routes that
+// mirror a /v1 route are served by api, the server's router of /v1. A path or query that is not
 // text reaches no handler (httpapi.ValidURL), and is refused after the
 // per-IP limit, so its 400 carries the limit's headers like any answer.
-func (c *Central) DashboardRoutes(r chi.Router, perIP *ratelimit.PerIP) {
+func (c *Central) DashboardRoutes(r chi.Router, perIP *ratelimit.PerIP, api http.Handler) {
 	// Hash the dummy password now, so the first unknown-email login costs
 	// one verification like every other.
 	go func() { _, _ = c.dummyHash() }()
@@ -39,6 +40,7 @@ func (c *Central) DashboardRoutes(r chi.Router, perIP *ratelimit.PerIP) {
 		r.Get("/projects/{id}/api-keys", httpapi.H(c.dashboardKeys))
 		r.Post("/projects/{id}/api-keys", httpapi.H(c.dashboardCreateKey))
 		r.Delete("/projects/{id}/api-keys/{key_id}", httpapi.H(c.dashboardRevokeKey))
+		c.mirrorRoutes(r, api)
 	})
 }
 

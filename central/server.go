@@ -239,7 +239,9 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	// of their own, in the same store.
 	loginLimits := &ratelimit.PerIP{Store: s.Limits.Store, Limit: ratelimit.Limit{RPM: cfg.LoginRPM, Burst: cfg.LoginBurst},
 		Trusted: cfg.TrustedProxies, Clock: s.Limits.Clock, Logger: logger, Rejected: s.Metrics.RateLimited}
-	r.Route("/central/api", func(r chi.Router) { c.DashboardRoutes(r, loginLimits) })
+	// Its project routes that mirror a /v1 route (mirror.go) are served
+	// by r, so through the limiter and the /v1 router.
+	r.Route("/central/api", func(cr chi.Router) { c.DashboardRoutes(cr, loginLimits, r) })
 	// The web dashboard: its pages call /central/api through this router.
 	dash, err := dashboard.New(r, logger)
 	if err != nil {
