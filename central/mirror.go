@@ -32,6 +32,7 @@ type mirror struct {
 var dashboardMirrors = []mirror{
 	{"GET", "/webhook-endpoints", "/v1/webhook-endpoints", "webhooks:read"},
 	{"POST", "/webhook-endpoints", "/v1/webhook-endpoints", "webhooks:write"},
+	{"GET", "/webhook-endpoints/{endpoint_id}", "/v1/webhook-endpoints/{endpoint_id}", "webhooks:read"},
 	{"PATCH", "/webhook-endpoints/{endpoint_id}", "/v1/webhook-endpoints/{endpoint_id}", "webhooks:write"},
 	{"POST", "/webhook-endpoints/{endpoint_id}/rotate-secret", "/v1/webhook-endpoints/{endpoint_id}/rotate-secret", "webhooks:write"},
 	{"GET", "/webhook-endpoints/{endpoint_id}/deliveries", "/v1/webhook-endpoints/{endpoint_id}/deliveries", "webhooks:read"},

@@ -40,7 +40,7 @@ func TestDashboardMirrorsServeTheV1Routes(t *testing.T) {
 	if got := env.Do("PATCH", base+"/webhook-endpoints/"+eid, tok, map[string]any{"is_active": false}).Expect(t, 200).JSON(t); got["is_active"] != false {
 		t.Fatalf("disabled: %v", got)
 	}
-	if got := env.Do("GET", "/v1/webhook-endpoints/"+eid, p.Key, nil).Expect(t, 200).JSON(t); got["is_active"] != false {
+	if got := env.Do("GET", base+"/webhook-endpoints/"+eid, tok, nil).Expect(t, 200).JSON(t); got["is_active"] != false || got["signing_secret"] != nil {
 		t.Fatalf("the API reads the endpoint as %v", got)
 	}
 	rotated := env.Do("POST", base+"/webhook-endpoints/"+eid+"/rotate-secret", tok, nil).Expect(t, 200).JSON(t)
@@ -100,6 +100,7 @@ func TestDashboardMirrorsOtherWorkspace(t *testing.T) {
 		}{
 			{"GET", "/webhook-endpoints", nil},
 			{"POST", "/webhook-endpoints", map[string]any{"url": "https://evil.example/in", "events": []string{"content.changed"}}},
+			{"GET", "/webhook-endpoints/" + eid, nil},
 			{"PATCH", "/webhook-endpoints/" + eid, map[string]any{"is_active": false}},
 			{"POST", "/webhook-endpoints/" + eid + "/rotate-secret", nil},
 			{"GET", "/webhook-endpoints/" + eid + "/deliveries", nil},

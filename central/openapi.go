@@ -150,6 +150,8 @@ func OpenAPI(d *openapi.Doc) {
 	mirrored("POST", "/webhook-endpoints", "/v1/webhook-endpoints", openapi.Op{ID: "dashboardCreateWebhookEndpoint", Summary: "Create a webhook endpoint",
 		Body: openapi.JSON(openapi.Ref("CreateWebhookEndpointRequest")), Errs: []int{422},
 		OK: []openapi.Resp{{Status: 201, Desc: "The endpoint with its signing secret, shown once.", Content: openapi.JSON(openapi.Ref("WebhookEndpointWithSecret"))}}})
+	mirrored("GET", "/webhook-endpoints/{endpoint_id}", "/v1/webhook-endpoints/{id}", openapi.Op{ID: "dashboardGetWebhookEndpoint",
+		Summary: "A webhook endpoint", OK: []openapi.Resp{{Status: 200, Desc: "The endpoint.", Content: openapi.JSON(openapi.Ref("WebhookEndpoint"))}}})
 	mirrored("PATCH", "/webhook-endpoints/{endpoint_id}", "/v1/webhook-endpoints/{id}", openapi.Op{ID: "dashboardUpdateWebhookEndpoint",
 		Summary: "Update a webhook endpoint (enable, disable)", Body: openapi.JSON(openapi.Ref("UpdateWebhookEndpointRequest")), Errs: []int{422},
 		OK: []openapi.Resp{{Status: 200, Desc: "The endpoint.", Content: openapi.JSON(openapi.Ref("WebhookEndpoint"))}}})

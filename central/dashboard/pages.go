@@ -247,16 +247,21 @@ func (d *Dashboard) projectPage(w http.ResponseWriter, r *http.Request, status i
 	if _, ok := data["Checked"]; !ok {
 		data["Checked"] = defaultScopes
 	}
-	data["Title"], data["Session"], data["Project"], data["Keys"], data["Scopes"] = p.Name, s, p, keys.Data, scopeChoices
+	data["Title"], data["Session"], data["Project"], data["Keys"], data["Scopes"], data["Tab"] = p.Name, s, p, keys.Data, scopeChoices, "overview"
 	d.render(w, r, status, "project", data)
 	return nil
 }
 
-// pageOf turns the API's 404 into the page's.
+// pageOf turns the API's 404 into the page's, and the project's rate
+// limit (the mirrored routes count in it like the API's) into a page
+// saying when to retry.
 func pageOf(err error) error {
 	var p *problem
-	if errors.As(err, &p) && p.Status == 404 {
+	switch {
+	case errors.As(err, &p) && p.Status == 404:
 		return errNotFound
+	case errors.As(err, &p) && p.Status == 429:
+		return &pageError{status: 429, msg: fmt.Sprintf("This project has made too many requests. Try again in %s.", wait(max(p.RetryAfter, 1)))}
 	}
 	return err
 }
@@ -305,6 +310,9 @@ func when(t *time.Time) string {
 	}
 	return t.UTC().Format("2006-01-02 15:04 UTC")
 }
+
+// ptr is t for when, which takes the optional times of the API.
+func ptr(t time.Time) *time.Time { return &t }
 
 // has reports whether list holds s.
 func has(list []string, s string) bool { return slices.Contains(list, s) }
