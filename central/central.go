@@ -43,6 +43,9 @@ type Central struct {
 	spares chan struct{}
 	// cors writes the CORS answers of the public surface.
 	cors publicCORS
+	// dashboardPlans are the plans a workspace user may give a new
+	// project, the first the default (DashboardRoutes sets them).
+	dashboardPlans []string
 }
 
 // Open loads (or, on first start, generates and stores) the server secret.

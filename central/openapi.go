@@ -99,7 +99,9 @@ func OpenAPI(d *openapi.Doc) {
 		Errs: []int{422, 429}})
 	d.Add("GET", "/central/api/me", openapi.Op{ID: "dashboardMe", Summary: "The signed-in user and workspace", Tag: "dashboard", Auth: openapi.JWT,
 		OK: []openapi.Resp{{Status: 200, Desc: "The session.", Content: openapi.JSON(d.Schema("Session",
-			openapi.Obj(openapi.M{"tenant": tenant, "user": user}, "tenant", "user")))}}})
+			openapi.Obj(openapi.M{"tenant": tenant, "user": user, "project_plans": openapi.With(openapi.M{"type": "array", "minItems": 1, "items": plan},
+				openapi.M{"description": "The plans this user may give a new project (PLINTH_DASHBOARD_PLANS), the default first."})},
+				"tenant", "user", "project_plans")))}}})
 	d.Add("GET", "/central/api/projects", openapi.Op{ID: "dashboardListProjects", Summary: "Projects of the workspace", Tag: "dashboard", Auth: openapi.JWT,
 		Query: openapi.PageParams(), Errs: []int{422},
 		OK: []openapi.Resp{{Status: 200, Desc: "Newest first.", Content: openapi.JSON(d.List("Project"))}}})
@@ -109,8 +111,10 @@ func OpenAPI(d *openapi.Doc) {
 			"default_language": openapi.M{"type": "string", "minLength": 1}, "target_languages": openapi.M{"type": "array", "maxItems": 50, "items": openapi.Str()},
 			"timezone": openapi.M{"type": "string", "minLength": 1}, "industry": openapi.M{"type": "string", "maxLength": 100},
 		}, "name"))),
+		Desc: "plan defaults to the first of the plans the operator lets dashboard users choose (PLINTH_DASHBOARD_PLANS, default free; " +
+			"GET /central/api/me lists them); another plan is 403 forbidden, naming the allowed ones.",
 		OK:   []openapi.Resp{{Status: 201, Desc: "The project.", Content: project}},
-		Errs: []int{409, 422}})
+		Errs: []int{403, 409, 422}})
 	projectID := openapi.M{"id": openapi.M{"type": "string", "pattern": "^prj_"}}
 	keyBody := func(required ...string) openapi.M {
 		return openapi.Obj(openapi.M{"name": openapi.M{"type": "string", "minLength": 1, "maxLength": 100},

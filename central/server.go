@@ -241,7 +241,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		Trusted: cfg.TrustedProxies, Clock: s.Limits.Clock, Logger: logger, Rejected: s.Metrics.RateLimited}
 	// Its project routes that mirror a /v1 route (mirror.go) are served
 	// by r, so through the limiter and the /v1 router.
-	r.Route("/central/api", func(cr chi.Router) { c.DashboardRoutes(cr, loginLimits, r) })
+	r.Route("/central/api", func(cr chi.Router) { c.DashboardRoutes(cr, loginLimits, r, cfg.DashboardPlans) })
 	// The web dashboard: its pages call /central/api through this router.
 	dash, err := dashboard.New(r, logger)
 	if err != nil {

@@ -132,6 +132,9 @@ type (
 			Email string `json:"email"`
 		} `json:"user"`
 		Tenant tenant `json:"tenant"`
+		// ProjectPlans are the plans the user may give a new project, the
+		// default first.
+		ProjectPlans []string `json:"project_plans"`
 	}
 	project struct {
 		ID              string    `json:"id"`

@@ -204,3 +204,41 @@ func TestBrowserJobsAndSubmissions(t *testing.T) {
 		t.Fatalf("CSV: %q", dl["body"])
 	}
 }
+
+// The new-project form offers only the plans the operator allows; a plan
+// slipped into the form anyway is refused by the API, shown on the form.
+func TestBrowserPlans(t *testing.T) {
+	ctx := browser(t) // first: without a browser there is nothing to start
+	env := apitest.New(t, apitest.WithEnv("PLINTH_DASHBOARD_PLANS", "free,hobby"))
+	if _, _, err := env.Server.Central.CreateTenant(context.Background(), "Studio", "studio.test", "dev@studio.test", "studio-password"); err != nil {
+		t.Fatal(err)
+	}
+	tc := tab(t, ctx)
+	if st := signIn(t, tc, env.URL, "dev@studio.test", "", "studio-password"); st != 200 {
+		t.Fatalf("sign in: %d", st)
+	}
+	offered := run(t, tc, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#plan option')].map(o => o.value)`))
+	if strings.Join(offered, ",") != "free,hobby" {
+		t.Fatalf("plans offered: %v", offered)
+	}
+	do(t, tc, chromedp.SendKeys(chromedp.CSS("#name"), "Bakery"), chromedp.SetValue(chromedp.CSS("#plan"), "hobby"))
+	if st := submit(t, tc, "#create-project"); st != 200 {
+		t.Fatalf("create project: %d", st)
+	}
+	if got := text(t, tc, ".facts"); !strings.Contains(got, "hobby") {
+		t.Fatalf("project facts: %q", got)
+	}
+
+	navigate(t, tc, env.URL+"/dashboard/")
+	do(t, tc, chromedp.SendKeys(chromedp.CSS("#name"), "Big shop"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('#plan').add(new Option('scale', 'scale', true, true))`))
+	if st := submit(t, tc, "#create-project"); st != 403 {
+		t.Fatalf("a plan not offered: %d", st)
+	}
+	if got := text(t, tc, `[role=alert]`); !strings.Contains(got, "allowed: free, hobby") {
+		t.Fatalf("refusal: %q", got)
+	}
+	if got := text(t, tc, "#projects tbody"); strings.Contains(got, "Big shop") {
+		t.Fatalf("the refused project exists: %q", got)
+	}
+}

@@ -180,10 +180,14 @@ func (d *Dashboard) createProject(w http.ResponseWriter, r *http.Request) error 
 	if v := fields(r.PostFormValue("target_languages")); len(v) > 0 {
 		body["target_languages"] = v
 	}
+	if v := r.PostFormValue("plan"); v != "" {
+		body["plan"] = v
+	}
 	var p project
 	if err := d.call(r, "POST", "/central/api/projects", body, &p); err != nil {
 		var pr *problem
-		if errors.As(err, &pr) && (pr.Status == 422 || pr.Status == 409 || pr.Status == 400) {
+		// 403: a plan the operator does not let dashboard users choose.
+		if errors.As(err, &pr) && (pr.Status == 422 || pr.Status == 409 || pr.Status == 400 || pr.Status == 403) {
 			return d.projectsPage(w, r, s, pr.Status, map[string]any{"Problem": pr, "Form": r.PostForm})
 		}
 		return err

@@ -4,9 +4,12 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // Config is every setting of docs/decisions.md section 1, with its default.
@@ -31,6 +34,10 @@ type Config struct {
 	// which run argon2id and are outside the API's limits.
 	LoginRPM         int
 	LoginBurst       int
+	// DashboardPlans are the plans a workspace user may give a project
+	// created from the dashboard (PLINTH_DASHBOARD_PLANS, default free);
+	// the first is the default. Any other plan is the operator's to set.
+	DashboardPlans []string
 	AIProvider       string
 	OpenAIBaseURL    string
 	OpenAIAPIKey     string
@@ -79,6 +86,7 @@ var Vars = []Var{
 	{"PLINTH_TRUSTED_PROXIES", "127.0.0.0/8,::1/128", "CIDRs whose X-Forwarded-For is honoured"},
 	{"PLINTH_PUBLIC_RATE", "120/240", "per-IP limit on /v1/public/*, RPM/BURST"},
 	{"PLINTH_LOGIN_RATE", "10/20", "per-IP limit on each dashboard login endpoint, RPM/BURST"},
+	{"PLINTH_DASHBOARD_PLANS", "free", "comma list of the plans dashboard users may choose for a new project, the first the default (others: plinth project plan)"},
 	{"PLINTH_AI_PROVIDER", "offline", "offline (deterministic, built in) or openai (any OpenAI-compatible API)"},
 	{"OPENAI_BASE_URL", "https://api.openai.com/v1", "API base of the openai provider"},
 	{"OPENAI_API_KEY", "", "API key of the openai provider"},
@@ -157,6 +165,18 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.LoginRPM, c.LoginBurst, err = rate(get, "PLINTH_LOGIN_RATE"); err != nil {
 		return c, err
+	}
+	for _, p := range strings.Split(get("PLINTH_DASHBOARD_PLANS"), ",") {
+		if p = strings.TrimSpace(p); p == "" || slices.Contains(c.DashboardPlans, p) {
+			continue
+		}
+		if !tenant.ValidPlan(p) {
+			return c, fmt.Errorf("PLINTH_DASHBOARD_PLANS: unknown plan %q (plans: %s)", p, strings.Join(tenant.PlanNames, ", "))
+		}
+		c.DashboardPlans = append(c.DashboardPlans, p)
+	}
+	if len(c.DashboardPlans) == 0 {
+		return c, fmt.Errorf("PLINTH_DASHBOARD_PLANS: name at least one plan, got %q", getenv("PLINTH_DASHBOARD_PLANS"))
 	}
 	switch c.LogFormat {
 	case "", "json", "text":
