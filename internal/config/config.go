@@ -32,12 +32,12 @@ type Config struct {
 	// LoginRPM and LoginBurst limit each client IP on each of the
 	// dashboard's login endpoints (PLINTH_LOGIN_RATE, default 10/20),
 	// which run argon2id and are outside the API's limits.
-	LoginRPM         int
-	LoginBurst       int
+	LoginRPM   int
+	LoginBurst int
 	// DashboardPlans are the plans a workspace user may give a project
 	// created from the dashboard (PLINTH_DASHBOARD_PLANS, default free);
 	// the first is the default. Any other plan is the operator's to set.
-	DashboardPlans []string
+	DashboardPlans   []string
 	AIProvider       string
 	OpenAIBaseURL    string
 	OpenAIAPIKey     string
