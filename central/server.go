@@ -190,6 +190,11 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	s.opsRoutes(root)
 	r := httpapi.NewRouter()
 	root.Mount("/", r)
+	// The host's root and /central are for people: they lead to the
+	// dashboard (the API is /v1, the dashboard's API /central/api).
+	for _, p := range []string{"/", "/central", "/central/"} {
+		root.Get(p, dashboard.Home)
+	}
 	r.Use(VaryPublic)       // public answers vary with the project header, errors included
 	r.Use(c.PublicCORS)     // before the limiter: a 429 of the public surface is readable in a browser
 	r.Use(c.Identify)       // the key, resolved once

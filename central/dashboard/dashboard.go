@@ -95,6 +95,12 @@ func (d *Dashboard) Routes(r chi.Router) {
 	r.NotFound(d.h(func(w http.ResponseWriter, r *http.Request) error { return errNotFound }))
 }
 
+// Home sends a browser to the dashboard, which asks it to sign in when
+// it has no session.
+func Home(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, Prefix+"/", http.StatusFound)
+}
+
 // secureHeaders keeps the pages out of frames and every script out but
 // the dashboard's own files.
 func secureHeaders(next http.Handler) http.Handler {

@@ -217,6 +217,13 @@ func TestBrowserPlans(t *testing.T) {
 	if st := signIn(t, tc, env.URL, "dev@studio.test", "", "studio-password"); st != 200 {
 		t.Fatalf("sign in: %d", st)
 	}
+	// The host's root and /central lead here.
+	for _, p := range []string{"/", "/central"} {
+		navigate(t, tc, env.URL+p)
+		if loc := run(t, tc, chromedp.Location()); loc != env.URL+"/dashboard/" {
+			t.Fatalf("%s led to %s", p, loc)
+		}
+	}
 	offered := run(t, tc, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#plan option')].map(o => o.value)`))
 	if strings.Join(offered, ",") != "free,hobby" {
 		t.Fatalf("plans offered: %v", offered)
