@@ -78,7 +78,7 @@ func (c *Central) serveMirror(w http.ResponseWriter, r *http.Request, api http.H
 	if err != nil {
 		return err
 	}
-	sc, err := tenant.NewScope(live.Pool(), live.Project, &tenant.Key{ID: DashboardKeyID(s.User.ID), Scopes: []string{m.scope}})
+	sc, err := tenant.NewScope(live.Pool(), live.Project, &tenant.Key{ID: dashboardKeyID(s.User.ID), Scopes: []string{m.scope}})
 	if err != nil {
 		return err
 	}
@@ -105,6 +105,6 @@ func (c *Central) serveMirror(w http.ResponseWriter, r *http.Request, api http.H
 	return nil
 }
 
-// DashboardKeyID is the key id a dashboard user's mirrored requests carry
+// dashboardKeyID is the key id a dashboard user's mirrored requests carry
 // (access log, idempotency records): no API key has it.
-func DashboardKeyID(userID int64) string { return "dashboard:user:" + strconv.FormatInt(userID, 10) }
+func dashboardKeyID(userID int64) string { return "dashboard:user:" + strconv.FormatInt(userID, 10) }
