@@ -45,6 +45,9 @@ type Central struct {
 	cors publicCORS
 	// life is what suspension and deletion need (SetLifecycle).
 	life Lifecycle
+	// dashboardPlans are the plans a workspace user may give a new
+	// project, the first the default (DashboardRoutes sets them).
+	dashboardPlans []string
 }
 
 // Open loads (or, on first start, generates and stores) the server secret.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,7 +23,11 @@ import (
 // dashboard API behind a dashboard token. A path or query that is not
 // text reaches no handler (httpapi.ValidURL), and is refused after the
 // per-IP limit, so its 400 carries the limit's headers like any answer.
-func (c *Central) DashboardRoutes(r chi.Router, perIP *ratelimit.PerIP) {
+// The project routes that mirror a /v1 route are served by api, the
+// server's router of /v1; projects created here get one of plans (the
+// first by default).
+func (c *Central) DashboardRoutes(r chi.Router, perIP *ratelimit.PerIP, api http.Handler, plans []string) {
+	c.dashboardPlans = plans
 	// Hash the dummy password now, so the first unknown-email login costs
 	// one verification like every other.
 	go func() { _, _ = c.dummyHash() }()
@@ -39,6 +44,7 @@ func (c *Central) DashboardRoutes(r chi.Router, perIP *ratelimit.PerIP) {
 		r.Get("/projects/{id}/api-keys", httpapi.H(c.dashboardKeys))
 		r.Post("/projects/{id}/api-keys", httpapi.H(c.dashboardCreateKey))
 		r.Delete("/projects/{id}/api-keys/{key_id}", httpapi.H(c.dashboardRevokeKey))
+		c.mirrorRoutes(r, api)
 	})
 }
 
@@ -82,6 +88,13 @@ func (c *Central) postLogin(w http.ResponseWriter, r *http.Request) error {
 type Session struct {
 	User   User   `json:"user"`
 	Tenant Tenant `json:"tenant"`
+}
+
+// sessionJSON is GET /central/api/me: the session and the plans its user
+// may give a new project (PLINTH_DASHBOARD_PLANS), the default first.
+type sessionJSON struct {
+	*Session
+	ProjectPlans []string `json:"project_plans"`
 }
 
 type sessionKey struct{}
@@ -145,7 +158,7 @@ func (c *Central) dashboardMe(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, 200, s)
+	return httpapi.JSON(w, 200, sessionJSON{Session: s, ProjectPlans: c.dashboardPlans})
 }
 
 // ListProjects pages through a tenant's projects, newest first.
@@ -238,7 +251,18 @@ func (c *Central) dashboardCreateProject(w http.ResponseWriter, r *http.Request)
 	if err := v.Err(); err != nil {
 		return err
 	}
-	p, err := c.CreateProject(r.Context(), ProjectParams{TenantID: s.Tenant.ID, Name: req.Name, Plan: deref(req.Plan),
+	// A plan decides what the project may spend: a workspace user chooses
+	// among those the operator allows, and the operator sets any other.
+	// An unknown plan stays CreateProject's 422.
+	plan := c.dashboardPlans[0]
+	if req.Plan != nil {
+		plan = *req.Plan
+	}
+	if tenant.ValidPlan(plan) && !slices.Contains(c.dashboardPlans, plan) {
+		return httpapi.Fail(httpapi.ErrForbidden, "the plan "+plan+" is not one a project created from the dashboard may have (allowed: "+
+			strings.Join(c.dashboardPlans, ", ")+"); the platform operator sets other plans")
+	}
+	p, err := c.CreateProject(r.Context(), ProjectParams{TenantID: s.Tenant.ID, Name: req.Name, Plan: plan,
 		DefaultLanguage: deref(req.DefaultLanguage), TargetLanguages: req.TargetLanguages, Timezone: deref(req.Timezone), Industry: deref(req.Industry)})
 	if err != nil {
 		return err

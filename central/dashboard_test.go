@@ -14,7 +14,7 @@ import (
 
 func TestDashboardProjectsAndKeys(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t)
+	env := apitest.New(t, apitest.WithEnv("PLINTH_DASHBOARD_PLANS", "free,build"))
 	ctx := context.Background()
 	newWorkspace(t, env, "Studio", "dev@studio.test", "studio-password")
 	tok := loginToken(t, env, "dev@studio.test", "studio-password")
@@ -189,4 +189,54 @@ func TestDashboardIsolation(t *testing.T) {
 	// and B cannot revoke A's key through B's project either
 	env.Do("DELETE", "/central/api/projects/"+pb+"/api-keys/"+ka, tokB, nil).Problem(t, 404, "not_found")
 	env.Do("DELETE", "/central/api/projects/"+pa+"/api-keys/"+ka, tokB, nil).Problem(t, 404, "not_found")
+}
+
+// A dashboard user gives a new project one of the plans the operator
+// allows (PLINTH_DASHBOARD_PLANS), the first by default; /me lists them,
+// and another plan is 403, naming the allowed ones.
+func TestDashboardPlans(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env             string
+		want, refused   []string
+		defaultPlan     string
+		allowedInDetail string
+	}{
+		{"", []string{"free"}, []string{"hobby", "build", "scale", "enterprise"}, "free", "allowed: free"},
+		{"hobby,build", []string{"hobby", "build"}, []string{"free", "scale", "enterprise"}, "hobby", "allowed: hobby, build"},
+	} {
+		t.Run("plans="+tc.env, func(t *testing.T) {
+			t.Parallel()
+			var opts []apitest.Option
+			if tc.env != "" {
+				opts = append(opts, apitest.WithEnv("PLINTH_DASHBOARD_PLANS", tc.env))
+			}
+			env := apitest.New(t, opts...)
+			newWorkspace(t, env, "Studio", "dev@studio.test", "studio-password")
+			tok := loginToken(t, env, "dev@studio.test", "studio-password")
+			me := env.Do("GET", "/central/api/me", tok, nil).Expect(t, 200).JSON(t)
+			if fmt.Sprint(me["project_plans"]) != fmt.Sprint(tc.want) {
+				t.Fatalf("project_plans %v, want %v", me["project_plans"], tc.want)
+			}
+			if p := env.Do("POST", "/central/api/projects", tok, map[string]any{"name": "Default"}).Expect(t, 201).JSON(t); p["plan"] != tc.defaultPlan {
+				t.Fatalf("default plan %v", p["plan"])
+			}
+			for _, plan := range tc.want {
+				if p := env.Do("POST", "/central/api/projects", tok, map[string]any{"name": "On " + plan, "plan": plan}).Expect(t, 201).JSON(t); p["plan"] != plan {
+					t.Fatalf("plan %s: %v", plan, p)
+				}
+			}
+			for _, plan := range tc.refused {
+				got := env.Do("POST", "/central/api/projects", tok, map[string]any{"name": "On " + plan, "plan": plan}).Problem(t, 403, "forbidden")
+				if !strings.Contains(got["detail"].(string), tc.allowedInDetail) {
+					t.Fatalf("plan %s: %v", plan, got)
+				}
+			}
+			env.Do("POST", "/central/api/projects", tok, map[string]any{"name": "Gold", "plan": "gold"}).Problem(t, 422, "validation_failed")
+			list := env.Do("GET", "/central/api/projects?limit=100", tok, nil).Expect(t, 200).JSON(t)
+			if n := len(list["data"].([]any)); n != 1+len(tc.want) {
+				t.Fatalf("%d projects, want %d: a refused one was created", n, 1+len(tc.want))
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package central
 import (
 	_ "embed"
 	"net/http"
+	"strings"
 
 	"github.com/plinth-dev/plinth/internal/openapi"
 	"github.com/plinth-dev/plinth/tenant"
@@ -98,7 +99,9 @@ func OpenAPI(d *openapi.Doc) {
 		Errs: []int{422, 429}})
 	d.Add("GET", "/central/api/me", openapi.Op{ID: "dashboardMe", Summary: "The signed-in user and workspace", Tag: "dashboard", Auth: openapi.JWT,
 		OK: []openapi.Resp{{Status: 200, Desc: "The session.", Content: openapi.JSON(d.Schema("Session",
-			openapi.Obj(openapi.M{"tenant": tenant, "user": user}, "tenant", "user")))}}})
+			openapi.Obj(openapi.M{"tenant": tenant, "user": user, "project_plans": openapi.With(openapi.M{"type": "array", "minItems": 1, "items": plan},
+				openapi.M{"description": "The plans this user may give a new project (PLINTH_DASHBOARD_PLANS), the default first."})},
+				"tenant", "user", "project_plans")))}}})
 	d.Add("GET", "/central/api/projects", openapi.Op{ID: "dashboardListProjects", Summary: "Projects of the workspace", Tag: "dashboard", Auth: openapi.JWT,
 		Query: openapi.PageParams(), Errs: []int{422},
 		OK: []openapi.Resp{{Status: 200, Desc: "Newest first.", Content: openapi.JSON(d.List("Project"))}}})
@@ -108,8 +111,10 @@ func OpenAPI(d *openapi.Doc) {
 			"default_language": openapi.M{"type": "string", "minLength": 1}, "target_languages": openapi.M{"type": "array", "maxItems": 50, "items": openapi.Str()},
 			"timezone": openapi.M{"type": "string", "minLength": 1}, "industry": openapi.M{"type": "string", "maxLength": 100},
 		}, "name"))),
+		Desc: "plan defaults to the first of the plans the operator lets dashboard users choose (PLINTH_DASHBOARD_PLANS, default free; " +
+			"GET /central/api/me lists them); another plan is 403 forbidden, naming the allowed ones.",
 		OK:   []openapi.Resp{{Status: 201, Desc: "The project.", Content: project}},
-		Errs: []int{409, 422}})
+		Errs: []int{403, 409, 422}})
 	projectID := openapi.M{"id": openapi.M{"type": "string", "pattern": "^prj_"}}
 	keyBody := func(required ...string) openapi.M {
 		return openapi.Obj(openapi.M{"name": openapi.M{"type": "string", "minLength": 1, "maxLength": 100},
@@ -134,6 +139,45 @@ func OpenAPI(d *openapi.Doc) {
 	d.Add("DELETE", "/central/api/projects/{id}/api-keys/{key_id}", openapi.Op{ID: "dashboardRevokeKey", Summary: "Revoke a key", Tag: "dashboard", Auth: openapi.JWT,
 		Params: projectID, Errs: []int{404},
 		OK: []openapi.Resp{{Status: 204, Desc: "Revoked."}}})
+
+	// The project routes served by the /v1 route they mirror (mirror.go).
+	mirrored := func(method, path, v1 string, o openapi.Op) {
+		o.Tag, o.Auth, o.Params, o.ProjectLimited = "dashboard", openapi.JWT, projectID, true
+		o.Desc = strings.TrimSpace("Served by " + method + " " + v1 + " for the project, as a live key holding only that route's scope: " +
+			"the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. " + o.Desc)
+		o.Errs = append(o.Errs, 404)
+		d.Add(method, "/central/api/projects/{id}"+path, o)
+	}
+	mirrored("GET", "/webhook-endpoints", "/v1/webhook-endpoints", openapi.Op{ID: "dashboardListWebhookEndpoints", Summary: "Webhook endpoints of a project",
+		Query: openapi.PageParams(), Errs: []int{422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The endpoints (no secrets).", Content: openapi.JSON(d.List("WebhookEndpoint"))}}})
+	mirrored("POST", "/webhook-endpoints", "/v1/webhook-endpoints", openapi.Op{ID: "dashboardCreateWebhookEndpoint", Summary: "Create a webhook endpoint",
+		Body: openapi.JSON(openapi.Ref("CreateWebhookEndpointRequest")), Errs: []int{422},
+		OK: []openapi.Resp{{Status: 201, Desc: "The endpoint with its signing secret, shown once.", Content: openapi.JSON(openapi.Ref("WebhookEndpointWithSecret"))}}})
+	mirrored("GET", "/webhook-endpoints/{endpoint_id}", "/v1/webhook-endpoints/{id}", openapi.Op{ID: "dashboardGetWebhookEndpoint",
+		Summary: "A webhook endpoint", OK: []openapi.Resp{{Status: 200, Desc: "The endpoint.", Content: openapi.JSON(openapi.Ref("WebhookEndpoint"))}}})
+	mirrored("PATCH", "/webhook-endpoints/{endpoint_id}", "/v1/webhook-endpoints/{id}", openapi.Op{ID: "dashboardUpdateWebhookEndpoint",
+		Summary: "Update a webhook endpoint (enable, disable)", Body: openapi.JSON(openapi.Ref("UpdateWebhookEndpointRequest")), Errs: []int{422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The endpoint.", Content: openapi.JSON(openapi.Ref("WebhookEndpoint"))}}})
+	mirrored("POST", "/webhook-endpoints/{endpoint_id}/rotate-secret", "/v1/webhook-endpoints/{id}/rotate-secret", openapi.Op{ID: "dashboardRotateWebhookSecret",
+		Summary: "Rotate a webhook endpoint's signing secret", Desc: "The old secret also signs for 24 h.",
+		OK: []openapi.Resp{{Status: 200, Desc: "The endpoint with its new secret, shown once.", Content: openapi.JSON(openapi.Ref("WebhookEndpointWithSecret"))}}})
+	mirrored("GET", "/webhook-endpoints/{endpoint_id}/deliveries", "/v1/webhook-endpoints/{id}/deliveries", openapi.Op{ID: "dashboardListWebhookDeliveries",
+		Summary: "Deliveries of a webhook endpoint", Errs: []int{422},
+		Query: append(openapi.PageParams(), openapi.M{"name": "status", "in": "query", "schema": openapi.Ref("WebhookDeliveryStatus")}),
+		OK:    []openapi.Resp{{Status: 200, Desc: "The deliveries, newest first.", Content: openapi.JSON(d.List("WebhookDelivery"))}}})
+	mirrored("POST", "/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/redeliver", "/v1/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver",
+		openapi.Op{ID: "dashboardRedeliverWebhook", Summary: "Deliver a webhook event again", Errs: []int{402, 409, 422},
+			OK: []openapi.Resp{{Status: 202, Desc: "The new delivery.", Content: openapi.JSON(openapi.Ref("WebhookDelivery"))}}})
+	mirrored("GET", "/jobs", "/v1/jobs", openapi.Op{ID: "dashboardListJobs", Summary: "Jobs of a project", Errs: []int{422},
+		Query: append(openapi.PageParams(), openapi.M{"name": "status", "in": "query", "schema": openapi.Ref("JobStatus")},
+			openapi.M{"name": "type", "in": "query", "schema": openapi.Str()}),
+		OK: []openapi.Resp{{Status: 200, Desc: "The jobs, newest first.", Content: openapi.JSON(d.List("Job"))}}})
+	mirrored("GET", "/form-submissions", "/v1/form-submissions", openapi.Op{ID: "dashboardListFormSubmissions", Summary: "Form submissions of a project",
+		Desc:  "With `Accept: text/csv` the newsletter subscribers are exported as CSV.",
+		Query: append(openapi.PageParams(), openapi.M{"name": "type", "in": "query", "schema": openapi.Ref("FormType")}), Errs: []int{422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The submissions (JSON), or the subscribers (CSV).", Content: openapi.M{
+			"application/json": d.List("FormSubmission"), "text/csv": openapi.Str()}}}})
 
 	// The key's project.
 	d.Add("GET", "/v1/projects/me", openapi.Op{ID: "getProject", Summary: "The key's project", Tag: "project", Scope: "project:read",

@@ -202,6 +202,11 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	root.Get("/llms.txt", agent.ServeLLMs) // static, keyless, for agents: beside the probes, outside the API's limits
 	root.Get("/docs/*", agent.ServeDoc)
 	root.Mount("/", r)
+	// The host's root and /central are for people: they lead to the
+	// dashboard (the API is /v1, the dashboard's API /central/api).
+	for _, p := range []string{"/", "/central", "/central/"} {
+		root.Get(p, dashboard.Home)
+	}
 	r.Use(VaryPublic)       // public answers vary with the project header, errors included
 	r.Use(c.PublicCORS)     // before the limiter: a 429 of the public surface is readable in a browser
 	r.Use(c.Identify)       // the key, resolved once
@@ -252,7 +257,9 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	// of their own, in the same store.
 	loginLimits := &ratelimit.PerIP{Store: s.Limits.Store, Limit: ratelimit.Limit{RPM: cfg.LoginRPM, Burst: cfg.LoginBurst},
 		Trusted: cfg.TrustedProxies, Clock: s.Limits.Clock, Logger: logger, Rejected: s.Metrics.RateLimited}
-	r.Route("/central/api", func(r chi.Router) { c.DashboardRoutes(r, loginLimits) })
+	// Its project routes that mirror a /v1 route (mirror.go) are served
+	// by r, so through the limiter and the /v1 router.
+	r.Route("/central/api", func(cr chi.Router) { c.DashboardRoutes(cr, loginLimits, r, cfg.DashboardPlans) })
 	// The admin API: admin tokens only (a project key is 401 here, as an
 	// admin token is on /v1), each limited in a bucket of its own.
 	adminLimits := &ratelimit.PerKey{Store: s.Limits.Store, Limit: ratelimit.Limit{RPM: cfg.AdminRPM, Burst: cfg.AdminBurst},

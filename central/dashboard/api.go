@@ -52,11 +52,24 @@ func (rec *recorder) WriteHeader(status int) {
 // 2xx answer is decoded into out; anything else is a *problem, except
 // 401, which means the session is over (errSignedOut).
 func (d *Dashboard) call(r *http.Request, method, path string, body, out any) error {
+	rec, err := d.send(r, method, path, "application/json", body)
+	if err != nil {
+		return err
+	}
+	if out == nil || rec.status == 204 {
+		return nil
+	}
+	return json.Unmarshal(rec.body.Bytes(), out)
+}
+
+// send is call's request, asking for the media type accept, with the
+// answer kept whole when it is a 2xx (a CSV export is passed on as is).
+func (d *Dashboard) send(r *http.Request, method, path, accept string, body any) (*recorder, error) {
 	var rd io.Reader = http.NoBody
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
@@ -65,7 +78,7 @@ func (d *Dashboard) call(r *http.Request, method, path string, body, out any) er
 	ctx := context.WithValue(r.Context(), chi.RouteCtxKey, nil)
 	req, err := http.NewRequestWithContext(ctx, method, path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.RemoteAddr = r.RemoteAddr
 	for _, h := range []string{"X-Forwarded-For", "X-Real-Ip", "User-Agent"} {
@@ -73,7 +86,7 @@ func (d *Dashboard) call(r *http.Request, method, path string, body, out any) er
 			req.Header.Set(h, v)
 		}
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -90,20 +103,17 @@ func (d *Dashboard) call(r *http.Request, method, path string, body, out any) er
 	rec := &recorder{header: http.Header{}}
 	d.api.ServeHTTP(rec, req)
 	if rec.status >= 200 && rec.status < 300 {
-		if out == nil || rec.status == 204 {
-			return nil
-		}
-		return json.Unmarshal(rec.body.Bytes(), out)
+		return rec, nil
 	}
 	if rec.status == 401 && tok != "" {
-		return errSignedOut
+		return nil, errSignedOut
 	}
 	p := &problem{}
 	if err := json.Unmarshal(rec.body.Bytes(), p); err != nil || p.Status == 0 {
-		return fmt.Errorf("dashboard: %s %s answered %d: %s", method, path, rec.status, rec.body.String())
+		return nil, fmt.Errorf("dashboard: %s %s answered %d: %s", method, path, rec.status, rec.body.String())
 	}
 	p.RetryAfter, _ = strconv.Atoi(rec.header.Get("Retry-After"))
-	return p
+	return nil, p
 }
 
 // tokenKey carries a token just issued, before the browser has its cookie.
@@ -122,6 +132,9 @@ type (
 			Email string `json:"email"`
 		} `json:"user"`
 		Tenant tenant `json:"tenant"`
+		// ProjectPlans are the plans the user may give a new project, the
+		// default first.
+		ProjectPlans []string `json:"project_plans"`
 	}
 	project struct {
 		ID              string    `json:"id"`
@@ -141,6 +154,50 @@ type (
 		Scopes     []string   `json:"scopes"`
 		LastUsedAt *time.Time `json:"last_used_at"`
 		CreatedAt  time.Time  `json:"created_at"`
+	}
+	webhookEndpoint struct {
+		ID                 string    `json:"id"`
+		URL                string    `json:"url"`
+		Events             []string  `json:"events"`
+		IsActive           bool      `json:"is_active"`
+		SigningSecret      string    `json:"signing_secret"`
+		CreatedAt          time.Time `json:"created_at"`
+		LastDeliveryStatus string    `json:"last_delivery_status"`
+	}
+	delivery struct {
+		ID             string     `json:"id"`
+		EventID        string     `json:"event_id"`
+		EventType      string     `json:"event_type"`
+		Status         string     `json:"status"`
+		Attempts       int        `json:"attempts"`
+		LastStatusCode *int       `json:"last_status_code"`
+		LastError      *string    `json:"last_error"`
+		NextAttemptAt  *time.Time `json:"next_attempt_at"`
+		CreatedAt      time.Time  `json:"created_at"`
+	}
+	job struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Status   string `json:"status"`
+		Progress int    `json:"progress"`
+		Message  string `json:"message"`
+		Error    *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+		CreatedAt time.Time `json:"created_at"`
+		UpdatedAt time.Time `json:"updated_at"`
+	}
+	submission struct {
+		ID        int64     `json:"id"`
+		Type      string    `json:"type"`
+		Email     string    `json:"email"`
+		Name      *string   `json:"name"`
+		Subject   *string   `json:"subject"`
+		Message   *string   `json:"message"`
+		Source    *string   `json:"source"`
+		Spam      bool      `json:"spam"`
+		CreatedAt time.Time `json:"created_at"`
 	}
 	list[T any] struct {
 		Data       []T    `json:"data"`

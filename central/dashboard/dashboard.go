@@ -1,5 +1,6 @@
 // Package dashboard is the web dashboard served at /dashboard: the pages
-// where workspace users sign in, see their projects and manage keys.
+// where workspace users sign in, see their projects and manage their keys,
+// webhooks, jobs and form submissions.
 //
 // The pages hold no data access of their own: every read and write is a
 // request to the central API (/central/api, the same handlers the JSON
@@ -55,7 +56,7 @@ func New(api http.Handler, logger *slog.Logger) (*Dashboard, error) {
 	if err != nil {
 		return nil, err
 	}
-	funcs := template.FuncMap{"when": when, "has": has}
+	funcs := template.FuncMap{"when": when, "has": has, "ptr": ptr}
 	for _, n := range names {
 		if n == "templates/layout.html" {
 			continue
@@ -82,7 +83,22 @@ func (d *Dashboard) Routes(r chi.Router) {
 	r.Get("/projects/{id}", d.h(d.project))
 	r.Post("/projects/{id}/keys", d.h(d.createKey))
 	r.Post("/projects/{id}/keys/{key_id}/revoke", d.h(d.revokeKey))
+	r.Get("/projects/{id}/webhooks", d.h(d.webhooks))
+	r.Post("/projects/{id}/webhooks", d.h(d.createWebhook))
+	r.Get("/projects/{id}/webhooks/{eid}", d.h(d.deliveries))
+	r.Post("/projects/{id}/webhooks/{eid}/active", d.h(d.setWebhookActive))
+	r.Post("/projects/{id}/webhooks/{eid}/rotate", d.h(d.rotateWebhook))
+	r.Post("/projects/{id}/webhooks/{eid}/deliveries/{did}/redeliver", d.h(d.redeliver))
+	r.Get("/projects/{id}/jobs", d.h(d.jobs))
+	r.Get("/projects/{id}/submissions", d.h(d.submissions))
+	r.Get("/projects/{id}/submissions.csv", d.h(d.submissionsCSV))
 	r.NotFound(d.h(func(w http.ResponseWriter, r *http.Request) error { return errNotFound }))
+}
+
+// Home sends a browser to the dashboard, which asks it to sign in when
+// it has no session.
+func Home(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, Prefix+"/", http.StatusFound)
 }
 
 // secureHeaders keeps the pages out of frames and every script out but

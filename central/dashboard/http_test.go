@@ -159,3 +159,23 @@ func TestLockoutShowsWhenToRetry(t *testing.T) {
 		t.Fatalf("lockout: %d %s", res.StatusCode, page)
 	}
 }
+
+// The host's root and /central lead to the dashboard, and from there to
+// the sign-in page; the API's own 404s are unchanged.
+func TestRootLeadsToDashboard(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	c := client(t)
+	for _, p := range []string{"/", "/central", "/central/"} {
+		res, _ := get(t, c, env.URL+p)
+		if res.StatusCode != 302 || res.Header.Get("Location") != "/dashboard/" {
+			t.Fatalf("GET %s: %d to %q", p, res.StatusCode, res.Header.Get("Location"))
+		}
+	}
+	res, _ := get(t, c, env.URL+"/dashboard/")
+	if res.StatusCode != 303 || res.Header.Get("Location") != "/dashboard/login" {
+		t.Fatalf("GET /dashboard/ signed out: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	env.Do("GET", "/central/api/nope", "", nil).Problem(t, 404, "not_found")
+	env.Do("GET", "/v1/nope", "", nil).Problem(t, 404, "not_found")
+}

@@ -180,10 +180,14 @@ func (d *Dashboard) createProject(w http.ResponseWriter, r *http.Request) error 
 	if v := fields(r.PostFormValue("target_languages")); len(v) > 0 {
 		body["target_languages"] = v
 	}
+	if v := r.PostFormValue("plan"); v != "" {
+		body["plan"] = v
+	}
 	var p project
 	if err := d.call(r, "POST", "/central/api/projects", body, &p); err != nil {
 		var pr *problem
-		if errors.As(err, &pr) && (pr.Status == 422 || pr.Status == 409 || pr.Status == 400) {
+		// 403: a plan the operator does not let dashboard users choose.
+		if errors.As(err, &pr) && (pr.Status == 422 || pr.Status == 409 || pr.Status == 400 || pr.Status == 403) {
 			return d.projectsPage(w, r, s, pr.Status, map[string]any{"Problem": pr, "Form": r.PostForm})
 		}
 		return err
@@ -247,16 +251,21 @@ func (d *Dashboard) projectPage(w http.ResponseWriter, r *http.Request, status i
 	if _, ok := data["Checked"]; !ok {
 		data["Checked"] = defaultScopes
 	}
-	data["Title"], data["Session"], data["Project"], data["Keys"], data["Scopes"] = p.Name, s, p, keys.Data, scopeChoices
+	data["Title"], data["Session"], data["Project"], data["Keys"], data["Scopes"], data["Tab"] = p.Name, s, p, keys.Data, scopeChoices, "overview"
 	d.render(w, r, status, "project", data)
 	return nil
 }
 
-// pageOf turns the API's 404 into the page's.
+// pageOf turns the API's 404 into the page's, and the project's rate
+// limit (the mirrored routes count in it like the API's) into a page
+// saying when to retry.
 func pageOf(err error) error {
 	var p *problem
-	if errors.As(err, &p) && p.Status == 404 {
+	switch {
+	case errors.As(err, &p) && p.Status == 404:
 		return errNotFound
+	case errors.As(err, &p) && p.Status == 429:
+		return &pageError{status: 429, msg: fmt.Sprintf("This project has made too many requests. Try again in %s.", wait(max(p.RetryAfter, 1)))}
 	}
 	return err
 }
@@ -305,6 +314,9 @@ func when(t *time.Time) string {
 	}
 	return t.UTC().Format("2006-01-02 15:04 UTC")
 }
+
+// ptr is t for when, which takes the optional times of the API.
+func ptr(t time.Time) *time.Time { return &t }
 
 // has reports whether list holds s.
 func has(list []string, s string) bool { return slices.Contains(list, s) }

@@ -4,9 +4,12 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // Config is every setting of docs/decisions.md section 1, with its default.
@@ -37,6 +40,10 @@ type Config struct {
 	// DeleteGrace is how long a deleted project's renamed schema is kept
 	// before a job drops it (PLINTH_DELETE_GRACE, default 7 days).
 	DeleteGrace      time.Duration
+	// DashboardPlans are the plans a workspace user may give a project
+	// created from the dashboard (PLINTH_DASHBOARD_PLANS, default free);
+	// the first is the default. Any other plan is the operator's to set.
+	DashboardPlans   []string
 	AIProvider       string
 	OpenAIBaseURL    string
 	OpenAIAPIKey     string
@@ -87,6 +94,7 @@ var Vars = []Var{
 	{"PLINTH_LOGIN_RATE", "10/20", "per-IP limit on each dashboard login endpoint, RPM/BURST"},
 	{"PLINTH_ADMIN_RATE", "120/60", "per-token limit on the admin API (/admin/api), RPM/BURST"},
 	{"PLINTH_DELETE_GRACE", "168h", "how long a deleted project's data is kept (schema renamed) before a job drops it"},
+	{"PLINTH_DASHBOARD_PLANS", "free", "comma list of the plans dashboard users may choose for a new project, the first the default (others: plinth project plan)"},
 	{"PLINTH_AI_PROVIDER", "offline", "offline (deterministic, built in) or openai (any OpenAI-compatible API)"},
 	{"OPENAI_BASE_URL", "https://api.openai.com/v1", "API base of the openai provider"},
 	{"OPENAI_API_KEY", "", "API key of the openai provider"},
@@ -171,6 +179,18 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.DeleteGrace, err = time.ParseDuration(get("PLINTH_DELETE_GRACE")); err != nil || c.DeleteGrace < 0 {
 		return c, fmt.Errorf("PLINTH_DELETE_GRACE: want a Go duration such as 168h, got %q", getenv("PLINTH_DELETE_GRACE"))
+	}
+	for _, p := range strings.Split(get("PLINTH_DASHBOARD_PLANS"), ",") {
+		if p = strings.TrimSpace(p); p == "" || slices.Contains(c.DashboardPlans, p) {
+			continue
+		}
+		if !tenant.ValidPlan(p) {
+			return c, fmt.Errorf("PLINTH_DASHBOARD_PLANS: unknown plan %q (plans: %s)", p, strings.Join(tenant.PlanNames, ", "))
+		}
+		c.DashboardPlans = append(c.DashboardPlans, p)
+	}
+	if len(c.DashboardPlans) == 0 {
+		return c, fmt.Errorf("PLINTH_DASHBOARD_PLANS: name at least one plan, got %q", getenv("PLINTH_DASHBOARD_PLANS"))
 	}
 	switch c.LogFormat {
 	case "", "json", "text":

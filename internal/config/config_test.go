@@ -33,3 +33,22 @@ func TestRates(t *testing.T) {
 		}
 	}
 }
+
+// TestDashboardPlans: free by default; a list keeps its order (the first
+// is the default) without repeats; an unknown plan or an empty list is
+// refused at start.
+func TestDashboardPlans(t *testing.T) {
+	c, err := load(nil)
+	if err != nil || strings.Join(c.DashboardPlans, ",") != "free" {
+		t.Fatalf("default: %v %v", c.DashboardPlans, err)
+	}
+	c, err = load(map[string]string{"PLINTH_DASHBOARD_PLANS": " hobby, free ,hobby"})
+	if err != nil || strings.Join(c.DashboardPlans, ",") != "hobby,free" {
+		t.Fatalf("set: %v %v", c.DashboardPlans, err)
+	}
+	for _, bad := range []string{"gold", "free,gold", ",", " "} {
+		if _, err := load(map[string]string{"PLINTH_DASHBOARD_PLANS": bad}); err == nil || !strings.Contains(err.Error(), "PLINTH_DASHBOARD_PLANS") {
+			t.Errorf("%q: %v, want an error naming the variable", bad, err)
+		}
+	}
+}

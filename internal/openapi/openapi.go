@@ -50,6 +50,12 @@ type Op struct {
 	// (the login endpoints): like /v1, it carries the rate-limit headers
 	// and may answer 429.
 	IPLimited bool
+	// ProjectLimited marks a /central/ route served by a project's /v1
+	// route in process (the dashboard's mirrors): its answers from that
+	// route carry the project's rate-limit headers and may be 429, while
+	// the refusals before it (no token, another workspace's project) do
+	// not.
+	ProjectLimited bool
 }
 
 // Resp is one answer of an operation other than a problem.
@@ -194,7 +200,7 @@ func (d *Doc) Add(method, path string, o Op) {
 	if pathParam.MatchString(path) {
 		errs[404] = true
 	}
-	if rateLimited && !o.Uncharged {
+	if (rateLimited || o.ProjectLimited) && !o.Uncharged {
 		errs[429] = true
 	}
 	if o.Body != nil {
@@ -218,7 +224,7 @@ func (d *Doc) Add(method, path string, o Op) {
 	public := strings.HasPrefix(path, PublicPrefix)
 	responses := M{}
 	for _, r := range o.OK {
-		h := headers(rateLimited, r.Status, r.Headers)
+		h := headers(rateLimited || o.ProjectLimited, r.Status, r.Headers)
 		if public {
 			h["Vary"] = headerRef("Vary")
 			h["Access-Control-Allow-Origin"] = headerRef("Access-Control-Allow-Origin")

@@ -303,7 +303,10 @@ export interface paths {
         /** Projects of the workspace */
         get: operations["dashboardListProjects"];
         put?: never;
-        /** Create and provision a project */
+        /**
+         * Create and provision a project
+         * @description plan defaults to the first of the plans the operator lets dashboard users choose (PLINTH_DASHBOARD_PLANS, default free; GET /central/api/me lists them); another plan is 403 forbidden, naming the allowed ones.
+         */
         post: operations["dashboardCreateProject"];
         delete?: never;
         options?: never;
@@ -369,6 +372,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/central/api/projects/{id}/form-submissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Form submissions of a project
+         * @description Served by GET /v1/form-submissions for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. With `Accept: text/csv` the newsletter subscribers are exported as CSV.
+         */
+        get: operations["dashboardListFormSubmissions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/central/api/projects/{id}/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Jobs of a project
+         * @description Served by GET /v1/jobs for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404.
+         */
+        get: operations["dashboardListJobs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/central/api/projects/{id}/usage": {
         parameters: {
             query?: never;
@@ -383,6 +426,114 @@ export interface paths {
         get: operations["dashboardGetUsage"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/central/api/projects/{id}/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Webhook endpoints of a project
+         * @description Served by GET /v1/webhook-endpoints for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404.
+         */
+        get: operations["dashboardListWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Served by POST /v1/webhook-endpoints for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404.
+         */
+        post: operations["dashboardCreateWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/central/api/projects/{id}/webhook-endpoints/{endpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook endpoint
+         * @description Served by GET /v1/webhook-endpoints/{id} for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404.
+         */
+        get: operations["dashboardGetWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update a webhook endpoint (enable, disable)
+         * @description Served by PATCH /v1/webhook-endpoints/{id} for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404.
+         */
+        patch: operations["dashboardUpdateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/central/api/projects/{id}/webhook-endpoints/{endpoint_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Deliveries of a webhook endpoint
+         * @description Served by GET /v1/webhook-endpoints/{id}/deliveries for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404.
+         */
+        get: operations["dashboardListWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/central/api/projects/{id}/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver a webhook event again
+         * @description Served by POST /v1/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404.
+         */
+        post: operations["dashboardRedeliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/central/api/projects/{id}/webhook-endpoints/{endpoint_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's signing secret
+         * @description Served by POST /v1/webhook-endpoints/{id}/rotate-secret for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. The old secret also signs for 24 h.
+         */
+        post: operations["dashboardRotateWebhookSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4086,6 +4237,8 @@ export interface components {
             scheduled_at: string;
         };
         Session: {
+            /** @description The plans this user may give a new project (PLINTH_DASHBOARD_PLANS), the default first. */
+            project_plans: components["schemas"]["Plan"][];
             tenant: components["schemas"]["Tenant"];
             user: components["schemas"]["User"];
         };
@@ -4509,6 +4662,26 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description `insufficient_credits`: the credits left do not cover the cost (cost and balance in the body). */
+        CentralProblem402: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `forbidden`: the key lacks the scope the detail names. */
+        CentralProblem403: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description `not_found`: no such resource (or project, on the public surface). */
         CentralProblem404: {
             headers: {
@@ -4544,6 +4717,18 @@ export interface components {
         /** @description `validation_failed`: a present field has a bad value; `errors` maps fields to messages. */
         CentralProblem422: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `rate_limited`: the rate limit or the AI cost ceiling is exceeded; honour Retry-After. */
+        CentralProblem429: {
+            headers: {
+                /** @description Seconds to wait before retrying (always on 429). */
+                "Retry-After": number;
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -5533,6 +5718,7 @@ export interface operations {
             };
             400: components["responses"]["CentralProblem400"];
             401: components["responses"]["CentralProblem401"];
+            403: components["responses"]["CentralProblem403"];
             409: components["responses"]["CentralProblem409"];
             413: components["responses"]["CentralProblem413"];
             422: components["responses"]["CentralProblem422"];
@@ -5662,6 +5848,86 @@ export interface operations {
             503: components["responses"]["CentralProblem503"];
         };
     };
+    dashboardListFormSubmissions: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+                type?: components["schemas"]["FormType"];
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The submissions (JSON), or the subscribers (CSV). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FormSubmissionList"];
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["CentralProblem400"];
+            401: components["responses"]["CentralProblem401"];
+            404: components["responses"]["CentralProblem404"];
+            422: components["responses"]["CentralProblem422"];
+            429: components["responses"]["CentralProblem429"];
+            500: components["responses"]["CentralProblem500"];
+            503: components["responses"]["CentralProblem503"];
+        };
+    };
+    dashboardListJobs: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+                status?: components["schemas"]["JobStatus"];
+                type?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The jobs, newest first. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobList"];
+                };
+            };
+            400: components["responses"]["CentralProblem400"];
+            401: components["responses"]["CentralProblem401"];
+            404: components["responses"]["CentralProblem404"];
+            422: components["responses"]["CentralProblem422"];
+            429: components["responses"]["CentralProblem429"];
+            500: components["responses"]["CentralProblem500"];
+            503: components["responses"]["CentralProblem503"];
+        };
+    };
     dashboardGetUsage: {
         parameters: {
             query?: {
@@ -5690,6 +5956,269 @@ export interface operations {
             401: components["responses"]["CentralProblem401"];
             404: components["responses"]["CentralProblem404"];
             422: components["responses"]["CentralProblem422"];
+            500: components["responses"]["CentralProblem500"];
+            503: components["responses"]["CentralProblem503"];
+        };
+    };
+    dashboardListWebhookEndpoints: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints (no secrets). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointList"];
+                };
+            };
+            400: components["responses"]["CentralProblem400"];
+            401: components["responses"]["CentralProblem401"];
+            404: components["responses"]["CentralProblem404"];
+            422: components["responses"]["CentralProblem422"];
+            429: components["responses"]["CentralProblem429"];
+            500: components["responses"]["CentralProblem500"];
+            503: components["responses"]["CentralProblem503"];
+        };
+    };
+    dashboardCreateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookEndpointRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint with its signing secret, shown once. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["CentralProblem400"];
+            401: components["responses"]["CentralProblem401"];
+            404: components["responses"]["CentralProblem404"];
+            413: components["responses"]["CentralProblem413"];
+            422: components["responses"]["CentralProblem422"];
+            429: components["responses"]["CentralProblem429"];
+            500: components["responses"]["CentralProblem500"];
+            503: components["responses"]["CentralProblem503"];
+        };
+    };
+    dashboardGetWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["CentralProblem400"];
+            401: components["responses"]["CentralProblem401"];
+            404: components["responses"]["CentralProblem404"];
+            429: components["responses"]["CentralProblem429"];
+            500: components["responses"]["CentralProblem500"];
+            503: components["responses"]["CentralProblem503"];
+        };
+    };
+    dashboardUpdateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookEndpointRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["CentralProblem400"];
+            401: components["responses"]["CentralProblem401"];
+            404: components["responses"]["CentralProblem404"];
+            413: components["responses"]["CentralProblem413"];
+            422: components["responses"]["CentralProblem422"];
+            429: components["responses"]["CentralProblem429"];
+            500: components["responses"]["CentralProblem500"];
+            503: components["responses"]["CentralProblem503"];
+        };
+    };
+    dashboardListWebhookDeliveries: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+                status?: components["schemas"]["WebhookDeliveryStatus"];
+            };
+            header?: never;
+            path: {
+                id: string;
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deliveries, newest first. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            400: components["responses"]["CentralProblem400"];
+            401: components["responses"]["CentralProblem401"];
+            404: components["responses"]["CentralProblem404"];
+            422: components["responses"]["CentralProblem422"];
+            429: components["responses"]["CentralProblem429"];
+            500: components["responses"]["CentralProblem500"];
+            503: components["responses"]["CentralProblem503"];
+        };
+    };
+    dashboardRedeliverWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                endpoint_id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new delivery. */
+            202: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["CentralProblem400"];
+            401: components["responses"]["CentralProblem401"];
+            402: components["responses"]["CentralProblem402"];
+            404: components["responses"]["CentralProblem404"];
+            409: components["responses"]["CentralProblem409"];
+            422: components["responses"]["CentralProblem422"];
+            429: components["responses"]["CentralProblem429"];
+            500: components["responses"]["CentralProblem500"];
+            503: components["responses"]["CentralProblem503"];
+        };
+    };
+    dashboardRotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint with its new secret, shown once. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["CentralProblem400"];
+            401: components["responses"]["CentralProblem401"];
+            404: components["responses"]["CentralProblem404"];
+            429: components["responses"]["CentralProblem429"];
             500: components["responses"]["CentralProblem500"];
             503: components["responses"]["CentralProblem503"];
         };
