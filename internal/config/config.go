@@ -39,7 +39,7 @@ type Config struct {
 	AdminRPM, AdminBurst int
 	// DeleteGrace is how long a deleted project's renamed schema is kept
 	// before a job drops it (PLINTH_DELETE_GRACE, default 7 days).
-	DeleteGrace      time.Duration
+	DeleteGrace time.Duration
 	// DashboardPlans are the plans a workspace user may give a project
 	// created from the dashboard (PLINTH_DASHBOARD_PLANS, default free);
 	// the first is the default. Any other plan is the operator's to set.
