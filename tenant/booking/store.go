@@ -12,7 +12,8 @@ import (
 	"github.com/plinth-dev/plinth/tenant"
 )
 
-// The store runs inside a project's transaction (tenant.Scope.Tx); it
+// The store runs inside a project's transaction (tenant.Scope.Tx), or for
+// its reads on a read-only request's tenant.Querier (Scope.Reader); it
 // translates database errors so the handlers never see pgx errors.
 
 // errOverlap is the exclusion constraint's violation: the slot is taken.
