@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 
@@ -97,6 +98,35 @@ type readResult struct {
 }
 
 func (s *Scope) readBatch(ctx context.Context, conn *pgx.Conn, b *ReadBatch) error {
+	pl, expect, err := sendBatch(ctx, conn, s.Project.Schema, b.queries)
+	if err != nil {
+		return err
+	}
+	for _, e := range expect {
+		rows, err := nextResult(pl, conn, e)
+		if err != nil {
+			pl.Close()
+			return err
+		}
+		if rows == nil {
+			continue
+		}
+		err = b.queries[e.query].fn(rows)
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+		if err != nil {
+			pl.Close()
+			return err
+		}
+	}
+	return pl.Close()
+}
+
+// sendBatch sends queries in schema's search_path as one pipeline, and
+// returns it with what to expect back from it.
+func sendBatch(ctx context.Context, conn *pgx.Conn, schema string, queries []batchQuery) (*pgconn.Pipeline, []readResult, error) {
 	tm := conn.TypeMap()
 	pc := conn.PgConn()
 	stmts, _ := pc.CustomData()[readStatementsKey].(map[string]*readStatement)
@@ -106,27 +136,22 @@ func (s *Scope) readBatch(ctx context.Context, conn *pgx.Conn, b *ReadBatch) err
 	}
 	// Encode first: an argument that cannot be sent fails before
 	// anything is.
-	vals := make([][][]byte, len(b.queries))
-	oids := make([][]uint32, len(b.queries))
-	for q, bq := range b.queries {
+	vals := make([][][]byte, len(queries))
+	oids := make([][]uint32, len(queries))
+	for q, bq := range queries {
 		vals[q] = make([][]byte, len(bq.args))
 		oids[q] = make([]uint32, len(bq.args))
 		for i, a := range bq.args {
-			t, ok := tm.TypeForValue(a)
-			if !ok {
-				return fmt.Errorf("tenant: ReadBatch cannot send a %T", a)
-			}
-			oids[q][i] = t.OID
 			var err error
-			if vals[q][i], err = tm.Encode(t.OID, pgtype.TextFormatCode, a, nil); err != nil {
-				return err
+			if oids[q][i], vals[q][i], err = encodeArg(tm, a); err != nil {
+				return nil, nil, err
 			}
 		}
 	}
 	pl := pc.StartPipeline(ctx)
-	pl.SendQueryParams("SELECT set_config('search_path', $1, true)", [][]byte{[]byte(pgx.Identifier{s.Project.Schema}.Sanitize() + ", public")}, nil, nil, nil)
+	pl.SendQueryParams("SELECT set_config('search_path', $1, true)", [][]byte{[]byte(pgx.Identifier{schema}.Sanitize() + ", public")}, nil, nil, nil)
 	expect := []readResult{{query: -1}}
-	for q, bq := range b.queries {
+	for q, bq := range queries {
 		st, ok := stmts[bq.sql]
 		switch {
 		case !ok:
@@ -150,38 +175,225 @@ func (s *Scope) readBatch(ctx context.Context, conn *pgx.Conn, b *ReadBatch) err
 	}
 	if err := pl.Sync(); err != nil {
 		pl.Close()
-		return err
+		return nil, nil, err
+	}
+	return pl, expect, nil
+}
+
+// nextResult reads the answer e of pl: the rows of a query, or nil for
+// the answers that only tell success.
+func nextResult(pl *pgconn.Pipeline, conn *pgx.Conn, e readResult) (pgx.Rows, error) {
+	res, err := pl.GetResults()
+	if err != nil {
+		return nil, err
+	}
+	switch r := res.(type) {
+	case *pgconn.StatementDescription:
+		e.prepared.ready = true
+	case *pgconn.ResultReader:
+		if e.query >= 0 {
+			return pgx.RowsFromResultReader(conn.TypeMap(), r), nil
+		}
+		if _, err := r.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// encodeArg encodes a for a read in text format, with the type the
+// statement declares for it: none (0) but for bytes, so that PostgreSQL
+// types each parameter from the statement, as pgx's own queries have it
+// do (a string compared with an enum, a uuid or a date column is that
+// type's literal), and a bytea is not read as another type's text.
+// Encoding into a non-nil buffer keeps an empty string apart from NULL,
+// which Encode answers with nil.
+func encodeArg(tm *pgtype.Map, a any) (oid uint32, val []byte, err error) {
+	if a == nil {
+		return 0, nil, nil
+	}
+	t, ok := tm.TypeForValue(a)
+	if !ok {
+		// A named type (type Status string): the type of its kind,
+		// which Encode reaches by unwrapping it.
+		if t, ok = typeOfKind(tm, a); !ok {
+			return 0, nil, fmt.Errorf("tenant: a read cannot send a %T", a)
+		}
+	}
+	if val, err = tm.Encode(t.OID, pgtype.TextFormatCode, a, []byte{}); err != nil {
+		return 0, nil, err
+	}
+	if t.OID == pgtype.ByteaOID {
+		oid = pgtype.ByteaOID
+	}
+	return oid, val, nil
+}
+
+// typeOfKind is the type of the basic kind under a's named type.
+func typeOfKind(tm *pgtype.Map, a any) (*pgtype.Type, bool) {
+	v := reflect.ValueOf(a)
+	for v.Kind() == reflect.Pointer {
+		v = reflect.New(v.Type().Elem()).Elem()
+	}
+	var oid uint32
+	switch v.Kind() {
+	case reflect.String:
+		oid = pgtype.TextOID
+	case reflect.Bool:
+		oid = pgtype.BoolOID
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint8, reflect.Uint16, reflect.Uint32:
+		oid = pgtype.Int8OID
+	default:
+		return nil, false
+	}
+	return tm.TypeForOID(oid)
+}
+
+// A Querier reads rows: a transaction (pgx.Tx), or the Reader of a
+// read-only request. The store functions a read shares with the writes
+// take one, so a GET reads with the same code a write's transaction does.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Reader returns the Querier of a read-only request: each query runs in
+// the project's schema in one round trip, as Read runs it (schema binding
+// and query in one pipeline, no transaction), and its rows are read as
+// they come. Queries that do not depend on each other are one round trip
+// together only in a ReadBatch.
+func (s *Scope) Reader() Querier { return reader{s} }
+
+type reader struct{ s *Scope }
+
+// Query sends sql and returns its rows; the connection goes back to the
+// pool when they are closed (or read to the end).
+func (r reader) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if !schemaRe.MatchString(r.s.Project.Schema) {
+		return nil, fmt.Errorf("tenant: invalid schema %q for project %s", r.s.Project.Schema, r.s.Project.ID)
+	}
+	c, err := r.s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := r.stream(ctx, c.Conn(), sql, args)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "26000" || pe.Code == "0A000") {
+		delete(c.Conn().PgConn().CustomData(), readStatementsKey)
+		rows, err = r.stream(ctx, c.Conn(), sql, args)
+	}
+	if err != nil {
+		c.Release()
+		return nil, err
+	}
+	rows.release = c.Release
+	return rows, nil
+}
+
+// stream sends sql and reads up to its first row, so that an error of
+// the statement itself (one ReadBatch sends again) comes back here, not
+// from the rows.
+func (r reader) stream(ctx context.Context, conn *pgx.Conn, sql string, args []any) (*streamRows, error) {
+	pl, expect, err := sendBatch(ctx, conn, r.s.Project.Schema, []batchQuery{{sql: sql, args: args}})
+	if err != nil {
+		return nil, err
 	}
 	for _, e := range expect {
-		res, err := pl.GetResults()
+		rows, err := nextResult(pl, conn, e)
 		if err != nil {
 			pl.Close()
+			return nil, err
+		}
+		if rows == nil {
+			continue
+		}
+		sr := &streamRows{Rows: rows, pl: pl, first: rows.Next()}
+		if !sr.first {
+			if err := rows.Err(); err != nil {
+				rows.Close()
+				pl.Close()
+				return nil, err
+			}
+		}
+		return sr, nil
+	}
+	pl.Close()
+	return nil, errors.New("tenant: a read's pipeline answered no rows")
+}
+
+// streamRows are the rows of a Reader's query: the pipeline they come
+// from is closed and the connection released with them.
+type streamRows struct {
+	pgx.Rows
+	pl      *pgconn.Pipeline
+	release func()
+	first   bool // the first row is read already (stream), not yet handed out
+	closed  bool
+	err     error
+}
+
+func (r *streamRows) Next() bool {
+	if r.first {
+		r.first = false
+		return true
+	}
+	if r.closed {
+		return false
+	}
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+func (r *streamRows) Close() {
+	if r.closed {
+		return
+	}
+	r.closed, r.first = true, false
+	r.Rows.Close()
+	if err := r.pl.Close(); err != nil {
+		r.err = err
+	}
+	r.release()
+}
+
+func (r *streamRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// QueryRow is Query of one row, as pgx.Tx's: pgx.ErrNoRows when there
+// is none.
+func (r reader) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := r.Query(ctx, sql, args...)
+	return row{rows, err}
+}
+
+type row struct {
+	rows pgx.Rows
+	err  error
+}
+
+func (r row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
 			return err
 		}
-		switch r := res.(type) {
-		case *pgconn.StatementDescription:
-			e.prepared.ready = true
-		case *pgconn.ResultReader:
-			if e.query < 0 {
-				if _, err := r.Close(); err != nil {
-					pl.Close()
-					return err
-				}
-				continue
-			}
-			rows := pgx.RowsFromResultReader(tm, r)
-			err := b.queries[e.query].fn(rows)
-			rows.Close()
-			if err == nil {
-				err = rows.Err()
-			}
-			if err != nil {
-				pl.Close()
-				return err
-			}
-		}
+		return pgx.ErrNoRows
 	}
-	return pl.Close()
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
 }
 
 // binaryResults asks for every result column in binary, which pgx

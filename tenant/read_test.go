@@ -2,6 +2,9 @@ package tenant_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -162,6 +165,101 @@ func TestReadBatchIsolation(t *testing.T) {
 		t.Fatalf("read after DEALLOCATE ALL: %q %v", k, err)
 	}
 	c, err = pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if st := c.Conn().PgConn().TxStatus(); st != 'I' {
+		t.Fatalf("the connection was left in transaction status %c", st)
+	}
+	var path string
+	if err := c.QueryRow(ctx, `SELECT current_setting('search_path')`).Scan(&path); err != nil {
+		t.Fatal(err)
+	}
+	if path != `"$user", public` {
+		t.Fatalf("the connection kept search_path %q", path)
+	}
+}
+
+// TestReader: the Querier of read-only requests answers Query and
+// QueryRow as a transaction does (pgx.ErrNoRows included), each in one
+// round trip, types parameters from the statement (a string compared with
+// a uuid, a named string type), keeps ” apart from NULL, and gives the
+// connection back with neither a transaction nor a search_path.
+func TestReader(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	for _, k := range []string{"a", "b", "c"} {
+		env.Do("PUT", "/v1/content/"+k, p.Key, map[string]any{"value": "value of " + k}).Expect(t, 200)
+	}
+	pool, rt := pgtest.CountingPool(t, env.DB)
+	s, err := tenant.NewScope(pool, p.Project, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	q := s.Reader()
+	trips := func(what string, fn func() error) {
+		t.Helper()
+		before := rt.Count()
+		if err := fn(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if n := rt.Count() - before; n != 1 {
+			t.Fatalf("%s took %d round trips, want 1", what, n)
+		}
+	}
+	type key string // a named type, as handlers pass
+	for range 2 {   // the second time on prepared statements
+		var v string
+		trips("QueryRow", func() error {
+			return q.QueryRow(ctx, `SELECT value FROM content_values WHERE key = $1`, key("b")).Scan(&v)
+		})
+		if v != "value of b" {
+			t.Fatalf("QueryRow read %q", v)
+		}
+		trips("QueryRow of no row", func() error {
+			if err := q.QueryRow(ctx, `SELECT value FROM content_values WHERE key = $1`, "nope").Scan(&v); !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("want pgx.ErrNoRows, got %v", err)
+			}
+			return nil
+		})
+		var got []string
+		trips("Query", func() error {
+			rows, err := q.Query(ctx, `SELECT key FROM content_values WHERE key > $1 ORDER BY key`, "")
+			if err != nil {
+				return err
+			}
+			got, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			return err
+		})
+		if !slices.Equal(got, []string{"a", "b", "c"}) {
+			t.Fatalf("Query read %v", got)
+		}
+		var empty, isUUID bool
+		trips("typed from the statement", func() error {
+			return q.QueryRow(ctx, `SELECT $1 = '', $2 = '00000000-0000-0000-0000-000000000001'::uuid`, "",
+				"00000000-0000-0000-0000-000000000001").Scan(&empty, &isUUID)
+		})
+		if !empty || !isUUID {
+			t.Fatalf("'' = '' is %v, the uuid compares %v", empty, isUUID)
+		}
+	}
+	// Rows read to the end give the connection back without Close.
+	rows, err := q.Query(ctx, `SELECT key FROM content_values`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Query(ctx, `SELECT (1/0)::text`); err == nil {
+		t.Fatal("a failing query must return its error")
+	}
+	c, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

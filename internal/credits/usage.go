@@ -5,8 +5,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/plinth-dev/plinth/tenant"
 )
 
@@ -33,7 +31,7 @@ type Usage struct {
 // for the period containing now, or the one before it when previous is
 // set. It reads the ledger only, so reporting never changes usage.
 // credits_used is rounded up; balances are rounded down, as in a 402.
-func Report(ctx context.Context, tx pgx.Tx, s *tenant.Scope, previous bool, now time.Time) (Usage, error) {
+func Report(ctx context.Context, tx tenant.Querier, s *tenant.Scope, previous bool, now time.Time) (Usage, error) {
 	created := s.Project.CreatedAt
 	start := PeriodStart(created, now)
 	end := NextPeriod(created, start)

@@ -32,17 +32,8 @@ func CountingPool(t testing.TB, db *DB) (*pgxpool.Pool, *RoundTrips) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := &RoundTrips{}
-	dial := cfg.ConnConfig.DialFunc
-	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return &countingConn{Conn: c, rt: rt}, nil
-	}
+	rt := Count(cfg)
 	cfg.MaxConns, cfg.MinConns = 1, 0
-	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +43,23 @@ func CountingPool(t testing.TB, db *DB) (*pgxpool.Pool, *RoundTrips) {
 		t.Fatal(err)
 	}
 	return pool, rt
+}
+
+// Count makes the connections of a pool built with cfg count their round
+// trips, and turns off its liveness ping (a round trip the code under
+// test did not ask for).
+func Count(cfg *pgxpool.Config) *RoundTrips {
+	rt := &RoundTrips{}
+	dial := cfg.ConnConfig.DialFunc
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &countingConn{Conn: c, rt: rt}, nil
+	}
+	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	return rt
 }
 
 // countingConn counts a round trip at each first read after a write.

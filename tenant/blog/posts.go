@@ -287,9 +287,7 @@ func (sv *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope,
 		decode, cursorOf = parsePublicCursor, publicCursor
 	}
 	list, err := httpapi.ListOf(r, decode, func(after *postCursor, limit int) ([]Post, error) {
-		rows, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]*postRow, error) {
-			return listPosts(r.Context(), tx, f, after, limit)
-		})
+		rows, err := listPosts(r.Context(), s.Reader(), f, after, limit)
 		out := make([]Post, len(rows))
 		for i, p := range rows {
 			out[i] = toAPIPost(p, lang)

@@ -83,7 +83,7 @@ func scanPost(row pgx.Row, extra ...any) (*postRow, error) {
 }
 
 // fill loads the tags of posts.
-func fill(ctx context.Context, tx pgx.Tx, posts []*postRow) error {
+func fill(ctx context.Context, tx tenant.Querier, posts []*postRow) error {
 	var ids []int64
 	for _, p := range posts {
 		ids = append(ids, p.TagIDs...)
@@ -211,7 +211,7 @@ type postCursor struct {
 
 // listPosts returns up to limit posts after the post of cursor (nil: from
 // the first).
-func listPosts(ctx context.Context, tx pgx.Tx, f postFilter, after *postCursor, limit int) ([]*postRow, error) {
+func listPosts(ctx context.Context, tx tenant.Querier, f postFilter, after *postCursor, limit int) ([]*postRow, error) {
 	args := []any{f.Status, f.CategoryID, f.CategorySlug, f.TagID, f.TagSlug, f.IDs, limit}
 	q := `SELECT ` + postColumns + postFrom + `
 		WHERE ($1::text IS NULL OR p.status = $1)

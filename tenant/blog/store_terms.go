@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 const termColumns = `id, name, slug`
@@ -58,7 +59,7 @@ func deleteTerm(ctx context.Context, tx pgx.Tx, kind string, id int64) (err erro
 
 // categories returns up to limit categories older than the one with id
 // before (0: from the newest).
-func categories(ctx context.Context, tx pgx.Tx, before int64, limit int) ([]Term, error) {
+func categories(ctx context.Context, tx tenant.Querier, before int64, limit int) ([]Term, error) {
 	rows, err := tx.Query(ctx, `SELECT `+termColumns+` FROM blog_terms WHERE kind = 'category' AND ($1 = 0 OR id < $1) ORDER BY id DESC LIMIT $2`,
 		before, limit)
 	if err != nil {
@@ -68,7 +69,7 @@ func categories(ctx context.Context, tx pgx.Tx, before int64, limit int) ([]Term
 }
 
 // tags returns every tag, newest first.
-func tags(ctx context.Context, tx pgx.Tx) ([]Term, error) {
+func tags(ctx context.Context, tx tenant.Querier) ([]Term, error) {
 	rows, err := tx.Query(ctx, `SELECT `+termColumns+` FROM blog_terms WHERE kind = 'tag' ORDER BY id DESC`)
 	if err != nil {
 		return nil, err

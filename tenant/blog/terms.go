@@ -88,9 +88,7 @@ func deleteTag(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 // listCategories pages through the categories, newest first.
 func listCategories(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]Term, error) {
-		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Term, error) {
-			return categories(r.Context(), tx, before, limit)
-		})
+		return categories(r.Context(), s.Reader(), before, limit)
 	}, func(t Term) string { return httpapi.IDText(t.ID) })
 	if err != nil {
 		return err
@@ -100,7 +98,7 @@ func listCategories(w http.ResponseWriter, r *http.Request, s *tenant.Scope) err
 
 // listTags answers every tag, newest first, as {data} (the contract's shape).
 func listTags(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Term, error) { return tags(r.Context(), tx) })
+	out, err := tags(r.Context(), s.Reader())
 	if err != nil {
 		return err
 	}

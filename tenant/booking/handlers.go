@@ -78,13 +78,13 @@ func (h *Pillar) PublicRoutes(r chi.Router) {
 
 // getByID serves GET of one service or booking by the id of its path, read
 // by get without a lock.
-func getByID[T any](get func(ctx context.Context, tx pgx.Tx, id int64, lock bool) (T, error)) tenant.HandlerFunc {
+func getByID[T any](get func(ctx context.Context, tx tenant.Querier, id int64, lock bool) (T, error)) tenant.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 		id, err := httpapi.PathID(r, "id", httpapi.ErrNotFound)
 		if err != nil {
 			return err
 		}
-		v, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (T, error) { return get(r.Context(), tx, id, false) })
+		v, err := get(r.Context(), s.Reader(), id, false)
 		if err != nil {
 			return err
 		}
@@ -95,7 +95,7 @@ func getByID[T any](get func(ctx context.Context, tx pgx.Tx, id int64, lock bool
 // ---- settings
 
 func (h *Pillar) getSettings(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	set, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Settings, error) { return loadSettings(r.Context(), tx) })
+	set, err := loadSettings(r.Context(), s.Reader())
 	if err != nil {
 		return err
 	}
@@ -143,9 +143,7 @@ func (h *Pillar) publicServices(w http.ResponseWriter, r *http.Request, s *tenan
 
 func (h *Pillar) serveServices(w http.ResponseWriter, r *http.Request, s *tenant.Scope, public bool) error {
 	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]Service, error) {
-		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Service, error) {
-			return listServices(r.Context(), tx, before, limit, public)
-		})
+		return listServices(r.Context(), s.Reader(), before, limit, public)
 	}, func(s Service) string { return httpapi.IDText(s.ID) })
 	if err != nil {
 		return err
@@ -239,9 +237,7 @@ func (h *Pillar) serveAvailability(w http.ResponseWriter, r *http.Request, s *te
 		return err
 	}
 	now := h.now()
-	slots, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Slot, error) {
-		return freeSlots(r.Context(), tx, s.Project.Timezone, sid, q, now, public)
-	})
+	slots, err := freeSlots(r.Context(), s.Reader(), s.Project.Timezone, sid, q, now, public)
 	if err != nil {
 		return err
 	}
@@ -255,7 +251,7 @@ func (h *Pillar) serveAvailability(w http.ResponseWriter, r *http.Request, s *te
 // freeSlots returns the free slots of service sid in the range q asks
 // (parseRange), judged at now; projectTZ is the project's timezone. With
 // public, an inactive service does not exist.
-func freeSlots(ctx context.Context, tx pgx.Tx, projectTZ string, sid int64, q url.Values, now time.Time, public bool) ([]Slot, error) {
+func freeSlots(ctx context.Context, tx tenant.Querier, projectTZ string, sid int64, q url.Values, now time.Time, public bool) ([]Slot, error) {
 	set, err := loadSettings(ctx, tx)
 	if err != nil {
 		return nil, err
@@ -429,9 +425,7 @@ func (h *Pillar) listBookings(w http.ResponseWriter, r *http.Request, s *tenant.
 	f := bookingFilter{Status: status, ServiceID: sid}
 	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]Booking, error) {
 		f.Before = before
-		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Booking, error) {
-			return findBookings(r.Context(), tx, s.Project.Timezone, f, q, h.now(), limit)
-		})
+		return findBookings(r.Context(), s.Reader(), s.Project.Timezone, f, q, h.now(), limit)
 	}, func(b Booking) string { return httpapi.IDText(b.ID) })
 	if err != nil {
 		return err
@@ -441,7 +435,7 @@ func (h *Pillar) listBookings(w http.ResponseWriter, r *http.Request, s *tenant.
 
 // findBookings lists the bookings f selects in the range q asks, read in
 // the timezone in effect (parseRange, unbounded).
-func findBookings(ctx context.Context, tx pgx.Tx, projectTZ string, f bookingFilter, q url.Values, now time.Time, limit int) ([]Booking, error) {
+func findBookings(ctx context.Context, tx tenant.Querier, projectTZ string, f bookingFilter, q url.Values, now time.Time, limit int) ([]Booking, error) {
 	set, err := loadSettings(ctx, tx)
 	if err != nil {
 		return nil, err

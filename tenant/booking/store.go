@@ -9,9 +9,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
-// The store runs inside a project's transaction (tenant.Scope.Tx); it
+// The store runs inside a project's transaction (tenant.Scope.Tx), or for
+// its reads on a read-only request's tenant.Querier (Scope.Reader); it
 // translates database errors so the handlers never see pgx errors.
 
 // errOverlap is the exclusion constraint's violation: the slot is taken.
@@ -19,7 +21,7 @@ var errOverlap = errors.New("booking: overlapping booking")
 
 const settingsCols = `timezone, weekly_hours, auto_confirm, min_notice_minutes, max_days_ahead`
 
-func loadSettings(ctx context.Context, tx pgx.Tx) (Settings, error) {
+func loadSettings(ctx context.Context, tx tenant.Querier) (Settings, error) {
 	var tz *string
 	var week []byte
 	s := DefaultSettings()
@@ -69,7 +71,7 @@ func scanService(row pgx.Row) (Service, error) {
 }
 
 // getService reads service id (locked for the transaction with lock).
-func getService(ctx context.Context, tx pgx.Tx, id int64, lock bool) (_ Service, err error) {
+func getService(ctx context.Context, tx tenant.Querier, id int64, lock bool) (_ Service, err error) {
 	defer httpapi.Wrap(&err, "getService(%d)", id)
 	q := `SELECT ` + serviceCols + ` FROM booking_services WHERE id = $1 AND deleted_at IS NULL`
 	if lock {
@@ -80,7 +82,7 @@ func getService(ctx context.Context, tx pgx.Tx, id int64, lock bool) (_ Service,
 
 // listServices returns up to limit+1 services with ids below the cursor,
 // newest first; activeOnly for the public surface.
-func listServices(ctx context.Context, tx pgx.Tx, before int64, limit int, activeOnly bool) ([]Service, error) {
+func listServices(ctx context.Context, tx tenant.Querier, before int64, limit int, activeOnly bool) ([]Service, error) {
 	rows, err := tx.Query(ctx, `SELECT `+serviceCols+` FROM booking_services
 		WHERE deleted_at IS NULL AND ($1 = 0 OR id < $1) AND (NOT $2 OR is_active)
 		ORDER BY id DESC LIMIT $3`, before, activeOnly, limit+1)
@@ -146,7 +148,7 @@ func insertBooking(ctx context.Context, tx pgx.Tx, nb newBooking, end, blockedUn
 }
 
 // getBooking reads booking id (locked for the transaction with lock).
-func getBooking(ctx context.Context, tx pgx.Tx, id int64, lock bool) (_ Booking, err error) {
+func getBooking(ctx context.Context, tx tenant.Querier, id int64, lock bool) (_ Booking, err error) {
 	defer httpapi.Wrap(&err, "getBooking(%d)", id)
 	q := `SELECT ` + bookingCols + ` FROM bookings WHERE id = $1`
 	if lock {
@@ -170,7 +172,7 @@ type bookingFilter struct {
 	Before    int64     // cursor: ids below it
 }
 
-func listBookings(ctx context.Context, tx pgx.Tx, f bookingFilter, limit int) ([]Booking, error) {
+func listBookings(ctx context.Context, tx tenant.Querier, f bookingFilter, limit int) ([]Booking, error) {
 	var from, to *time.Time
 	if !f.From.IsZero() {
 		from = &f.From
@@ -192,7 +194,7 @@ func listBookings(ctx context.Context, tx pgx.Tx, f bookingFilter, limit int) ([
 // busySpans returns the blocked ranges of the live bookings of service that
 // overlap [from, to). The predicate matches the exclusion constraint's
 // partial gist index, which serves this query.
-func busySpans(ctx context.Context, tx pgx.Tx, serviceID int64, from, to time.Time) ([]Span, error) {
+func busySpans(ctx context.Context, tx tenant.Querier, serviceID int64, from, to time.Time) ([]Span, error) {
 	rows, err := tx.Query(ctx, `SELECT start_at, blocked_until FROM bookings
 		WHERE service_id = $1 AND status IN ('pending','confirmed','completed')
 		AND tstzrange(start_at, blocked_until, '[)') && tstzrange($2, $3, '[)')`, serviceID, from, to)

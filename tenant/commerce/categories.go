@@ -38,9 +38,7 @@ func (s *Service) publicListCategories(w http.ResponseWriter, r *http.Request, s
 // categoryList serves the whole tree and, with public, the tree of active
 // categories.
 func (s *Service) categoryList(w http.ResponseWriter, r *http.Request, sc *tenant.Scope, public bool) error {
-	tree, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) ([]*Category, error) {
-		return categoryTree(r.Context(), tx, public)
-	})
+	tree, err := categoryTree(r.Context(), sc.Reader(), public)
 	if err != nil {
 		return err
 	}

@@ -145,13 +145,13 @@ func (s *Service) emit(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, topic s
 }
 
 // getByID serves GET of one row by the id of its path, read by get.
-func getByID[T any](get func(ctx context.Context, tx pgx.Tx, id int64) (T, error)) tenant.HandlerFunc {
+func getByID[T any](get func(ctx context.Context, tx tenant.Querier, id int64) (T, error)) tenant.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
 		id, err := httpapi.PathID(r, "id", errNoResource)
 		if err != nil {
 			return err
 		}
-		v, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) (T, error) { return get(r.Context(), tx, id) })
+		v, err := get(r.Context(), sc.Reader(), id)
 		if err != nil {
 			return err
 		}

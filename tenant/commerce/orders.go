@@ -242,9 +242,7 @@ func (s *Service) listOrders(w http.ResponseWriter, r *http.Request, sc *tenant.
 		return err
 	}
 	list, err := httpapi.ListOf(r, httpapi.CursorID, func(after int64, limit int) ([]Order, error) {
-		return tenant.TxV(r.Context(), sc, func(tx pgx.Tx) ([]Order, error) {
-			return listOrders(r.Context(), tx, after, status, payment, limit)
-		})
+		return listOrders(r.Context(), sc.Reader(), after, status, payment, limit)
 	}, func(o Order) string { return httpapi.IDText(o.ID) })
 	if err != nil {
 		return err
@@ -262,9 +260,7 @@ func (s *Service) getOrder(w http.ResponseWriter, r *http.Request, sc *tenant.Sc
 	if err != nil {
 		return err
 	}
-	o, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) (*orderRow, error) {
-		return getOrder(r.Context(), tx, oid)
-	})
+	o, err := getOrder(r.Context(), sc.Reader(), oid)
 	if err != nil {
 		return err
 	}

@@ -255,9 +255,7 @@ func (s *Service) productList(w http.ResponseWriter, r *http.Request, sc *tenant
 		return err
 	}
 	list, err := httpapi.ListOf(r, httpapi.CursorID, func(after int64, limit int) ([]*Product, error) {
-		return tenant.TxV(r.Context(), sc, func(tx pgx.Tx) ([]*Product, error) {
-			return listProducts(r.Context(), tx, f, after, limit, public)
-		})
+		return listProducts(r.Context(), sc.Reader(), f, after, limit, public)
 	}, func(p *Product) string { return httpapi.IDText(p.ID) })
 	if err != nil {
 		return err
@@ -276,9 +274,7 @@ func (s *Service) publicGetProduct(w http.ResponseWriter, r *http.Request, sc *t
 	if n, err := strconv.ParseInt(key, 10, 64); err == nil {
 		id = n
 	}
-	p, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) (*Product, error) {
-		return publicProduct(r.Context(), tx, key, id)
-	})
+	p, err := publicProduct(r.Context(), sc.Reader(), key, id)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/slug"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // The catalogue's store: categories, products and variants. Every function
@@ -76,7 +77,7 @@ func scanCategory(row pgx.Row) (*Category, error) {
 // categoryTree returns the categories as a forest ordered by sort_order,
 // then id; with activeOnly, inactive categories and their subtrees are left
 // out.
-func categoryTree(ctx context.Context, tx pgx.Tx, activeOnly bool) ([]*Category, error) {
+func categoryTree(ctx context.Context, tx tenant.Querier, activeOnly bool) ([]*Category, error) {
 	rows, err := tx.Query(ctx, `SELECT `+categoryCols+` FROM product_categories ORDER BY sort_order, id`)
 	if err != nil {
 		return nil, err
@@ -106,7 +107,7 @@ func categoryTree(ctx context.Context, tx pgx.Tx, activeOnly bool) ([]*Category,
 }
 
 // getCategory returns category id with its subtree.
-func getCategory(ctx context.Context, tx pgx.Tx, id int64) (_ *Category, err error) {
+func getCategory(ctx context.Context, tx tenant.Querier, id int64) (_ *Category, err error) {
 	defer httpapi.Wrap(&err, "getCategory(%d)", id)
 	tree, err := categoryTree(ctx, tx, false)
 	if err != nil {
@@ -249,12 +250,12 @@ func scanProduct(row pgx.Row) (*Product, error) {
 }
 
 // getProduct reads product id without its variants.
-func getProduct(ctx context.Context, tx pgx.Tx, id int64) (*Product, error) {
+func getProduct(ctx context.Context, tx tenant.Querier, id int64) (*Product, error) {
 	return scanProduct(tx.QueryRow(ctx, `SELECT `+productCols+` FROM products WHERE id = $1`, id))
 }
 
 // loadProduct reads product id with all its variants.
-func loadProduct(ctx context.Context, tx pgx.Tx, id int64) (_ *Product, err error) {
+func loadProduct(ctx context.Context, tx tenant.Querier, id int64) (_ *Product, err error) {
 	defer httpapi.Wrap(&err, "loadProduct(%d)", id)
 	p, err := getProduct(ctx, tx, id)
 	if err != nil {
@@ -265,7 +266,7 @@ func loadProduct(ctx context.Context, tx pgx.Tx, id int64) (_ *Product, err erro
 
 // publicProduct reads the active product whose id or slug is key, with
 // its active variants.
-func publicProduct(ctx context.Context, tx pgx.Tx, key string, id int64) (*Product, error) {
+func publicProduct(ctx context.Context, tx tenant.Querier, key string, id int64) (*Product, error) {
 	p, err := scanProduct(tx.QueryRow(ctx, `SELECT `+productCols+` FROM products
 		WHERE status = 'active' AND (id = $1 OR slug = $2) ORDER BY id = $1 DESC LIMIT 1`, id, key))
 	if err != nil {
@@ -367,7 +368,7 @@ func deleteProduct(ctx context.Context, tx pgx.Tx, id int64) error {
 // listProducts returns up to limit products with ids below after (0: from
 // the newest), newest first, with their variants (active ones only when
 // public).
-func listProducts(ctx context.Context, tx pgx.Tx, f productFilter, after int64, limit int, public bool) ([]*Product, error) {
+func listProducts(ctx context.Context, tx tenant.Querier, f productFilter, after int64, limit int, public bool) ([]*Product, error) {
 	rows, err := tx.Query(ctx, `SELECT `+productCols+` FROM products
 		WHERE ($1::bigint = 0 OR id < $1)
 		  AND ($2::text IS NULL OR status = $2)
@@ -408,7 +409,7 @@ func scanVariant(row pgx.Row) (*Variant, error) {
 
 // withVariants fills the variants of products (active ones only when
 // activeOnly), ordered by sort_order then id.
-func withVariants(ctx context.Context, tx pgx.Tx, products []*Product, activeOnly bool) error {
+func withVariants(ctx context.Context, tx tenant.Querier, products []*Product, activeOnly bool) error {
 	if len(products) == 0 {
 		return nil
 	}
@@ -453,7 +454,7 @@ func addVariant(ctx context.Context, tx pgx.Tx, pid int64, in variantInput) (*Va
 }
 
 // getVariant reads variant vid of product pid.
-func getVariant(ctx context.Context, tx pgx.Tx, pid, vid int64) (*Variant, error) {
+func getVariant(ctx context.Context, tx tenant.Querier, pid, vid int64) (*Variant, error) {
 	return scanVariant(tx.QueryRow(ctx, `SELECT `+variantCols+` FROM product_variants WHERE id = $1 AND product_id = $2`, vid, pid))
 }
 

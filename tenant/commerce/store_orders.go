@@ -9,6 +9,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/payments"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // The store of orders, the connected payment account and the processor's
@@ -45,7 +46,7 @@ func scanOrder(row pgx.Row) (*orderRow, error) {
 }
 
 // getOrder reads order id.
-func getOrder(ctx context.Context, tx pgx.Tx, id int64) (_ *orderRow, err error) {
+func getOrder(ctx context.Context, tx tenant.Querier, id int64) (_ *orderRow, err error) {
 	defer httpapi.Wrap(&err, "getOrder(%d)", id)
 	return scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE id = $1`, id))
 }
@@ -85,7 +86,7 @@ func getOrderAccount(ctx context.Context, tx pgx.Tx, id int64) (orderAccount, er
 
 // listOrders returns up to limit orders with ids below after (0: from the
 // newest), newest first, of the given status and payment status when set.
-func listOrders(ctx context.Context, tx pgx.Tx, after int64, status, payment *string, limit int) ([]Order, error) {
+func listOrders(ctx context.Context, tx tenant.Querier, after int64, status, payment *string, limit int) ([]Order, error) {
 	rows, err := tx.Query(ctx, `SELECT `+orderCols+` FROM orders
 		WHERE ($1::bigint = 0 OR id < $1) AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR payment_status = $3)
 		ORDER BY id DESC LIMIT $4`, after, status, payment, limit)
@@ -174,7 +175,7 @@ const accountCols = `account_id, charges_enabled, payouts_enabled, details_submi
 
 // loadAccount reads the project's connected account (ID empty when the
 // project has none).
-func loadAccount(ctx context.Context, tx pgx.Tx) (payments.Account, error) {
+func loadAccount(ctx context.Context, tx tenant.Querier) (payments.Account, error) {
 	return readAccount(ctx, tx, `SELECT `+accountCols+` FROM payment_account`)
 }
 
@@ -183,7 +184,7 @@ func lockAccount(ctx context.Context, tx pgx.Tx) (payments.Account, error) {
 	return readAccount(ctx, tx, `SELECT `+accountCols+` FROM payment_account FOR UPDATE`)
 }
 
-func readAccount(ctx context.Context, tx pgx.Tx, query string) (payments.Account, error) {
+func readAccount(ctx context.Context, tx tenant.Querier, query string) (payments.Account, error) {
 	var a payments.Account
 	var id *string
 	err := tx.QueryRow(ctx, query).

@@ -73,9 +73,7 @@ func (s *Service) listVariants(w http.ResponseWriter, r *http.Request, sc *tenan
 	if err != nil {
 		return err
 	}
-	p, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) (*Product, error) {
-		return loadProduct(r.Context(), tx, pid)
-	})
+	p, err := loadProduct(r.Context(), sc.Reader(), pid)
 	if err != nil {
 		return err
 	}
@@ -105,9 +103,7 @@ func (s *Service) getVariant(w http.ResponseWriter, r *http.Request, sc *tenant.
 	if err != nil {
 		return err
 	}
-	v, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) (*Variant, error) {
-		return getVariant(r.Context(), tx, pid, vid)
-	})
+	v, err := getVariant(r.Context(), sc.Reader(), pid, vid)
 	if err != nil {
 		return err
 	}

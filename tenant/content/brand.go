@@ -89,9 +89,7 @@ func (req *BrandRequest) check() (colors, fonts []byte, err error) {
 }
 
 func (sv *Service) getBrand(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	b, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Brand, error) {
-		return getBrand(r.Context(), tx)
-	})
+	b, err := getBrand(r.Context(), s.Reader())
 	if err != nil {
 		return err
 	}

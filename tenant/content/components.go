@@ -94,9 +94,7 @@ func (sv *Service) createComponent(w http.ResponseWriter, r *http.Request, s *te
 
 func (sv *Service) listComponents(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]Component, error) {
-		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Component, error) {
-			return listComponents(r.Context(), tx, before, limit)
-		})
+		return listComponents(r.Context(), s.Reader(), before, limit)
 	}, func(c Component) string { return httpapi.IDText(c.ID) })
 	if err != nil {
 		return err
@@ -105,9 +103,7 @@ func (sv *Service) listComponents(w http.ResponseWriter, r *http.Request, s *ten
 }
 
 func (sv *Service) getComponent(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	c, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Component, error) {
-		return getComponent(r.Context(), tx, chi.URLParam(r, "slug"))
-	})
+	c, err := getComponent(r.Context(), s.Reader(), chi.URLParam(r, "slug"))
 	if err != nil {
 		return err
 	}

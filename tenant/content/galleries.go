@@ -135,9 +135,7 @@ func (sv *Service) createGallery(w http.ResponseWriter, r *http.Request, s *tena
 
 func (sv *Service) listGalleries(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	list, err := httpapi.ListOf(r, decodeTimeCursor, func(after timeCursor, limit int) ([]Gallery, error) {
-		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Gallery, error) {
-			return listGalleries(r.Context(), tx, after, limit)
-		})
+		return listGalleries(r.Context(), s.Reader(), after, limit)
 	}, func(g Gallery) string { return timeText(g.CreatedAt, g.Slug) })
 	if err != nil {
 		return err
@@ -147,9 +145,7 @@ func (sv *Service) listGalleries(w http.ResponseWriter, r *http.Request, s *tena
 
 // gallery reads the gallery the path names.
 func (sv *Service) gallery(r *http.Request, s *tenant.Scope) (Gallery, error) {
-	return tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Gallery, error) {
-		return GetGallery(r.Context(), tx, chi.URLParam(r, "slug"))
-	})
+	return GetGallery(r.Context(), s.Reader(), chi.URLParam(r, "slug"))
 }
 
 func (sv *Service) getGallery(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {

@@ -157,16 +157,16 @@ func (sv *Service) imageJob(ctx context.Context, run *jobs.Run) (jobs.Commit, er
 // named in the path, with the public surface's caching headers.
 func (sv *Service) serveMedia(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	key := chi.URLParam(r, "key")
-	img, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (imageRow, error) {
-		if key == LogoKey { // the logo: only where its bytes are
-			object, err := logoObject(r.Context(), tx)
-			return imageRow{Object: object}, err
-		}
-		if !KeyPattern.MatchString(key) {
-			return imageRow{}, httpapi.ErrNotFound
-		}
-		return getImage(r.Context(), tx, key, false)
-	})
+	var img imageRow
+	var err error
+	switch {
+	case key == LogoKey: // the logo: only where its bytes are
+		img.Object, err = logoObject(r.Context(), s.Reader())
+	case !KeyPattern.MatchString(key):
+		err = httpapi.ErrNotFound
+	default:
+		img, err = getImage(r.Context(), s.Reader(), key, false)
+	}
 	if errors.Is(err, httpapi.ErrNotFound) || (err == nil && key == LogoKey && img.Object == "") {
 		return httpapi.NotFound("no such media")
 	}

@@ -197,9 +197,7 @@ func (sv *Service) listImages(w http.ResponseWriter, r *http.Request, s *tenant.
 		if source != "" && source != SourceUpload && source != SourceURL && source != SourceAI {
 			return nil, httpapi.Invalid("source", "must be upload, url or ai")
 		}
-		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Image, error) {
-			return listImages(r.Context(), tx, after, source, limit)
-		})
+		return listImages(r.Context(), s.Reader(), after, source, limit)
 	}, func(img Image) string { return timeText(img.CreatedAt, img.Key) })
 	if err != nil {
 		return err
@@ -208,9 +206,7 @@ func (sv *Service) listImages(w http.ResponseWriter, r *http.Request, s *tenant.
 }
 
 func (sv *Service) getImage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	img, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Image, error) {
-		return GetImage(r.Context(), tx, chi.URLParam(r, "key"))
-	})
+	img, err := GetImage(r.Context(), s.Reader(), chi.URLParam(r, "key"))
 	if err != nil {
 		return err
 	}

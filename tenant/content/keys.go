@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -88,15 +89,16 @@ func langParam(r *http.Request, p *tenant.Project) (string, error) {
 // parseKeys reads the keys query parameter: comma-separated, blanks
 // skipped, duplicates once, at most max. nil when the parameter is absent
 // (every key).
-func parseKeys(r *http.Request, max int) ([]string, error) {
-	q := r.URL.Query()
+func parseKeys(q url.Values, max int) ([]string, error) {
 	if !q.Has("keys") {
 		return nil, nil
 	}
-	var keys []string
-	seen := map[string]bool{}
+	list := q.Get("keys")
+	n := strings.Count(list, ",") + 1
+	keys := make([]string, 0, min(n, max+1))
+	seen := make(map[string]bool, min(n, max+1))
 	var v httpapi.Validator
-	for _, part := range strings.Split(q.Get("keys"), ",") {
+	for part := range strings.SplitSeq(list, ",") {
 		k := strings.TrimSpace(part)
 		if k == "" || seen[k] {
 			continue
@@ -107,14 +109,16 @@ func parseKeys(r *http.Request, max int) ([]string, error) {
 		}
 		keys = append(keys, k)
 	}
-	v.Check(len(keys) >= 1 && len(keys) <= max, "keys", fmt.Sprintf("must list 1 to %d comma-separated keys", max))
+	if len(keys) < 1 || len(keys) > max { // the message only when it is needed
+		v.Check(false, "keys", fmt.Sprintf("must list 1 to %d comma-separated keys", max))
+	}
 	return keys, v.Err()
 }
 
 // bulkCursor reads the cursor of a read without keys: the last key of the
 // page before ("" on the first page). With keys, a cursor is refused.
-func bulkCursor(r *http.Request, keys []string) (string, error) {
-	c := r.URL.Query().Get("cursor")
+func bulkCursor(q url.Values, keys []string) (string, error) {
+	c := q.Get("cursor")
 	switch {
 	case c == "":
 		return "", nil
@@ -130,16 +134,16 @@ func bulkCursor(r *http.Request, keys []string) (string, error) {
 
 // bulk reads the values of the keys the request lists (at most maxKeys),
 // or the page after its cursor of every key.
-func (sv *Service) bulk(r *http.Request, s *tenant.Scope, maxKeys int) (Bulk, error) {
+func (sv *Service) bulk(r *http.Request, q url.Values, s *tenant.Scope, maxKeys int) (Bulk, error) {
 	lang, err := langParam(r, s.Project)
 	if err != nil {
 		return Bulk{}, err
 	}
-	keys, err := parseKeys(r, maxKeys)
+	keys, err := parseKeys(q, maxKeys)
 	if err != nil {
 		return Bulk{}, err
 	}
-	after, err := bulkCursor(r, keys)
+	after, err := bulkCursor(q, keys)
 	if err != nil {
 		return Bulk{}, err
 	}
@@ -147,7 +151,7 @@ func (sv *Service) bulk(r *http.Request, s *tenant.Scope, maxKeys int) (Bulk, er
 }
 
 func (sv *Service) getBulk(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	b, err := sv.bulk(r, s, MaxBulkKeys)
+	b, err := sv.bulk(r, r.URL.Query(), s, MaxBulkKeys)
 	if err != nil {
 		return err
 	}
@@ -157,10 +161,11 @@ func (sv *Service) getBulk(w http.ResponseWriter, r *http.Request, s *tenant.Sco
 // publicBulk is the anonymous bulk read. It requires keys: anyone may send
 // it, so it reads what one page needs, never the whole project.
 func (sv *Service) publicBulk(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	if !r.URL.Query().Has("keys") {
+	q := r.URL.Query() // parsed once: 50 keys make a long query
+	if !q.Has("keys") {
 		return httpapi.BadRequest(fmt.Sprintf("keys is required: list the content keys the page needs, comma-separated (at most %d)", MaxPublicBulkKeys))
 	}
-	b, err := sv.bulk(r, s, MaxPublicBulkKeys)
+	b, err := sv.bulk(r, q, s, MaxPublicBulkKeys)
 	if err != nil {
 		return err
 	}

@@ -281,7 +281,7 @@ func (sv *Service) patchPage(w http.ResponseWriter, r *http.Request, s *tenant.S
 }
 
 func (sv *Service) getPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	p, err := localPage(r, s, "id_or_slug", func(ctx context.Context, tx pgx.Tx, ref string) (Page, error) {
+	p, err := localPage(r, s, "id_or_slug", func(ctx context.Context, tx tenant.Querier, ref string) (Page, error) {
 		return findPage(ctx, tx, ref, false)
 	})
 	if err != nil {
@@ -292,14 +292,12 @@ func (sv *Service) getPage(w http.ResponseWriter, r *http.Request, s *tenant.Sco
 
 // localPage reads the page the path parameter param names with read, in
 // the language the lang query parameter asks for.
-func localPage(r *http.Request, s *tenant.Scope, param string, read func(context.Context, pgx.Tx, string) (Page, error)) (Page, error) {
+func localPage(r *http.Request, s *tenant.Scope, param string, read func(context.Context, tenant.Querier, string) (Page, error)) (Page, error) {
 	lang, err := optionalLang(r)
 	if err != nil {
 		return Page{}, err
 	}
-	p, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Page, error) {
-		return read(r.Context(), tx, chi.URLParam(r, param))
-	})
+	p, err := read(r.Context(), s.Reader(), chi.URLParam(r, param))
 	if err != nil {
 		return p, err
 	}
@@ -333,9 +331,7 @@ func (sv *Service) listPages(w http.ResponseWriter, r *http.Request, s *tenant.S
 		if status != "" && status != PageDraft && status != PagePublished {
 			return nil, httpapi.Invalid("status", "must be draft or published")
 		}
-		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Page, error) {
-			return listPages(r.Context(), tx, before, status, limit)
-		})
+		return listPages(r.Context(), s.Reader(), before, status, limit)
 	}, func(p Page) string { return httpapi.IDText(p.ID) })
 	if err != nil {
 		return err

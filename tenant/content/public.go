@@ -17,9 +17,7 @@ import (
 // pages for its router, navigation and sitemap.
 
 func (sv *Service) publicComponent(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	c, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Component, error) {
-		return getComponent(r.Context(), tx, chi.URLParam(r, "slug"))
-	})
+	c, err := getComponent(r.Context(), s.Reader(), chi.URLParam(r, "slug"))
 	if err != nil {
 		return err
 	}
@@ -45,9 +43,7 @@ func toPublicBrand(b Brand) PublicBrand {
 }
 
 func (sv *Service) publicBrand(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	b, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Brand, error) {
-		return getBrand(r.Context(), tx)
-	})
+	b, err := getBrand(r.Context(), s.Reader())
 	if err != nil {
 		return err
 	}
@@ -72,9 +68,7 @@ func (sv *Service) publicPages(w http.ResponseWriter, r *http.Request, s *tenant
 		return err
 	}
 	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]PageLink, error) {
-		pages, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Page, error) {
-			return listPages(r.Context(), tx, before, PagePublished, limit)
-		})
+		pages, err := listPages(r.Context(), s.Reader(), before, PagePublished, limit)
 		out := make([]PageLink, len(pages))
 		for i, p := range pages {
 			p.localize(lang)

@@ -27,7 +27,7 @@ var (
 )
 
 // queryAll runs a query in tx and scans each row of its result with scan.
-func queryAll[T any](ctx context.Context, tx pgx.Tx, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
+func queryAll[T any](ctx context.Context, tx tenant.Querier, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
 	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
@@ -294,12 +294,12 @@ func insertComponent(ctx context.Context, tx pgx.Tx, explicit *string, name stri
 
 // listComponents reads up to limit components before the id before (0:
 // from the newest).
-func listComponents(ctx context.Context, tx pgx.Tx, before int64, limit int) ([]Component, error) {
+func listComponents(ctx context.Context, tx tenant.Querier, before int64, limit int) ([]Component, error) {
 	return queryAll(ctx, tx, scanComponent, `SELECT `+componentCols+` FROM components WHERE $1 = 0 OR id < $1 ORDER BY id DESC LIMIT $2`,
 		before, limit)
 }
 
-func getComponent(ctx context.Context, tx pgx.Tx, s string) (Component, error) {
+func getComponent(ctx context.Context, tx tenant.Querier, s string) (Component, error) {
 	if !slug.Valid(s) {
 		return Component{}, errNoComponent
 	}
@@ -344,7 +344,7 @@ func scanGallery(row pgx.Row) (Gallery, error) {
 }
 
 // GetGallery reads the gallery of slug (404 when absent).
-func GetGallery(ctx context.Context, tx pgx.Tx, s string) (Gallery, error) {
+func GetGallery(ctx context.Context, tx tenant.Querier, s string) (Gallery, error) {
 	if !slug.Valid(s) {
 		return Gallery{}, errNoGallery
 	}
@@ -366,7 +366,7 @@ func insertGallery(ctx context.Context, tx pgx.Tx, explicit *string, name string
 }
 
 // listGalleries reads up to limit galleries after the position after.
-func listGalleries(ctx context.Context, tx pgx.Tx, after timeCursor, limit int) ([]Gallery, error) {
+func listGalleries(ctx context.Context, tx tenant.Querier, after timeCursor, limit int) ([]Gallery, error) {
 	return queryAll(ctx, tx, scanGallery, `SELECT `+galleryCols+` FROM galleries
 		WHERE $1::timestamptz IS NULL OR (created_at, slug) < ($1, $2)
 		ORDER BY created_at DESC, slug DESC LIMIT $3`, after.at, after.name, limit)
@@ -406,7 +406,7 @@ func scanBrand(row pgx.Row) (Brand, error) {
 	return b, nil
 }
 
-func getBrand(ctx context.Context, tx pgx.Tx) (Brand, error) {
+func getBrand(ctx context.Context, tx tenant.Querier) (Brand, error) {
 	return scanBrand(tx.QueryRow(ctx, `SELECT `+brandCols+` FROM brand`))
 }
 
@@ -420,7 +420,7 @@ func updateBrand(ctx context.Context, tx pgx.Tx, req BrandRequest, colors, fonts
 }
 
 // logoObject is the stored object of the brand logo ("" when none).
-func logoObject(ctx context.Context, tx pgx.Tx) (string, error) {
+func logoObject(ctx context.Context, tx tenant.Querier) (string, error) {
 	var object string
 	err := tx.QueryRow(ctx, `SELECT COALESCE(logo_object, '') FROM brand`).Scan(&object)
 	return object, noRows(err, httpapi.ErrNotFound)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/slug"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // imageRow is a row of images: the Image and where its bytes are stored.
@@ -89,13 +90,13 @@ func freeImageKey(ctx context.Context, tx pgx.Tx, base string) (string, error) {
 
 // GetImage reads the image of key (a failure of kind httpapi.ErrNotFound
 // when absent).
-func GetImage(ctx context.Context, tx pgx.Tx, key string) (Image, error) {
+func GetImage(ctx context.Context, tx tenant.Querier, key string) (Image, error) {
 	row, err := getImage(ctx, tx, key, false)
 	return row.Image, err
 }
 
 // getImage reads the image of key; lock holds the row until tx ends.
-func getImage(ctx context.Context, tx pgx.Tx, key string, lock bool) (imageRow, error) {
+func getImage(ctx context.Context, tx tenant.Querier, key string, lock bool) (imageRow, error) {
 	q := `SELECT ` + imageCols + ` FROM images WHERE key = $1`
 	if lock {
 		q += ` FOR UPDATE`
@@ -106,7 +107,7 @@ func getImage(ctx context.Context, tx pgx.Tx, key string, lock bool) (imageRow, 
 
 // listImages reads up to limit images of source (any when empty) after
 // the position after.
-func listImages(ctx context.Context, tx pgx.Tx, after timeCursor, source string, limit int) ([]Image, error) {
+func listImages(ctx context.Context, tx tenant.Querier, after timeCursor, source string, limit int) ([]Image, error) {
 	scan := func(row pgx.Row) (Image, error) {
 		r, err := scanImage(row)
 		return r.Image, err

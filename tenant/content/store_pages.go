@@ -9,6 +9,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/slug"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // Failures of the page store.
@@ -57,7 +58,7 @@ func encodePage(p Page) (sections, seo, tr []byte) {
 
 // findPage reads the page named by id_or_slug: a number is an id first,
 // then a slug of digits. lock holds the row until tx ends.
-func findPage(ctx context.Context, tx pgx.Tx, ref string, lock bool) (_ Page, err error) {
+func findPage(ctx context.Context, tx tenant.Querier, ref string, lock bool) (_ Page, err error) {
 	defer httpapi.Wrap(&err, "findPage(%q)", ref)
 	id, err := strconv.ParseInt(ref, 10, 64)
 	if err != nil {
@@ -75,7 +76,7 @@ func findPage(ctx context.Context, tx pgx.Tx, ref string, lock bool) (_ Page, er
 }
 
 // publishedPage reads the published page of slug.
-func publishedPage(ctx context.Context, tx pgx.Tx, s string) (Page, error) {
+func publishedPage(ctx context.Context, tx tenant.Querier, s string) (Page, error) {
 	if !slug.Valid(s) {
 		return Page{}, errNoPage
 	}
@@ -85,7 +86,7 @@ func publishedPage(ctx context.Context, tx pgx.Tx, s string) (Page, error) {
 
 // listPages reads up to limit pages of status (any when empty) before the
 // id before (0: from the newest).
-func listPages(ctx context.Context, tx pgx.Tx, before int64, status string, limit int) ([]Page, error) {
+func listPages(ctx context.Context, tx tenant.Querier, before int64, status string, limit int) ([]Page, error) {
 	return queryAll(ctx, tx, scanPage, `SELECT `+pageCols+` FROM pages WHERE ($1 = 0 OR id < $1) AND ($2 = '' OR status = $2)
 		ORDER BY id DESC LIMIT $3`, before, status, limit)
 }

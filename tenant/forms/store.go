@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // row is a form_submissions row.
@@ -62,7 +63,7 @@ ORDER BY id DESC LIMIT $3`
 
 // list returns up to limit rows of typ ("" for all) older than the row
 // with id before (0 for the newest).
-func list(ctx context.Context, tx pgx.Tx, typ string, before int64, limit int) ([]row, error) {
+func list(ctx context.Context, tx tenant.Querier, typ string, before int64, limit int) ([]row, error) {
 	rows, err := tx.Query(ctx, listSQL, typ, before, limit)
 	if err != nil {
 		return nil, err

@@ -115,7 +115,7 @@ func (a *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) 
 		if f.Status != "" && !statuses[f.Status] {
 			return nil, httpapi.Invalid("status", "must be one of pending, processing, completed, failed, cancelled")
 		}
-		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Job, error) { return list(r.Context(), tx, f, after, limit) })
+		return list(r.Context(), s.Reader(), f, after, limit)
 	}, func(j Job) string { return j.ID })
 	if err != nil {
 		return err
@@ -124,7 +124,7 @@ func (a *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) 
 }
 
 func (a *Service) get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	j, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (*row, error) { return get(r.Context(), tx, chi.URLParam(r, "id")) })
+	j, err := get(r.Context(), s.Reader(), chi.URLParam(r, "id"))
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (a *Service) stream(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 	jobID := chi.URLParam(r, "id")
 	wakeups, stop := a.hub.Subscribe(jobID) // before reading, so no event slips between
 	defer stop()
-	j, err := tenant.TxV(ctx, s, func(tx pgx.Tx) (*row, error) { return get(ctx, tx, jobID) })
+	j, err := get(ctx, s.Reader(), jobID)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func (a *Service) stream(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 	defer heartbeat.Stop()
 	for {
 		for {
-			evs, err := tenant.TxV(ctx, s, func(tx pgx.Tx) ([]event, error) { return eventsAfter(ctx, tx, jobID, last, 500) })
+			evs, err := eventsAfter(ctx, s.Reader(), jobID, last, 500)
 			if err != nil {
 				if ctx.Err() == nil {
 					httpapi.Logger(ctx).ErrorContext(ctx, "job stream read failed", "job", jobID, "err", err)

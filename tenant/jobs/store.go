@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // Channel is the NOTIFY channel of job events; the payload is the job id.
@@ -95,7 +96,7 @@ func insert(ctx context.Context, tx pgx.Tx, j *row) error {
 }
 
 // get reads a job; lock takes its row lock for the transaction.
-func get(ctx context.Context, tx pgx.Tx, jobID string) (_ *row, err error) {
+func get(ctx context.Context, tx tenant.Querier, jobID string) (_ *row, err error) {
 	defer httpapi.Wrap(&err, "get(%s)", jobID)
 	return scan(tx.QueryRow(ctx, `SELECT `+columns+` FROM jobs WHERE id = $1`, jobID))
 }
@@ -125,7 +126,7 @@ type Filter struct {
 
 // list returns up to limit jobs older than the job id after (empty: from
 // the newest), newest first.
-func list(ctx context.Context, tx pgx.Tx, f Filter, after string, limit int) ([]Job, error) {
+func list(ctx context.Context, tx tenant.Querier, f Filter, after string, limit int) ([]Job, error) {
 	rows, err := tx.Query(ctx, `SELECT `+columns+` FROM jobs
 		WHERE ($1 = '' OR id < $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR type = $3)
 		ORDER BY id DESC LIMIT $4`, after, f.Status, f.Type, limit)
@@ -186,7 +187,7 @@ func save(ctx context.Context, tx pgx.Tx, j *row, events ...event) error {
 }
 
 // eventsAfter returns the job's events numbered above seq, in order.
-func eventsAfter(ctx context.Context, tx pgx.Tx, jobID string, seq, limit int) ([]event, error) {
+func eventsAfter(ctx context.Context, tx tenant.Querier, jobID string, seq, limit int) ([]event, error) {
 	rows, err := tx.Query(ctx, `SELECT seq, kind, data FROM job_events WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, jobID, seq, limit)
 	if err != nil {
 		return nil, err

@@ -245,7 +245,7 @@ func scanPlan(row pgx.Row) (Plan, error) {
 	return p, json.Unmarshal(items, &p.Items)
 }
 
-func loadPlan(ctx context.Context, tx pgx.Tx, id int64) (Plan, error) {
+func loadPlan(ctx context.Context, tx tenant.Querier, id int64) (Plan, error) {
 	p, err := scanPlan(tx.QueryRow(ctx, `SELECT `+planCols+` FROM content_plans WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, errNoPlan
@@ -258,14 +258,12 @@ func loadPlan(ctx context.Context, tx pgx.Tx, id int64) (Plan, error) {
 func (sv *Service) listPlans(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	jobID := r.URL.Query().Get("job_id")
 	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]Plan, error) {
-		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Plan, error) {
-			rows, err := tx.Query(r.Context(), `SELECT `+planCols+` FROM content_plans
-				WHERE ($1 = 0 OR id < $1) AND ($2 = '' OR job_id = $2) ORDER BY id DESC LIMIT $3`, before, jobID, limit)
-			if err != nil {
-				return nil, err
-			}
-			return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Plan, error) { return scanPlan(row) })
-		})
+		rows, err := s.Reader().Query(r.Context(), `SELECT `+planCols+` FROM content_plans
+			WHERE ($1 = 0 OR id < $1) AND ($2 = '' OR job_id = $2) ORDER BY id DESC LIMIT $3`, before, jobID, limit)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Plan, error) { return scanPlan(row) })
 	}, func(p Plan) string { return httpapi.IDText(p.ID) })
 	if err != nil {
 		return err
@@ -279,7 +277,7 @@ func (sv *Service) getPlan(w http.ResponseWriter, r *http.Request, s *tenant.Sco
 	if err != nil {
 		return err
 	}
-	p, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Plan, error) { return loadPlan(r.Context(), tx, id) })
+	p, err := loadPlan(r.Context(), s.Reader(), id)
 	if err != nil {
 		return err
 	}

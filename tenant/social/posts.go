@@ -241,7 +241,7 @@ func (sv *Service) getPost(w http.ResponseWriter, r *http.Request, s *tenant.Sco
 	if err != nil {
 		return err
 	}
-	p, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) { return getPost(r.Context(), tx, pid) })
+	p, err := getPost(r.Context(), s.Reader(), pid)
 	if err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ func (sv *Service) listPosts(w http.ResponseWriter, r *http.Request, s *tenant.S
 		if status != "" && !slices.Contains(statuses, status) {
 			return nil, httpapi.Invalid("status", "must be one of "+strings.Join(statuses, ", "))
 		}
-		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Post, error) { return listPosts(r.Context(), tx, status, before, limit) })
+		return listPosts(r.Context(), s.Reader(), status, before, limit)
 	}, func(p Post) string { return httpapi.IDText(p.ID) })
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/id"
 	"github.com/plinth-dev/plinth/internal/oauth"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // The pillar's not-found failures.
@@ -49,7 +50,7 @@ func scanAccount(row pgx.Row, extra ...any) (Account, error) {
 }
 
 // queryAccounts runs a query of accounts (accountColumns).
-func queryAccounts(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]Account, error) {
+func queryAccounts(ctx context.Context, tx tenant.Querier, sql string, args ...any) ([]Account, error) {
 	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
@@ -59,7 +60,7 @@ func queryAccounts(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]A
 
 // listAccounts returns up to limit accounts after the cursor (an account
 // id; empty on the first page), newest first.
-func listAccounts(ctx context.Context, tx pgx.Tx, after string, limit int) ([]Account, error) {
+func listAccounts(ctx context.Context, tx tenant.Querier, after string, limit int) ([]Account, error) {
 	return queryAccounts(ctx, tx, `SELECT `+accountColumns+` FROM social_accounts WHERE ($1 = '' OR id < $1) ORDER BY id DESC LIMIT $2`, after, limit)
 }
 
@@ -248,13 +249,13 @@ func utc(t *time.Time) *time.Time {
 }
 
 // getPost reads a post.
-func getPost(ctx context.Context, tx pgx.Tx, id int64) (Post, error) {
+func getPost(ctx context.Context, tx tenant.Querier, id int64) (Post, error) {
 	row, err := getPostRow(ctx, tx, id, false)
 	return toPost(row), err
 }
 
 // getPostRow reads a post's row; lock takes its row lock until tx ends.
-func getPostRow(ctx context.Context, tx pgx.Tx, id int64, lock bool) (_ postRow, err error) {
+func getPostRow(ctx context.Context, tx tenant.Querier, id int64, lock bool) (_ postRow, err error) {
 	defer httpapi.Wrap(&err, "getPostRow(%d)", id)
 	q := `SELECT ` + postColumns + ` FROM social_posts WHERE id = $1`
 	if lock {
@@ -264,7 +265,7 @@ func getPostRow(ctx context.Context, tx pgx.Tx, id int64, lock bool) (_ postRow,
 }
 
 // queryPosts runs a query of posts (postColumns).
-func queryPosts(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]Post, error) {
+func queryPosts(ctx context.Context, tx tenant.Querier, sql string, args ...any) ([]Post, error) {
 	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
@@ -277,7 +278,7 @@ func queryPosts(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]Post
 
 // listPosts returns up to limit posts before the post id before (0: from
 // the newest), newest first, of status when it is not empty.
-func listPosts(ctx context.Context, tx pgx.Tx, status string, before int64, limit int) ([]Post, error) {
+func listPosts(ctx context.Context, tx tenant.Querier, status string, before int64, limit int) ([]Post, error) {
 	return queryPosts(ctx, tx, `SELECT `+postColumns+` FROM social_posts
 		WHERE ($1 = '' OR status = $1) AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, status, before, limit)
 }

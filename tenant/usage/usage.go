@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -36,9 +35,7 @@ func Get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	default:
 		return httpapi.Invalid("period", "must be current or previous")
 	}
-	u, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (credits.Usage, error) {
-		return credits.Report(r.Context(), tx, s, previous, time.Now())
-	})
+	u, err := credits.Report(r.Context(), s.Reader(), s, previous, time.Now())
 	if err != nil {
 		return err
 	}

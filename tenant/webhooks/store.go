@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 const endpointColumns = `id, url, events, is_active, created_at, last_delivery_status`
@@ -29,7 +30,7 @@ func insertEndpoint(ctx context.Context, tx pgx.Tx, id, url string, events []str
 
 // listEndpoints returns up to limit endpoints older than the endpoint id
 // after (empty: from the newest), newest first.
-func listEndpoints(ctx context.Context, tx pgx.Tx, after string, limit int) ([]Endpoint, error) {
+func listEndpoints(ctx context.Context, tx tenant.Querier, after string, limit int) ([]Endpoint, error) {
 	rows, err := tx.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE $1 = '' OR id < $1 ORDER BY id DESC LIMIT $2`, after, limit)
 	if err != nil {
@@ -39,7 +40,7 @@ func listEndpoints(ctx context.Context, tx pgx.Tx, after string, limit int) ([]E
 }
 
 // getEndpoint reads an endpoint.
-func getEndpoint(ctx context.Context, tx pgx.Tx, id string) (_ Endpoint, err error) {
+func getEndpoint(ctx context.Context, tx tenant.Querier, id string) (_ Endpoint, err error) {
 	defer httpapi.Wrap(&err, "getEndpoint(%s)", id)
 	return scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1`, id))
 }
@@ -96,7 +97,7 @@ func scanDelivery(row pgx.Row) (Delivery, error) {
 // listDeliveries returns up to limit deliveries of the endpoint (which
 // must exist) older than the delivery id after (empty: from the newest),
 // newest first, of status when it is not empty.
-func listDeliveries(ctx context.Context, tx pgx.Tx, endpointID, status, after string, limit int) ([]Delivery, error) {
+func listDeliveries(ctx context.Context, tx tenant.Querier, endpointID, status, after string, limit int) ([]Delivery, error) {
 	var exists bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1)`, endpointID).Scan(&exists); err != nil {
 		return nil, err

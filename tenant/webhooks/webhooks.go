@@ -172,7 +172,7 @@ func (h *Service) create(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 
 func (h *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	list, err := httpapi.ListOf(r, httpapi.CursorText, func(after string, limit int) ([]Endpoint, error) {
-		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Endpoint, error) { return listEndpoints(r.Context(), tx, after, limit) })
+		return listEndpoints(r.Context(), s.Reader(), after, limit)
 	}, func(e Endpoint) string { return e.ID })
 	if err != nil {
 		return err
@@ -185,7 +185,7 @@ func (h *Service) get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) e
 	if err != nil {
 		return err
 	}
-	e, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Endpoint, error) { return getEndpoint(r.Context(), tx, eid) })
+	e, err := getEndpoint(r.Context(), s.Reader(), eid)
 	if err != nil {
 		return err
 	}
@@ -261,9 +261,7 @@ func (h *Service) deliveries(w http.ResponseWriter, r *http.Request, s *tenant.S
 		if status != "" && !slices.Contains(deliveryStatuses, status) {
 			return nil, httpapi.Invalid("status", "must be pending, succeeded or failed")
 		}
-		return tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]Delivery, error) {
-			return listDeliveries(r.Context(), tx, eid, status, after, limit)
-		})
+		return listDeliveries(r.Context(), s.Reader(), eid, status, after, limit)
 	}, func(d Delivery) string { return d.ID })
 	if err != nil {
 		return err
