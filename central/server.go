@@ -144,6 +144,8 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	}
 	s.Outbox = webhook.NewOutbox(s.River)
 	hookSecrets := webhook.NewSecrets(c.Secret())
+	c.UseArchives(s.River, s.Media)
+	river.AddWorker(workers, NewExportWorker(c))
 	river.AddWorker(workers, &idempotency.ExpireWorker{Projects: c})
 	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
 		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger, Attempted: s.Metrics.WebhookAttempt}, c, hookSecrets))
@@ -240,6 +242,10 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	loginLimits := &ratelimit.PerIP{Store: s.Limits.Store, Limit: ratelimit.Limit{RPM: cfg.LoginRPM, Burst: cfg.LoginBurst},
 		Trusted: cfg.TrustedProxies, Clock: s.Limits.Clock, Logger: logger, Rejected: s.Metrics.RateLimited}
 	r.Route("/central/api", func(r chi.Router) { c.DashboardRoutes(r, loginLimits) })
+	// The admin API (/admin/api): its export and import routes. Admin
+	// tokens are not built on this branch yet, so every request is
+	// refused until RequireAdmin takes the place of noAdminToken.
+	r.Route("/admin/api", func(r chi.Router) { c.AdminExportRoutes(r, noAdminToken) })
 	// The web dashboard: its pages call /central/api through this router.
 	dash, err := dashboard.New(r, logger)
 	if err != nil {
@@ -255,7 +261,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 // output (go generate ./central).
 func OpenAPIDocument() openapi.M {
 	return openapi.Build(OpenAPI, usage.OpenAPI, jobs.OpenAPI, content.OpenAPI, blog.OpenAPI, sites.OpenAPI, commerce.OpenAPI,
-		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, webhooks.OpenAPI)
+		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, webhooks.OpenAPI, AdminExportsOpenAPI)
 }
 
 // rateLimits builds the limiter of every request: Redis when REDIS_URL

@@ -39,6 +39,8 @@ type commands struct {
 	Project struct {
 		Create projectCreateCmd `cmd:"" help:"Create a project and its schema; prints the project."`
 		Plan   projectPlanCmd   `cmd:"" help:"Change a project's billing plan (no API key can); prints the project."`
+		Export projectExportCmd `cmd:"" help:"Write a project's archive (.tar.gz: rows and media); prints {project_id, file, size_bytes, row_counts}."`
+		Import projectImportCmd `cmd:"" help:"Create a new project from an archive; prints the project."`
 	} `cmd:"" help:"Projects."`
 	Key struct {
 		Create keyCreateCmd `cmd:"" help:"Mint an API key; prints it with its secret (shown once)."`

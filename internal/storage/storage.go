@@ -35,6 +35,8 @@ type Store interface {
 	Put(ctx context.Context, key string, r io.Reader) (size int64, err error)
 	Open(ctx context.Context, key string) (Object, error)
 	Delete(ctx context.Context, key string) error
+	// List returns the keys under a prefix ending in "/", sorted.
+	List(ctx context.Context, prefix string) ([]string, error)
 }
 
 // Open returns the store that spec names: file://DIR (a relative DIR is
