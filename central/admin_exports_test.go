@@ -470,20 +470,24 @@ func TestImportRefusesBadArchives(t *testing.T) {
 		archive []byte
 		detail  string
 	}{
-		"not gzip":            {[]byte("just some text"), "not a gzip file"},
-		"gzip of no tar":      {gzipOf(t, []byte("just some text")), "not a tar archive"},
-		"path traversal":      {with(entry{"../../etc/cron.d/evil", []byte("x")}), "must be relative"},
-		"absolute path":       {with(entry{"/etc/passwd", []byte("x")}), "must be relative"},
-		"dot segment":         {with(entry{"media/./x", []byte("x")}), "must be relative"},
-		"unlisted entry":      {with(entry{"media/extra", []byte("x")}), "not in the manifest"},
-		"manifest not first":  {retar(t, append(append([]entry{}, good[1:]...), good[0])), "first entry must be manifest.json"},
-		"unknown format":      {manifest(func(m map[string]any) { m["format"] = "zip" }), "unknown format"},
-		"newer format":        {manifest(func(m map[string]any) { m["format_version"] = 2 }), "unknown format version"},
-		"newer migrations":    {manifest(func(m map[string]any) { m["migrations"] = map[string]any{"version": 99999, "applied": []int{1, 99999}} }), "newer than"},
-		"skipped table":       {manifest(func(m map[string]any) { m["tables"] = []any{map[string]any{"name": "payment_account", "file": "tables/payment_account.ndjson", "rows": 0}} }), "never imported"},
-		"missing table file":  {retar(t, good[:1]), "missing entries"},
-		"row count mismatch":  {manifest(func(m map[string]any) { setRows(m, "content_values", 5) }), "rows, the manifest says 5"},
-		"media path in media": {manifest(func(m map[string]any) { m["media"] = []any{map[string]any{"key": "../x", "file": "media/../x", "size": 1}} }), "media key"},
+		"not gzip":           {[]byte("just some text"), "not a gzip file"},
+		"gzip of no tar":     {gzipOf(t, []byte("just some text")), "not a tar archive"},
+		"path traversal":     {with(entry{"../../etc/cron.d/evil", []byte("x")}), "must be relative"},
+		"absolute path":      {with(entry{"/etc/passwd", []byte("x")}), "must be relative"},
+		"dot segment":        {with(entry{"media/./x", []byte("x")}), "must be relative"},
+		"unlisted entry":     {with(entry{"media/extra", []byte("x")}), "not in the manifest"},
+		"manifest not first": {retar(t, append(append([]entry{}, good[1:]...), good[0])), "first entry must be manifest.json"},
+		"unknown format":     {manifest(func(m map[string]any) { m["format"] = "zip" }), "unknown format"},
+		"newer format":       {manifest(func(m map[string]any) { m["format_version"] = 2 }), "unknown format version"},
+		"newer migrations":   {manifest(func(m map[string]any) { m["migrations"] = map[string]any{"version": 99999, "applied": []int{1, 99999}} }), "newer than"},
+		"skipped table": {manifest(func(m map[string]any) {
+			m["tables"] = []any{map[string]any{"name": "payment_account", "file": "tables/payment_account.ndjson", "rows": 0}}
+		}), "never imported"},
+		"missing table file": {retar(t, good[:1]), "missing entries"},
+		"row count mismatch": {manifest(func(m map[string]any) { setRows(m, "content_values", 5) }), "rows, the manifest says 5"},
+		"media path in media": {manifest(func(m map[string]any) {
+			m["media"] = []any{map[string]any{"key": "../x", "file": "media/../x", "size": 1}}
+		}), "media key"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			body, ct := importForm(c.archive, "tenant_id", tenant)
