@@ -288,7 +288,10 @@ func (c *Central) importProject(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || tenantID <= 0 {
 		return httpapi.Invalid("tenant_id", "must be a tenant id")
 	}
-	name := strings.Join(form.Value["name"], "")
+	var name string
+	if names := form.Value["name"]; len(names) > 0 {
+		name = names[0]
+	}
 	f, err := files[0].Open()
 	if err != nil {
 		return err

@@ -459,6 +459,14 @@ func TestImportRefusesBadArchives(t *testing.T) {
 		b, _ := json.Marshal(m)
 		return retar(t, append([]entry{{archive.ManifestName, b}}, good[1:]...))
 	}
+	// A row the schema refuses is found only while restoring, after the
+	// project was created: the import removes it again.
+	badRow := append([]entry{}, good...)
+	for i, e := range badRow {
+		if e.name == "tables/content_values.ndjson" {
+			badRow[i] = entry{e.name, []byte(`{"key":"Not A Key","lang":"en","value":"x","updated_at":"2026-01-01T00:00:00+00:00"}` + "\n")}
+		}
+	}
 	projects := func() int {
 		var n int
 		require.NoError(t, env.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM central.projects`).Scan(&n))
@@ -483,8 +491,9 @@ func TestImportRefusesBadArchives(t *testing.T) {
 		"skipped table": {manifest(func(m map[string]any) {
 			m["tables"] = []any{map[string]any{"name": "payment_account", "file": "tables/payment_account.ndjson", "rows": 0}}
 		}), "never imported"},
-		"missing table file": {retar(t, good[:1]), "missing entries"},
-		"row count mismatch": {manifest(func(m map[string]any) { setRows(m, "content_values", 5) }), "rows, the manifest says 5"},
+		"missing table file":     {retar(t, good[:1]), "missing entries"},
+		"row count mismatch":     {manifest(func(m map[string]any) { setRows(m, "content_values", 5) }), "rows, the manifest says 5"},
+		"row the schema refuses": {retar(t, badRow), "rows of content_values"},
 		"media path in media": {manifest(func(m map[string]any) {
 			m["media"] = []any{map[string]any{"key": "../x", "file": "media/../x", "size": 1}}
 		}), "media key"},

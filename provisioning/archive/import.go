@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/internal/storage"
@@ -426,7 +427,12 @@ func fill(ctx context.Context, tx pgx.Tx, schema string, load []table, staged ma
 		// identity columns.
 		if _, err := tx.Exec(ctx, `INSERT INTO `+ident+` OVERRIDING SYSTEM VALUE SELECT r.* FROM `+staged[t.name]+
 			` s, json_populate_record(NULL::`+ident+`, s.line::json) r`); err != nil {
-			return invalid("rows of %s: %v", t.name, err)
+			// A value the column cannot take (class 22) or a row a
+			// constraint refuses (23) is the archive's fault.
+			if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23")) {
+				return invalid("rows of %s: %s", t.name, pgErr.Message)
+			}
+			return fmt.Errorf("rows of %s: %w", t.name, err)
 		}
 	}
 	oids := make([]uint32, len(load))
