@@ -48,6 +48,8 @@ type Central struct {
 	// dashboardPlans are the plans a workspace user may give a new
 	// project, the first the default (DashboardRoutes sets them).
 	dashboardPlans []string
+	// archives runs exports and imports (admin_exports.go).
+	archives archives
 }
 
 // Open loads (or, on first start, generates and stores) the server secret.
@@ -182,6 +184,29 @@ var planMsg = "must be one of " + strings.Join(tenant.PlanNames, ", ")
 // CreateProject creates a project, places it on the default shard and
 // provisions and migrates its schema.
 func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.Project, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	created, spare, err := c.insertProject(ctx, p, true)
+	if err != nil {
+		return nil, err
+	}
+	c.kickSpares()
+	if spare {
+		return created, nil // its schema was created and migrated ahead
+	}
+	shard, err := c.ShardPool(created.Shard)
+	if err != nil {
+		return nil, err
+	}
+	if err := provisioning.ProvisionProject(ctx, c.pool, shard, created.Schema); err != nil {
+		return nil, fmt.Errorf("provision %s: %w", created.ID, err)
+	}
+	return created, nil
+}
+
+// check fills the defaults of a new project's fields and validates them.
+func (p *ProjectParams) check() error {
 	if p.Plan == "" {
 		p.Plan = "free"
 	}
@@ -204,36 +229,21 @@ func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.P
 	}
 	v.Check(httpapi.ValidTimezone(p.Timezone), "timezone", "must be an IANA time zone name")
 	v.Check(len(p.Industry) <= 100, "industry", "must be at most 100 characters")
-	if err := v.Err(); err != nil {
-		return nil, err
-	}
-	created, spare, err := c.insertProject(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	c.kickSpares()
-	if spare {
-		return created, nil // its schema was created and migrated ahead
-	}
-	shard, err := c.ShardPool(created.Shard)
-	if err != nil {
-		return nil, err
-	}
-	if err := provisioning.ProvisionProject(ctx, c.pool, shard, created.Schema); err != nil {
-		return nil, fmt.Errorf("provision %s: %w", created.ID, err)
-	}
-	return created, nil
+	return v.Err()
 }
 
 // insertProject writes the project and its placement row in one
 // transaction of three round trips. The placement takes a current spare
 // schema when one is ready (spare is then true, and the placement is
-// already migrated); otherwise it names a new schema for the caller to
-// provision.
-func (c *Central) insertProject(ctx context.Context, p ProjectParams) (created *tenant.Project, spare bool, err error) {
+// already migrated) when allowSpare is set; otherwise it names a new
+// schema for the caller to provision.
+func (c *Central) insertProject(ctx context.Context, p ProjectParams, allowSpare bool) (created *tenant.Project, spare bool, err error) {
 	latest, count, err := provisioning.TenantVersion()
 	if err != nil {
 		return nil, false, err
+	}
+	if !allowSpare {
+		latest, count = -1, -1 // no spare is at this level
 	}
 	// Projects of one workspace are inserted one at a time (the tenant row
 	// lock, sent with BEGIN; the id is an integer), so two of one name

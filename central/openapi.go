@@ -37,14 +37,7 @@ func OpenAPI(d *openapi.Doc) {
 		plans = append(plans, p)
 	}
 	plan := d.Schema("Plan", openapi.M{"type": "string", "enum": plans})
-	project := openapi.JSON(d.Schema("Project", openapi.Obj(openapi.M{
-		"id": openapi.Prefixed("prj_"), "name": openapi.Str(), "slug": openapi.Str(), "industry": openapi.Str(), "default_language": openapi.Str(),
-		"target_languages": openapi.Arr(openapi.Str()), "timezone": openapi.Str(), "plan": plan,
-		"allowed_origins": openapi.With(openapi.Arr(openapi.Str()), openapi.M{"description": "The browser origins the public surface answers " +
-			"(Access-Control-Allow-Origin); empty: any origin."}),
-		"site_url":   openapi.With(openapi.Nullable(openapi.Str()), openapi.M{"description": "The public address of the project's website, the base of its sitemap; null until set."}),
-		"created_at": openapi.Timestamp(),
-	}, "id", "name", "slug", "industry", "default_language", "target_languages", "timezone", "plan", "allowed_origins", "site_url", "created_at")))
+	project := openapi.JSON(d.Schema("Project", openapi.Obj(projectProps(plan), projectRequired...)))
 	keyFields := openapi.M{
 		"id": openapi.Prefixed("key_"), "name": openapi.Str(), "prefix": openapi.M{"type": "string", "enum": []any{"pln_live_", "pln_test_"}},
 		"masked": openapi.Str(), "scopes": openapi.Arr(openapi.Str()), "last_used_at": openapi.Nullable(openapi.Timestamp()), "created_at": openapi.Timestamp(),
@@ -213,3 +206,19 @@ func OpenAPI(d *openapi.Doc) {
 		Idempotent: true, Errs: []int{404},
 		OK: []openapi.Resp{{Status: 204, Desc: "Revoked."}}})
 }
+
+// projectProps are the fields of the Project resource (ProjectJSON), also
+// those of the resources that extend it.
+func projectProps(plan openapi.M) openapi.M {
+	return openapi.M{
+		"id": openapi.Prefixed("prj_"), "name": openapi.Str(), "slug": openapi.Str(), "industry": openapi.Str(), "default_language": openapi.Str(),
+		"target_languages": openapi.Arr(openapi.Str()), "timezone": openapi.Str(), "plan": plan,
+		"allowed_origins": openapi.With(openapi.Arr(openapi.Str()), openapi.M{"description": "The browser origins the public surface answers " +
+			"(Access-Control-Allow-Origin); empty: any origin."}),
+		"site_url":   openapi.With(openapi.Nullable(openapi.Str()), openapi.M{"description": "The public address of the project's website, the base of its sitemap; null until set."}),
+		"created_at": openapi.Timestamp(),
+	}
+}
+
+// projectRequired are the fields of projectProps always present.
+var projectRequired = []string{"id", "name", "slug", "industry", "default_language", "target_languages", "timezone", "plan", "allowed_origins", "site_url", "created_at"}

@@ -148,6 +148,8 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	c.SetLifecycle(Lifecycle{Queue: s.River, Media: s.Media, Grace: cfg.DeleteGrace})
 	river.AddWorker(workers, &DropWorker{Central: c})
 	hookSecrets := webhook.NewSecrets(c.Secret())
+	c.UseArchives(s.River, s.Media)
+	river.AddWorker(workers, NewExportWorker(c))
 	river.AddWorker(workers, &idempotency.ExpireWorker{Projects: c})
 	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
 		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger, Attempted: s.Metrics.WebhookAttempt}, c, hookSecrets))
@@ -272,6 +274,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	r.Route(AdminPath, func(r chi.Router) {
 		r.Use(c.AdminIdentify, adminLimits.Handler, AdminAuthenticated, httpapi.ValidURL)
 		c.AdminRoutes(r)
+		c.AdminExportRoutes(r, c.RequireAdmin)
 	})
 	// The web dashboard: its pages call /central/api through this router.
 	dash, err := dashboard.New(r, logger)
@@ -288,7 +291,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 // output (go generate ./central).
 func OpenAPIDocument() openapi.M {
 	return openapi.Build(OpenAPI, usage.OpenAPI, jobs.OpenAPI, content.OpenAPI, blog.OpenAPI, sites.OpenAPI, commerce.OpenAPI,
-		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, webhooks.OpenAPI, mcp.OpenAPI, AdminOpenAPI)
+		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, webhooks.OpenAPI, mcp.OpenAPI, AdminOpenAPI, AdminExportsOpenAPI)
 }
 
 // rateLimits builds the limiter of every request: Redis when REDIS_URL

@@ -186,17 +186,22 @@ func parseSet(fsys fs.FS) (*migrationSet, error) {
 		s.files = append(s.files, m)
 	}
 	slices.SortFunc(s.files, func(a, b migration) int { return cmp.Compare(a.version, b.version) })
+	s.fresh = freshOf(s.files)
+	return s, nil
+}
 
+// freshOf is the one script that creates a new schema with files, or ""
+// when one of them needs goose.
+func freshOf(files []migration) string {
 	var fresh strings.Builder
 	fresh.WriteString(gooseTable)
-	for _, m := range s.files {
+	for _, m := range files {
 		if m.goose {
-			return s, nil
+			return ""
 		}
 		m.writeUp(&fresh)
 	}
-	s.fresh = fresh.String()
-	return s, nil
+	return fresh.String()
 }
 
 // writeUp writes the file's Up section and the goose row that records it.

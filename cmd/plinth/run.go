@@ -51,6 +51,8 @@ type commands struct {
 		Suspend projectSuspendCmd `cmd:"" help:"Suspend a project: keys 403, public surface 404, jobs and webhooks wait; prints the project."`
 		Resume  projectResumeCmd  `cmd:"" help:"Resume a suspended project and wake its jobs; prints the project."`
 		Delete  projectDeleteCmd  `cmd:"" help:"Delete a project: keys revoked at once, data dropped after PLINTH_DELETE_GRACE (or --now); prints the project."`
+		Export  projectExportCmd  `cmd:"" help:"Write a project's archive (.tar.gz: rows and media); prints {project_id, file, size_bytes, row_counts}."`
+		Import  projectImportCmd  `cmd:"" help:"Create a new project from an archive; prints the project."`
 	} `cmd:"" help:"Projects."`
 	AdminToken struct {
 		Create adminTokenCreateCmd `cmd:"" help:"Mint an admin token for /admin/api; prints {id, name, scopes, secret, created_at} (the secret shown once)."`

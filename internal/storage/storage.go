@@ -39,6 +39,8 @@ type Store interface {
 	// segment prefix followed by "/" (a deleted project's media, under
 	// its id); none is no error.
 	DeletePrefix(ctx context.Context, prefix string) error
+	// List returns the keys under a prefix ending in "/", sorted.
+	List(ctx context.Context, prefix string) ([]string, error)
 }
 
 // Open returns the store that spec names: file://DIR (a relative DIR is

@@ -76,3 +76,26 @@ func TestOpenSpec(t *testing.T) {
 		t.Fatal("unknown scheme accepted")
 	}
 }
+
+func TestFileList(t *testing.T) {
+	ctx := context.Background()
+	s, err := NewFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"prj_1/_u/b.x", "prj_1/a", "prj_10/c", "exports/e.tar.gz"} {
+		if _, err := s.Put(ctx, k, strings.NewReader(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.List(ctx, "prj_1/")
+	if err != nil || strings.Join(got, ",") != "prj_1/_u/b.x,prj_1/a" {
+		t.Fatalf("list prj_1/: %q %v", got, err)
+	}
+	if got, err := s.List(ctx, "prj_2/"); err != nil || len(got) != 0 {
+		t.Fatalf("list of an absent prefix: %q %v", got, err)
+	}
+	if _, err := s.List(ctx, "../"); err == nil {
+		t.Fatal("an invalid prefix is refused")
+	}
+}

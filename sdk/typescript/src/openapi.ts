@@ -4,6 +4,48 @@
  */
 
 export interface paths {
+    "/admin/api/exports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An export
+         * @description Scope: `exports:read`.
+         */
+        get: operations["adminGetExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/exports/{id}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an export's archive
+         * @description The archive of a completed export (409 before). Ranges are served.
+         *
+         *     Scope: `exports:read`.
+         */
+        get: operations["adminDownloadExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/api/projects": {
         parameters: {
             query?: never;
@@ -26,6 +68,28 @@ export interface paths {
          *     Scope: `projects:write`.
          */
         post: operations["adminCreateProject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/projects/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a project from an archive
+         * @description A multipart/form-data body: `file` (an archive of an export), `tenant_id`, and optionally `name` (default: the archived project's). Creates a new project: its rows with their ids, and its media; API keys, webhooks, social and payment accounts and credits are not copied. An archive of an older release is migrated after import. An archive that is malformed, of an unknown format, or holds a path outside its place is a 422 on `file`; an unknown tenant a 404. The request body limit of the server applies: import larger archives with `plinth project import`.
+         *
+         *     Scope: `exports:write and projects:write`.
+         */
+        post: operations["adminImportProject"];
         delete?: never;
         options?: never;
         head?: never;
@@ -78,6 +142,28 @@ export interface paths {
          * @description Scope: `credits:write`.
          */
         post: operations["adminTopUpCredits"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/projects/{id}/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Export a project
+         * @description Starts a project.export job that writes the project's archive (a .tar.gz: manifest.json, one NDJSON file per table, the media; docs/operations.md, "Export and import"). 202 with the pending export; poll GET /admin/api/exports/{id}.
+         *
+         *     Scope: `exports:write`.
+         */
+        post: operations["adminCreateExport"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3587,6 +3673,30 @@ export interface components {
             scopes?: string[];
             test?: boolean;
         };
+        Export: {
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            completed_at: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /** @description Why the last attempt failed. */
+            error: string | null;
+            id: string;
+            project_id: string;
+            /** @description Rows exported per table, once completed. */
+            row_counts: {
+                [key: string]: number;
+            } | null;
+            /** @description The archive's size once completed. */
+            size_bytes: number | null;
+            /** @enum {string} */
+            status: "pending" | "running" | "completed" | "failed";
+        };
         FormFieldScalar: string | number | boolean | null;
         /** @description A string, number, boolean or null, or an array of those. */
         FormFieldValue: components["schemas"]["FormFieldScalar"] | components["schemas"]["FormFieldScalar"][];
@@ -3698,6 +3808,37 @@ export interface components {
             data: components["schemas"]["Image"][];
             has_more: boolean;
             next_cursor: string | null;
+        };
+        ImportProjectRequest: {
+            file: string;
+            name?: string;
+            tenant_id: string;
+        };
+        ImportedProject: {
+            /** @description The browser origins the public surface answers (Access-Control-Allow-Origin); empty: any origin. */
+            allowed_origins: string[];
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            default_language: string;
+            id: string;
+            industry: string;
+            name: string;
+            plan: components["schemas"]["Plan"];
+            /** @description Rows imported per table. */
+            row_counts: {
+                [key: string]: number;
+            };
+            /** @description The public address of the project's website, the base of its sitemap; null until set. */
+            site_url: string | null;
+            slug: string;
+            /** @description The project the archive was exported from. */
+            source_project_id: string;
+            target_languages: string[];
+            tenant_id: number;
+            timezone: string;
         };
         Job: {
             /**
@@ -4949,6 +5090,77 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    adminGetExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export: pending, running, completed (with size_bytes and row_counts) or failed (with error). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Export"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    adminDownloadExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archive. */
+            200: {
+                headers: {
+                    /** @description attachment; filename="{project}-{export}.tar.gz" */
+                    "Content-Disposition": string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/gzip": string;
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
     adminListProjects: {
         parameters: {
             query?: {
@@ -5020,6 +5232,44 @@ export interface operations {
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
             409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    adminImportProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["ImportProjectRequest"];
+            };
+        };
+        responses: {
+            /** @description The new project. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportedProject"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
             413: components["responses"]["Problem413"];
             422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
@@ -5179,6 +5429,40 @@ export interface operations {
             404: components["responses"]["Problem404"];
             413: components["responses"]["Problem413"];
             422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    adminCreateExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pending export. */
+            202: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Export"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];

@@ -1,0 +1,345 @@
+package central
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/id"
+	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/internal/storage"
+	"github.com/plinth-dev/plinth/provisioning"
+	"github.com/plinth-dev/plinth/provisioning/archive"
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// This file is the export and import of projects on the admin API
+// (provisioning/archive writes and reads the archives): an export is a
+// River job that stores its archive in the media store, and an import
+// creates a new project from an uploaded archive.
+
+// archives is what exports and imports need beyond the central pool.
+type archives struct {
+	queue *queue.Client
+	media storage.Store
+}
+
+// UseArchives gives the export routes and job their queue and store;
+// NewServer calls it.
+func (c *Central) UseArchives(q *queue.Client, media storage.Store) {
+	c.archives = archives{queue: q, media: media}
+}
+
+// AdminExportRoutes registers the export and import routes on the admin
+// router (/admin/api); need(scope) is the admin token's scope check.
+func (c *Central) AdminExportRoutes(r chi.Router, need func(scope string) func(http.Handler) http.Handler) {
+	r.With(need("exports:write")).Post("/projects/{id}/exports", httpapi.H(c.createExport))
+	r.With(need("exports:read")).Get("/exports/{id}", httpapi.H(c.getExport))
+	r.With(need("exports:read")).Get("/exports/{id}/download", httpapi.H(c.downloadExport))
+	r.With(need("exports:write"), need("projects:write")).Post("/projects/import", httpapi.H(c.importProject))
+}
+
+// ExportJSON is the Export resource.
+type ExportJSON struct {
+	ID          string           `json:"id"`
+	ProjectID   string           `json:"project_id"`
+	Status      string           `json:"status"`
+	SizeBytes   *int64           `json:"size_bytes"`
+	RowCounts   map[string]int64 `json:"row_counts"`
+	Error       *string          `json:"error"`
+	CreatedAt   time.Time        `json:"created_at"`
+	CompletedAt *time.Time       `json:"completed_at"`
+}
+
+const exportColumns = `id, project_id, status, size_bytes, row_counts, error, created_at, completed_at, COALESCE(storage_key, '')`
+
+func scanExport(row pgx.Row) (ExportJSON, string, error) {
+	var e ExportJSON
+	var key string
+	err := row.Scan(&e.ID, &e.ProjectID, &e.Status, &e.SizeBytes, &e.RowCounts, &e.Error, &e.CreatedAt, &e.CompletedAt, &key)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, "", httpapi.ErrNotFound
+	}
+	e.CreatedAt = e.CreatedAt.UTC()
+	if e.CompletedAt != nil {
+		t := e.CompletedAt.UTC()
+		e.CompletedAt = &t
+	}
+	return e, key, err
+}
+
+// ExportArgs is the River job that writes one export's archive.
+type ExportArgs struct {
+	ExportID string `json:"export_id"`
+}
+
+// Kind implements river.JobArgs.
+func (ExportArgs) Kind() string { return "project.export" }
+
+// exportAttempts bounds the job's tries: an export that failed three
+// times (the store unreachable, the project gone) is reported failed.
+const exportAttempts = 3
+
+// StartExport records a pending export of a project and enqueues its job
+// in the same transaction.
+func (c *Central) StartExport(ctx context.Context, projectID string) (ExportJSON, error) {
+	if _, err := c.Project(ctx, projectID); err != nil {
+		return ExportJSON{}, err
+	}
+	var e ExportJSON
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		var err error
+		e, _, err = scanExport(tx.QueryRow(ctx, `INSERT INTO central.exports (id, project_id) VALUES ($1, $2) RETURNING `+exportColumns,
+			id.New("exp_"), projectID))
+		if err != nil {
+			return err
+		}
+		if _, err := c.archives.queue.InsertTx(ctx, tx, ExportArgs{ExportID: e.ID}, &river.InsertOpts{MaxAttempts: exportAttempts}); err != nil {
+			return err
+		}
+		return queue.NotifyInsertTx(ctx, tx, river.QueueDefault)
+	})
+	return e, err
+}
+
+// Export reads one export.
+func (c *Central) Export(ctx context.Context, exportID string) (ExportJSON, error) {
+	e, _, err := scanExport(c.pool.QueryRow(ctx, `SELECT `+exportColumns+` FROM central.exports WHERE id = $1`, exportID))
+	return e, err
+}
+
+// ExportWorker works ExportArgs: pending → running → completed (or
+// failed after the last attempt), the archive stored under
+// exports/{id}.tar.gz.
+type ExportWorker struct {
+	river.WorkerDefaults[ExportArgs]
+	c *Central
+}
+
+// NewExportWorker is the worker of c's exports.
+func NewExportWorker(c *Central) *ExportWorker { return &ExportWorker{c: c} }
+
+// Work runs one export.
+func (w *ExportWorker) Work(ctx context.Context, job *river.Job[ExportArgs]) error {
+	c := w.c
+	var projectID string
+	err := c.pool.QueryRow(ctx, `UPDATE central.exports SET status = 'running', error = NULL WHERE id = $1 AND status IN ('pending', 'running')
+		RETURNING project_id`, job.Args.ExportID).Scan(&projectID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // completed or failed already
+	}
+	if err != nil {
+		return err
+	}
+	key := "exports/" + job.Args.ExportID + ".tar.gz"
+	m, size, err := c.exportTo(ctx, projectID, key)
+	if err != nil {
+		status := "pending" // River tries again
+		if job.Attempt >= job.MaxAttempts {
+			status = "failed"
+		}
+		if _, uerr := c.pool.Exec(context.WithoutCancel(ctx), `UPDATE central.exports SET status = $2, error = $3 WHERE id = $1`,
+			job.Args.ExportID, status, err.Error()); uerr != nil {
+			return errors.Join(err, uerr)
+		}
+		return err
+	}
+	_, err = c.pool.Exec(ctx, `UPDATE central.exports SET status = 'completed', size_bytes = $2, row_counts = $3, storage_key = $4,
+		completed_at = now(), error = NULL WHERE id = $1`, job.Args.ExportID, size, m.RowCounts(), key)
+	return err
+}
+
+// exportTo writes the project's archive to the store under key and
+// returns its manifest and size.
+func (c *Central) exportTo(ctx context.Context, projectID, key string) (archive.Manifest, int64, error) {
+	pr, pw := io.Pipe()
+	type result struct {
+		m   archive.Manifest
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		m, err := c.ExportProject(ctx, projectID, pw)
+		pw.CloseWithError(err)
+		done <- result{m, err}
+	}()
+	size, err := c.archives.media.Put(ctx, key, pr)
+	pr.CloseWithError(err) // stops the export when the store failed
+	res := <-done
+	if res.err != nil {
+		if errors.Is(res.err, httpapi.ErrNotFound) {
+			return res.m, 0, fmt.Errorf("project %s no longer exists", projectID)
+		}
+		return res.m, 0, res.err
+	}
+	return res.m, size, err
+}
+
+func (c *Central) createExport(w http.ResponseWriter, r *http.Request) error {
+	pid := chi.URLParam(r, "id")
+	e, err := c.StartExport(r.Context(), pid)
+	if errors.Is(err, httpapi.ErrNotFound) {
+		return httpapi.NotFound("no project " + pid)
+	}
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusAccepted, e)
+}
+
+func (c *Central) getExport(w http.ResponseWriter, r *http.Request) error {
+	e, err := c.Export(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusOK, e)
+}
+
+func (c *Central) downloadExport(w http.ResponseWriter, r *http.Request) error {
+	e, key, err := scanExport(c.pool.QueryRow(r.Context(), `SELECT `+exportColumns+` FROM central.exports WHERE id = $1`, chi.URLParam(r, "id")))
+	if err != nil {
+		return err
+	}
+	if e.Status != "completed" {
+		return httpapi.Conflict(httpapi.CodeConflict, "the export is "+e.Status+"; its archive can be downloaded once it is completed")
+	}
+	obj, err := c.archives.media.Open(r.Context(), key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return httpapi.NotFound("the archive of this export is no longer stored")
+	}
+	if err != nil {
+		return err
+	}
+	defer obj.Close()
+	h := w.Header()
+	h.Set("Content-Type", "application/gzip")
+	h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-%s.tar.gz"`, e.ProjectID, e.ID))
+	h.Set("Cache-Control", "no-store")
+	http.ServeContent(w, r, "", obj.ModTime(), obj)
+	return nil
+}
+
+// ImportedProjectJSON is the project an import created.
+type ImportedProjectJSON struct {
+	ProjectJSON
+	TenantID  int64            `json:"tenant_id"`
+	SourceID  string           `json:"source_project_id"`
+	RowCounts map[string]int64 `json:"row_counts"`
+}
+
+// ImportProject creates a project of tenantID from an archive (see
+// archive.Import).
+func (c *Central) ImportProject(ctx context.Context, tenantID int64, name string, r io.Reader) (ImportedProjectJSON, error) {
+	p, m, err := archive.Import(ctx, c, c.archives.media, tenantID, name, r, archive.DefaultLimits)
+	if err != nil {
+		return ImportedProjectJSON{}, err
+	}
+	return ImportedProjectJSON{ProjectJSON: ToProjectJSON(p), TenantID: p.TenantID, SourceID: m.Project.ID, RowCounts: m.RowCounts()}, nil
+}
+
+func (c *Central) importProject(w http.ResponseWriter, r *http.Request) error {
+	if err := r.ParseMultipartForm(1 << 20); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return httpapi.NewError(http.StatusRequestEntityTooLarge, httpapi.CodeBadRequest, "the body is larger than the server's request limit; import larger archives with plinth project import")
+		}
+		return httpapi.BadRequest("the body must be multipart/form-data with a file part")
+	}
+	defer r.MultipartForm.RemoveAll()
+	form := r.MultipartForm
+	for name := range form.Value {
+		if name != "tenant_id" && name != "name" {
+			return httpapi.BadRequest(fmt.Sprintf("unknown field %q", name))
+		}
+	}
+	for name := range form.File {
+		if name != "file" {
+			return httpapi.BadRequest(fmt.Sprintf("unknown field %q", name))
+		}
+	}
+	files := form.File["file"]
+	if len(files) != 1 {
+		return httpapi.BadRequest(`the form needs one "file" part: the archive`)
+	}
+	if len(form.Value["tenant_id"]) != 1 {
+		return httpapi.BadRequest(`the form needs one "tenant_id" field`)
+	}
+	tenantID, err := strconv.ParseInt(form.Value["tenant_id"][0], 10, 64)
+	if err != nil || tenantID <= 0 {
+		return httpapi.Invalid("tenant_id", "must be a tenant id")
+	}
+	var name string
+	if names := form.Value["name"]; len(names) > 0 {
+		name = names[0]
+	}
+	f, err := files[0].Open()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	p, err := c.ImportProject(r.Context(), tenantID, name, f)
+	if errors.Is(err, archive.ErrInvalid) {
+		return httpapi.Invalid("file", strings.TrimPrefix(err.Error(), archive.ErrInvalid.Error()+": "))
+	}
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusCreated, p)
+}
+
+// CreateForImport creates a project whose schema has exactly the tenant
+// migrations numbered in applied (archive.Creator): never a spare, which
+// is at the current level.
+func (c *Central) CreateForImport(ctx context.Context, s archive.Spec, applied []int64) (*tenant.Project, error) {
+	p := ProjectParams{TenantID: s.TenantID, Name: s.Name, Plan: s.Plan, Industry: s.Industry, DefaultLanguage: s.DefaultLanguage,
+		TargetLanguages: s.TargetLanguages, Timezone: s.Timezone}
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	created, _, err := c.insertProject(ctx, p, false)
+	if err != nil {
+		return nil, err
+	}
+	shard, err := c.ShardPool(created.Shard)
+	if err == nil {
+		err = provisioning.ProvisionProjectAt(ctx, c.pool, shard, created.Schema, applied)
+	}
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("provision %s: %w", created.ID, err), c.DiscardImport(context.WithoutCancel(ctx), created.ID))
+	}
+	return created, nil
+}
+
+// DiscardImport removes a project whose import failed: its schema, then
+// its row (the placement goes with it). It has no keys yet.
+func (c *Central) DiscardImport(ctx context.Context, projectID string) error {
+	p, err := c.Project(ctx, projectID)
+	if err != nil {
+		return err
+	}
+	shard, err := c.ShardPool(p.Shard)
+	if err != nil {
+		return err
+	}
+	if _, err := shard.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{p.Schema}.Sanitize()+` CASCADE`); err != nil {
+		return err
+	}
+	_, err = c.pool.Exec(ctx, `DELETE FROM central.projects WHERE id = $1`, projectID)
+	return err
+}
+
+// ExportProject writes the project's archive to w at once, without a job
+// (plinth project export).
+func (c *Central) ExportProject(ctx context.Context, projectID string, w io.Writer) (archive.Manifest, error) {
+	return archive.Export(ctx, c, c.archives.media, projectID, w)
+}

@@ -1,0 +1,152 @@
+package archive
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/plinth-dev/plinth/tenant"
+)
+
+// TestRowWriter: COPY's CSV rows become NDJSON lines; a row quoted for
+// its line breaks (json whitespace) loses the quotes and the breaks.
+func TestRowWriter(t *testing.T) {
+	var out bytes.Buffer
+	bw := bufio.NewWriter(&out)
+	rw := &rowWriter{w: bw}
+	in := "{\"a\":\"x\\\\n\"}\n\x01{\"j\":{\r\n \"b\": 1}}\x01\n{\"c\":2}\n"
+	// Written in pieces that split the quoted row.
+	for _, part := range []string{in[:5], in[5:14], in[14:]} {
+		if _, err := rw.Write([]byte(part)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = bw.Flush()
+	want := "{\"a\":\"x\\\\n\"}\n{\"j\":{   \"b\": 1}}\n{\"c\":2}\n"
+	if out.String() != want || rw.rows != 3 || rw.n != int64(len(want)) {
+		t.Fatalf("got %q (%d rows, %d bytes), want %q", out.String(), rw.rows, rw.n, want)
+	}
+}
+
+// refuse is a Creator that fails the test when an import gets as far as
+// creating a project.
+type refuse struct{ t *testing.T }
+
+func (r refuse) Project(context.Context, string) (*tenant.Project, error) {
+	return nil, errors.New("unused")
+}
+func (r refuse) ShardPool(string) (*pgxpool.Pool, error)     { return nil, errors.New("unused") }
+func (r refuse) Pool() *pgxpool.Pool                         { return nil }
+func (r refuse) DiscardImport(context.Context, string) error { return nil }
+func (r refuse) CreateForImport(context.Context, Spec, []int64) (*tenant.Project, error) {
+	r.t.Fatal("a refused archive created a project")
+	return nil, nil
+}
+
+func tarGz(t *testing.T, entries ...*tar.Header) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	gz := gzip.NewWriter(&b)
+	tw := tar.NewWriter(gz)
+	for _, h := range entries {
+		if h.Typeflag == 0 {
+			h.Typeflag = tar.TypeReg
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := io.Copy(tw, io.LimitReader(zeros{}, h.Size)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_ = tw.Close()
+	_ = gz.Close()
+	return b.Bytes()
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// archiveWith is an archive of manifest m followed by entries of zeros
+// with the headers rest.
+func archiveWith(t *testing.T, m Manifest, rest ...*tar.Header) []byte {
+	t.Helper()
+	mb, _ := json.Marshal(m)
+	var b bytes.Buffer
+	gz := gzip.NewWriter(&b)
+	tw := tar.NewWriter(gz)
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: ManifestName, Size: int64(len(mb)), Mode: 0o644})
+	_, _ = tw.Write(mb)
+	for _, h := range rest {
+		if h.Typeflag == 0 {
+			h.Typeflag = tar.TypeReg
+		}
+		_ = tw.WriteHeader(h)
+		if h.Typeflag == tar.TypeReg {
+			_, _ = io.Copy(tw, io.LimitReader(zeros{}, h.Size))
+		}
+	}
+	_ = tw.Close()
+	_ = gz.Close()
+	return b.Bytes()
+}
+
+// TestImportRefusals: a crafted archive is refused before any project is
+// created: one that inflates past the limit (a gzip bomb), a link, and a
+// path that would leave the archive.
+func TestImportRefusals(t *testing.T) {
+	m := Manifest{Format: FormatName, FormatVersion: FormatVersion, Project: Project{ID: "prj_" + strings.Repeat("a", 24)},
+		Migrations: Migrations{Version: 1, Applied: []int64{1}}, Media: []Media{{Key: "big", File: "media/big", Size: 64 << 20}}}
+	lim := Limits{Archive: 1 << 20, Expanded: 1 << 20, Manifest: 1 << 20}
+	for name, c := range map[string]struct {
+		archive []byte
+		want    string
+	}{
+		"gzip bomb": {archiveWith(t, m, &tar.Header{Name: "media/big", Size: 64 << 20}), "inflates to more than 1048576 bytes"},
+		"symlink": {archiveWith(t, m, &tar.Header{Name: "media/big", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}),
+			`entry "media/big" is not a plain file`},
+		"dot dot":        {archiveWith(t, m, &tar.Header{Name: "media/../../x", Size: 1}), "must be relative"},
+		"backslash":      {archiveWith(t, m, &tar.Header{Name: `media\..\x`, Size: 1}), "must be relative"},
+		"no manifest":    {tarGz(t, &tar.Header{Name: "media/big", Size: 1}), "first entry must be manifest.json"},
+		"empty":          {tarGz(t), "empty archive"},
+		"too large":      {bytes.Repeat([]byte{1}, 2<<20), "larger than 1048576 bytes"},
+		"bad row":        {rowsArchive(t, "{\"a\":1}\nnot json\n", 2), "row 2 is not a JSON object"},
+		"row not object": {rowsArchive(t, "[1]\n", 1), "row 1 is not a JSON object"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := Import(context.Background(), refuse{t}, nil, 1, "", bytes.NewReader(c.archive), lim)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an ErrInvalid saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+func rowsArchive(t *testing.T, rows string, n int64) []byte {
+	t.Helper()
+	m := Manifest{Format: FormatName, FormatVersion: FormatVersion, Project: Project{ID: "prj_" + strings.Repeat("a", 24)},
+		Migrations: Migrations{Version: 1, Applied: []int64{1}}, Tables: []Table{{Name: "pages", File: "tables/pages.ndjson", Rows: n}}}
+	mb, _ := json.Marshal(m)
+	var b bytes.Buffer
+	gz := gzip.NewWriter(&b)
+	tw := tar.NewWriter(gz)
+	for _, e := range [][2]string{{ManifestName, string(mb)}, {"tables/pages.ndjson", rows}} {
+		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e[0], Size: int64(len(e[1])), Mode: 0o644})
+		_, _ = tw.Write([]byte(e[1]))
+	}
+	_ = tw.Close()
+	_ = gz.Close()
+	return b.Bytes()
+}
