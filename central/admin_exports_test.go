@@ -9,53 +9,42 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"mime/multipart"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/provisioning"
 	"github.com/plinth-dev/plinth/provisioning/archive"
 )
 
-// adminAPI serves AdminExportRoutes as the admin router does, behind the
-// server's own base middleware and rate limiter, with a scope check that
-// lets every request through (the admin tokens' own tests cover theirs),
-// and checks every exchange against the OpenAPI document.
+// adminAPI sends requests to the server's admin API with an admin token
+// holding what exports and imports need, and checks every exchange
+// against the OpenAPI document.
 type adminAPI struct {
-	env *apitest.Env
-	srv *httptest.Server
+	env   *apitest.Env
+	token string
 }
 
 func newAdminAPI(t *testing.T, env *apitest.Env) *adminAPI {
 	t.Helper()
-	r := httpapi.NewRouter()
-	r.Use(httpapi.Base(env.Config.ErrorBase, slog.New(slog.DiscardHandler), 11<<20))
-	r.Use(env.Server.Limits.Handler)
-	allow := func(string) func(http.Handler) http.Handler { return func(h http.Handler) http.Handler { return h } }
-	r.Route("/admin/api", func(r chi.Router) { env.Server.Central.AdminExportRoutes(r, allow) })
-	srv := httptest.NewServer(r)
-	t.Cleanup(srv.Close)
-	return &adminAPI{env: env, srv: srv}
+	return &adminAPI{env: env, token: adminToken(t, env, "exports:read", "exports:write", "projects:write")}
 }
 
 func (a *adminAPI) send(t *testing.T, method, path string, body []byte, contentType string) *apitest.Resp {
 	t.Helper()
-	req, err := http.NewRequest(method, a.srv.URL+path, bytes.NewReader(body))
+	req, err := http.NewRequest(method, a.env.URL+path, bytes.NewReader(body))
 	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+a.token)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	res, err := a.srv.Client().Do(req)
+	res, err := a.env.HTTP.Client().Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)

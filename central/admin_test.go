@@ -108,6 +108,13 @@ func TestAdminScopes(t *testing.T) {
 		{"POST", pp + "/resume", nil, "projects:admin", nil},
 		{"POST", pp + "/credits", map[string]any{"amount": 5}, "credits:write", nil},
 		{"DELETE", "/admin/api/projects/" + doomed.ID, nil, "projects:admin", nil},
+		// Exports and imports (admin_exports.go); an unknown export is
+		// 404 once the scope passes.
+		{"POST", pp + "/exports", nil, "exports:write", nil},
+		{"GET", "/admin/api/exports/exp_000000000000000000000000", nil, "exports:read", nil},
+		{"GET", "/admin/api/exports/exp_000000000000000000000000/download", nil, "exports:read", nil},
+		{"POST", "/admin/api/projects/import", nil, "exports:write", []string{"projects:write"}},
+		{"POST", "/admin/api/projects/import", nil, "projects:write", []string{"exports:write"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.method+" "+tc.path+" "+tc.scope, func(t *testing.T) {
