@@ -7,6 +7,7 @@ import (
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // The platform admins' commands: admin tokens, and the CLI mirror of the
@@ -94,12 +95,8 @@ type projectGetCmd struct {
 }
 
 func (c *projectGetCmd) Run(e *env) error {
-	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
-		p, err := cen.Project(ctx, c.Project)
-		if err != nil {
-			return nil, fmt.Errorf("project %q: %w", c.Project, err)
-		}
-		return central.ToAdminProject(p), nil
+	return e.adminProject(c.Project, func(ctx context.Context, cen *central.Central) (*tenant.Project, error) {
+		return cen.Project(ctx, c.Project)
 	})
 }
 
@@ -161,12 +158,8 @@ type projectSuspendCmd struct {
 }
 
 func (c *projectSuspendCmd) Run(e *env) error {
-	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
-		p, err := cen.SuspendProject(ctx, c.Project, c.Reason)
-		if err != nil {
-			return nil, fmt.Errorf("project %q: %w", c.Project, err)
-		}
-		return central.ToAdminProject(p), nil
+	return e.adminProject(c.Project, func(ctx context.Context, cen *central.Central) (*tenant.Project, error) {
+		return cen.SuspendProject(ctx, c.Project, c.Reason)
 	})
 }
 
@@ -175,12 +168,8 @@ type projectResumeCmd struct {
 }
 
 func (c *projectResumeCmd) Run(e *env) error {
-	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
-		p, err := cen.ResumeProject(ctx, c.Project)
-		if err != nil {
-			return nil, fmt.Errorf("project %q: %w", c.Project, err)
-		}
-		return central.ToAdminProject(p), nil
+	return e.adminProject(c.Project, func(ctx context.Context, cen *central.Central) (*tenant.Project, error) {
+		return cen.ResumeProject(ctx, c.Project)
 	})
 }
 
@@ -190,12 +179,8 @@ type projectDeleteCmd struct {
 }
 
 func (c *projectDeleteCmd) Run(e *env) error {
-	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
-		p, err := cen.DeleteProject(ctx, c.Project, c.Now)
-		if err != nil {
-			return nil, fmt.Errorf("project %q: %w", c.Project, err)
-		}
-		return central.ToAdminProject(p), nil
+	return e.adminProject(c.Project, func(ctx context.Context, cen *central.Central) (*tenant.Project, error) {
+		return cen.DeleteProject(ctx, c.Project, c.Now)
 	})
 }
 
@@ -285,5 +270,17 @@ func (c *userResetPasswordCmd) Run(e *env) error {
 			return nil, err
 		}
 		return map[string]any{"user_id": c.User, "password": pw}, nil
+	})
+}
+
+// adminProject runs one change or read of project id and prints the
+// project as the admin API shows it.
+func (e *env) adminProject(id string, fn func(context.Context, *central.Central) (*tenant.Project, error)) error {
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		p, err := fn(ctx, cen)
+		if err != nil {
+			return nil, fmt.Errorf("project %q: %w", id, err)
+		}
+		return central.ToAdminProject(p), nil
 	})
 }
