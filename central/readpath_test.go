@@ -158,11 +158,15 @@ func TestReadPathsOneRoundTrip(t *testing.T) {
 		// The first request resolves the key and project (cached after);
 		// of the next three the fewest round trips count, so that work of
 		// the server's own between requests is not charged to a route.
+		// The most of the three tells whether a multi-trip route still
+		// needs its place on the list (the fewest could undercount under
+		// load, when the wire's reads and writes interleave unusually).
 		do(route)
 		status, trips, txs := do(route)
+		most := trips
 		for range 2 {
 			_, n, b := do(route)
-			trips, txs = min(trips, n), min(txs, b)
+			trips, txs, most = min(trips, n), min(txs, b), max(most, n)
 		}
 		if status == http.StatusOK {
 			seen[route] = true
@@ -181,8 +185,8 @@ func TestReadPathsOneRoundTrip(t *testing.T) {
 			t.Errorf("GET %s (%d) took %d round trips; a read takes one (Scope.Read, Scope.ReadBatch)", route, status, trips)
 		case trips > 1:
 			t.Logf("GET %s: more than one round trip allowed: %s", route, why)
-		case multi && status == http.StatusOK:
-			t.Errorf("GET %s read in %d round trip: take it off multiTripReads", route, trips)
+		case multi && status == http.StatusOK && most <= 1:
+			t.Errorf("GET %s read in %d round trip: take it off multiTripReads", route, most)
 		}
 	}
 	for _, route := range []string{"/v1/content/{key}", "/v1/blog-posts/{ref}", "/v1/public/blog-posts/{slug}", "/v1/public/content/{key}",
