@@ -266,7 +266,7 @@ func without(list []any, v any) []any {
 // carries its own tool call with the caller's key, so any instance can
 // answer it and no session outlives the request.
 func (s *Server) Handler() http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.server }, &sdk.StreamableHTTPOptions{
+	return problems(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.server }, &sdk.StreamableHTTPOptions{
 		Stateless: true,
 		Logger:    s.deps.Logger,
 		// The SDK refuses loopback connections whose Host is not
@@ -274,7 +274,7 @@ func (s *Server) Handler() http.Handler {
 		// rebinding. This endpoint needs a project key, and behind a
 		// reverse proxy on the same host every request arrives so.
 		DisableLocalhostProtection: true,
-	})
+	}))
 }
 
 // SDK returns the MCP server, for transports other than HTTP.
@@ -550,6 +550,7 @@ func OpenAPI(d *openapi.Doc) {
 			"a call's answer and its progress notifications come as Server-Sent Events. A tool call counts as one request " +
 			"against the rate limit whatever routes it runs; each route charges its credits.",
 		Body: msg,
+		Errs: []int{400},
 		OK: []openapi.Resp{
 			{Status: 200, Desc: "The answer: JSON-RPC messages as Server-Sent Events.", Content: openapi.M{"text/event-stream": openapi.Str()}},
 			{Status: 202, Desc: "A notification or a response was accepted."},
