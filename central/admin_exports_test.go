@@ -36,7 +36,7 @@ func newAdminAPI(t *testing.T, env *apitest.Env) *adminAPI {
 	return &adminAPI{env: env, token: adminToken(t, env, "exports:read", "exports:write", "projects:write")}
 }
 
-func (a *adminAPI) send(t *testing.T, method, path string, body []byte, contentType string) *apitest.Resp {
+func (a *adminAPI) adminSend(t *testing.T, method, path string, body []byte, contentType string) *apitest.Resp {
 	t.Helper()
 	req, err := http.NewRequest(method, a.env.URL+path, bytes.NewReader(body))
 	require.NoError(t, err)
@@ -196,12 +196,12 @@ func TestExportImportRoundTrip(t *testing.T) {
 	fillProject(t, env, src)
 	ctx := context.Background()
 
-	created := admin.send(t, "POST", "/admin/api/projects/"+src.ID+"/exports", nil, "").Expect(t, 202).JSON(t)
+	created := admin.adminSend(t, "POST", "/admin/api/projects/"+src.ID+"/exports", nil, "").Expect(t, 202).JSON(t)
 	id := created["id"].(string)
 	require.Equal(t, "pending", created["status"])
 	require.Equal(t, src.ID, created["project_id"])
-	require.Equal(t, "pending", admin.send(t, "GET", "/admin/api/exports/"+id, nil, "").Expect(t, 200).JSON(t)["status"])
-	admin.send(t, "GET", "/admin/api/exports/"+id+"/download", nil, "").Problem(t, 409, "conflict")
+	require.Equal(t, "pending", admin.adminSend(t, "GET", "/admin/api/exports/"+id, nil, "").Expect(t, 200).JSON(t)["status"])
+	admin.adminSend(t, "GET", "/admin/api/exports/"+id+"/download", nil, "").Problem(t, 409, "conflict")
 
 	// A lock on one of the project's tables holds the job in running.
 	lock, err := env.DB.Pool.Begin(ctx)
@@ -211,11 +211,11 @@ func TestExportImportRoundTrip(t *testing.T) {
 	env.Instance(apitest.WithWorkers())
 	waitExport(t, env, id, "running")
 	time.Sleep(200 * time.Millisecond)
-	require.Equal(t, "running", admin.send(t, "GET", "/admin/api/exports/"+id, nil, "").Expect(t, 200).JSON(t)["status"])
+	require.Equal(t, "running", admin.adminSend(t, "GET", "/admin/api/exports/"+id, nil, "").Expect(t, 200).JSON(t)["status"])
 	require.NoError(t, lock.Rollback(ctx))
 	waitExport(t, env, id, "completed")
 
-	done := admin.send(t, "GET", "/admin/api/exports/"+id, nil, "").Expect(t, 200).JSON(t)
+	done := admin.adminSend(t, "GET", "/admin/api/exports/"+id, nil, "").Expect(t, 200).JSON(t)
 	counts := done["row_counts"].(map[string]any)
 	for table, n := range map[string]float64{"content_values": 2, "pages": 1, "blog_posts": 2, "blog_terms": 1, "images": 1, "galleries": 1,
 		"products": 1, "product_variants": 1, "product_categories": 1, "booking_services": 1, "bookings": 1, "form_submissions": 2, "brand": 1} {
@@ -224,7 +224,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	for table := range archive.Skipped {
 		require.NotContains(t, counts, table)
 	}
-	dl := admin.send(t, "GET", "/admin/api/exports/"+id+"/download", nil, "").Expect(t, 200)
+	dl := admin.adminSend(t, "GET", "/admin/api/exports/"+id+"/download", nil, "").Expect(t, 200)
 	require.Equal(t, "application/gzip", dl.Header.Get("Content-Type"))
 	require.Equal(t, fmt.Sprintf(`attachment; filename="%s-%s.tar.gz"`, src.ID, id), dl.Header.Get("Content-Disposition"))
 	require.EqualValues(t, done["size_bytes"], len(dl.Body))
@@ -239,7 +239,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 
 	before := tableDigests(t, env, src.Schema, "", "")
 	body, ct := importForm(dl.Body, "tenant_id", fmt.Sprint(env.TenantID()), "name", "Preview copy")
-	cp := admin.send(t, "POST", "/admin/api/projects/import", body, ct).Expect(t, 201).JSON(t)
+	cp := admin.adminSend(t, "POST", "/admin/api/projects/import", body, ct).Expect(t, 201).JSON(t)
 	copyID := cp["id"].(string)
 	require.NotEqual(t, src.ID, copyID)
 	require.Equal(t, "Preview copy", cp["name"])
@@ -401,7 +401,7 @@ func TestImportOlderArchiveIsMigrated(t *testing.T) {
 	mb, err := json.Marshal(m)
 	require.NoError(t, err)
 	body, ct := importForm(retar(t, append([]entry{{archive.ManifestName, mb}}, old...)), "tenant_id", fmt.Sprint(env.TenantID()))
-	cp := admin.send(t, "POST", "/admin/api/projects/import", body, ct).Expect(t, 201).JSON(t)
+	cp := admin.adminSend(t, "POST", "/admin/api/projects/import", body, ct).Expect(t, 201).JSON(t)
 	require.Equal(t, src.Name, cp["name"]) // the archive's name when none is given
 	copied, err := env.Server.Central.Project(ctx, cp["id"].(string))
 	require.NoError(t, err)
@@ -489,19 +489,19 @@ func TestImportRefusesBadArchives(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			body, ct := importForm(c.archive, "tenant_id", tenant)
-			p := admin.send(t, "POST", "/admin/api/projects/import", body, ct).Problem(t, 422, "validation_failed")
+			p := admin.adminSend(t, "POST", "/admin/api/projects/import", body, ct).Problem(t, 422, "validation_failed")
 			require.Contains(t, fmt.Sprint(p["errors"].(map[string]any)["file"]), c.detail)
 		})
 	}
 	body, ct := importForm(buf.Bytes(), "tenant_id", "999999")
-	admin.send(t, "POST", "/admin/api/projects/import", body, ct).Problem(t, 404, "not_found")
+	admin.adminSend(t, "POST", "/admin/api/projects/import", body, ct).Problem(t, 404, "not_found")
 	body, ct = importForm(buf.Bytes(), "tenant_id", "x")
-	admin.send(t, "POST", "/admin/api/projects/import", body, ct).Problem(t, 422, "validation_failed")
+	admin.adminSend(t, "POST", "/admin/api/projects/import", body, ct).Problem(t, 422, "validation_failed")
 	body, ct = importForm(buf.Bytes())
-	admin.send(t, "POST", "/admin/api/projects/import", body, ct).Problem(t, 400, "bad_request")
+	admin.adminSend(t, "POST", "/admin/api/projects/import", body, ct).Problem(t, 400, "bad_request")
 	require.Equal(t, before, projects())
-	admin.send(t, "POST", "/admin/api/projects/prj_000000000000000000000000/exports", nil, "").Problem(t, 404, "not_found")
-	admin.send(t, "GET", "/admin/api/exports/exp_000000000000000000000000", nil, "").Problem(t, 404, "not_found")
+	admin.adminSend(t, "POST", "/admin/api/projects/prj_000000000000000000000000/exports", nil, "").Problem(t, 404, "not_found")
+	admin.adminSend(t, "GET", "/admin/api/exports/exp_000000000000000000000000", nil, "").Problem(t, 404, "not_found")
 }
 
 func setRows(m map[string]any, table string, rows int) {
