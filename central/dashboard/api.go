@@ -1,6 +1,8 @@
 package dashboard
 
 import (
+	"github.com/plinth-dev/plinth/tenant/webhooks"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -155,27 +157,10 @@ type (
 		LastUsedAt *time.Time `json:"last_used_at"`
 		CreatedAt  time.Time  `json:"created_at"`
 	}
-	webhookEndpoint struct {
-		ID                 string    `json:"id"`
-		URL                string    `json:"url"`
-		Events             []string  `json:"events"`
-		IsActive           bool      `json:"is_active"`
-		SigningSecret      string    `json:"signing_secret"`
-		CreatedAt          time.Time `json:"created_at"`
-		LastDeliveryStatus string    `json:"last_delivery_status"`
-	}
-	delivery struct {
-		ID             string     `json:"id"`
-		EventID        string     `json:"event_id"`
-		EventType      string     `json:"event_type"`
-		Status         string     `json:"status"`
-		Attempts       int        `json:"attempts"`
-		LastStatusCode *int       `json:"last_status_code"`
-		LastError      *string    `json:"last_error"`
-		NextAttemptAt  *time.Time `json:"next_attempt_at"`
-		CreatedAt      time.Time  `json:"created_at"`
-	}
-	job struct {
+	// The webhook resources decode into the pillar's own types.
+	webhookEndpoint = webhooks.Endpoint
+	delivery        = webhooks.Delivery
+	job             struct {
 		ID       string `json:"id"`
 		Type     string `json:"type"`
 		Status   string `json:"status"`
