@@ -558,19 +558,36 @@ func (c *Central) adminDeleteProject(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	now := false
-	switch r.URL.Query().Get("now") {
-	case "", "false":
-	case "true":
-		now = true
-	default:
-		return httpapi.Invalid("now", "must be true or false")
+	var o DeleteOptions
+	for name, to := range map[string]*bool{"now": &o.Now, "export": &o.Export} {
+		switch r.URL.Query().Get(name) {
+		case "", "false":
+		case "true":
+			*to = true
+		default:
+			return httpapi.Invalid(name, "must be true or false")
+		}
 	}
-	dp, err := c.DeleteProject(r.Context(), p.ID, now)
+	if o.Export && !AdminFrom(r.Context()).Allows("exports:write") {
+		return httpapi.Fail(httpapi.ErrForbidden, "this admin token lacks the scope exports:write (needed for export=true)")
+	}
+	d, err := c.DeleteProject(r.Context(), p.ID, o)
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, 202, ToAdminProject(dp))
+	return httpapi.JSON(w, 202, ToDeletedProject(d))
+}
+
+// DeletedProject is the answer of a delete: the project, now deleting,
+// and the export started when export=true.
+type DeletedProject struct {
+	AdminProject
+	Export *ExportJSON `json:"export,omitempty"`
+}
+
+// ToDeletedProject converts a Deletion to its admin API shape.
+func ToDeletedProject(d Deletion) DeletedProject {
+	return DeletedProject{AdminProject: ToAdminProject(d.Project), Export: d.Export}
 }
 
 // AdminSuspendRequest is the body of POST /admin/api/projects/{id}/suspend.

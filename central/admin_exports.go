@@ -99,17 +99,24 @@ func (c *Central) StartExport(ctx context.Context, projectID string) (ExportJSON
 	var e ExportJSON
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		var err error
-		e, _, err = scanExport(tx.QueryRow(ctx, `INSERT INTO central.exports (id, project_id) VALUES ($1, $2) RETURNING `+exportColumns,
-			id.New("exp_"), projectID))
-		if err != nil {
-			return err
-		}
-		if _, err := c.archives.queue.InsertTx(ctx, tx, ExportArgs{ExportID: e.ID}, &river.InsertOpts{MaxAttempts: exportAttempts}); err != nil {
-			return err
-		}
-		return queue.NotifyInsertTx(ctx, tx, river.QueueDefault)
+		e, err = insertExport(ctx, tx, c.archives.queue, projectID)
+		return err
 	})
 	return e, err
+}
+
+// insertExport records a pending export of a project in tx and enqueues
+// its job with q.
+func insertExport(ctx context.Context, tx pgx.Tx, q *queue.Client, projectID string) (ExportJSON, error) {
+	e, _, err := scanExport(tx.QueryRow(ctx, `INSERT INTO central.exports (id, project_id) VALUES ($1, $2) RETURNING `+exportColumns,
+		id.New("exp_"), projectID))
+	if err != nil {
+		return e, err
+	}
+	if _, err := q.InsertTx(ctx, tx, ExportArgs{ExportID: e.ID}, &river.InsertOpts{MaxAttempts: exportAttempts}); err != nil {
+		return e, err
+	}
+	return e, queue.NotifyInsertTx(ctx, tx, river.QueueDefault)
 }
 
 // Export reads one export.
@@ -341,5 +348,20 @@ func (c *Central) DiscardImport(ctx context.Context, projectID string) error {
 // ExportProject writes the project's archive to w at once, without a job
 // (plinth project export).
 func (c *Central) ExportProject(ctx context.Context, projectID string, w io.Writer) (archive.Manifest, error) {
-	return archive.Export(ctx, c, c.archives.media, projectID, w)
+	return archive.Export(ctx, exportPlane{c}, c.archives.media, projectID, w)
+}
+
+// exportPlane is the control plane as an export sees it: a project being
+// deleted is read from the schema it waits under until it is dropped
+// (DeleteProject with an export asked for).
+type exportPlane struct{ *Central }
+
+func (e exportPlane) Project(ctx context.Context, id string) (*tenant.Project, error) {
+	p, err := e.Central.Project(ctx, id)
+	if err != nil || p.Status != StatusDeleting {
+		return p, err
+	}
+	moved := *p
+	moved.Schema = deletedSchema(p.Schema)
+	return &moved, nil
 }

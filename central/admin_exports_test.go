@@ -16,8 +16,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/provisioning"
 	"github.com/plinth-dev/plinth/provisioning/archive"
@@ -176,7 +179,8 @@ func waitExport(t *testing.T, env *apitest.Env, id, status string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for exportStatus(t, env, id) != status {
 		if time.Now().After(deadline) {
-			t.Fatalf("export %s: still %s, want %s", id, exportStatus(t, env, id), status)
+			e, _ := env.Server.Central.Export(context.Background(), id)
+			t.Fatalf("export %s: still %s, want %s (error %v)", id, e.Status, status, deref(e.Error))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -529,4 +533,128 @@ func TestAdminAPIRefusedWithoutAdminToken(t *testing.T) {
 	p := env.NewProject("build")
 	env.Do("POST", "/admin/api/projects/"+p.ID+"/exports", p.Key, nil).Problem(t, 401, "unauthorized")
 	env.Do("GET", "/admin/api/exports/exp_000000000000000000000000", "", nil).Problem(t, 401, "unauthorized")
+}
+
+// TestDeleteWithExport: DELETE with export=true starts an export of the
+// project in the delete's transaction; the export reads the schema under
+// the name it waits under, the drop (now=true) waits for it, and the
+// archive outlives the project and imports to the same rows and media.
+// export=true needs exports:write besides projects:admin.
+func TestDeleteWithExport(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t) // no workers yet: the export and the drop wait
+	admin := &adminAPI{env: env, token: adminToken(t, env, "projects:*", "exports:*")}
+	src := env.NewProject("build")
+	fillProject(t, env, src)
+	ctx := context.Background()
+	const copyID = "prj_COPY"
+	want := tableDigests(t, env, src.Schema, src.ID, copyID)
+	wantMedia := mediaOf(t, env, src.ID)
+	require.Len(t, wantMedia, 2)
+
+	noExport := &adminAPI{env: env, token: adminToken(t, env, "projects:admin")}
+	noExport.adminSend(t, "DELETE", "/admin/api/projects/"+src.ID+"?now=true&export=true", nil, "").Problem(t, 403, "forbidden")
+	admin.adminSend(t, "DELETE", "/admin/api/projects/"+src.ID+"?export=maybe", nil, "").Problem(t, 422, "validation_failed")
+	env.Do("GET", "/v1/projects/me", src.Key, nil).Expect(t, 200)
+
+	got := admin.adminSend(t, "DELETE", "/admin/api/projects/"+src.ID+"?now=true&export=true", nil, "").Expect(t, 202).JSON(t)
+	require.Equal(t, "deleting", got["status"])
+	exp := got["export"].(map[string]any)
+	require.Equal(t, "pending", exp["status"])
+	require.Equal(t, src.ID, exp["project_id"])
+	id := exp["id"].(string)
+	env.Do("GET", "/v1/projects/me", src.Key, nil).Problem(t, 401, "unauthorized")
+
+	// A lock on one of its tables (under the schema's new name) holds
+	// the export in running: the drop, due now, waits for it.
+	lock, err := env.DB.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = lock.Rollback(ctx) }() // a failure must not leave the pool waiting on it
+	_, err = lock.Exec(ctx, `LOCK TABLE `+pgx.Identifier{"deleted_" + src.Schema, "pages"}.Sanitize()+` IN ACCESS EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	env.Instance(apitest.WithWorkers())
+	waitExport(t, env, id, "running")
+	// The drop was due at once: once it has been tried, it waits again.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		jobs := env.RiverJobs(t, "project_drop", map[string]any{"deleted_project": src.ID})
+		require.Len(t, jobs, 1)
+		if jobs[0].ScheduledAt.After(time.Now()) {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the drop was never tried")
+		time.Sleep(50 * time.Millisecond)
+	}
+	var schemas int
+	require.NoError(t, env.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_namespace WHERE nspname = 'deleted_' || $1`, src.Schema).Scan(&schemas))
+	require.Equal(t, 1, schemas, "the drop did not wait for the export")
+	require.Equal(t, "running", exportStatus(t, env, id))
+	require.NoError(t, lock.Rollback(ctx))
+	waitExport(t, env, id, "completed")
+	waitGone(t, env, adminToken(t, env, "projects:read"), src.ID)
+
+	// The archive outlives the project: the same rows and media.
+	dl := admin.adminSend(t, "GET", "/admin/api/exports/"+id+"/download", nil, "").Expect(t, 200)
+	body, ct := importForm(dl.Body, "tenant_id", fmt.Sprint(env.TenantID()), "name", "Restored")
+	cp := admin.adminSend(t, "POST", "/admin/api/projects/import", body, ct).Expect(t, 201).JSON(t)
+	copied, err := env.Server.Central.Project(ctx, cp["id"].(string))
+	require.NoError(t, err)
+	restored := tableDigests(t, env, copied.Schema, copied.ID, copyID)
+	for table, digest := range want {
+		if _, skip := archive.Skipped[table]; skip {
+			continue
+		}
+		require.Equal(t, digest, restored[table], "table %s", table)
+	}
+	require.Equal(t, wantMedia, mediaOf(t, env, copied.ID))
+}
+
+// TestDropKeepsDataOfFailedExport: when the export asked for with a
+// delete has failed, the drop fails too and keeps the schema; once a
+// later export of the project completes, the drop goes ahead.
+func TestDropKeepsDataOfFailedExport(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t) // no workers: the test runs the drop itself
+	admin := &adminAPI{env: env, token: adminToken(t, env, "projects:*", "exports:*")}
+	p := env.NewProject("build")
+	ctx := context.Background()
+	got := admin.adminSend(t, "DELETE", "/admin/api/projects/"+p.ID+"?now=true&export=true", nil, "").Expect(t, 202).JSON(t)
+	first := got["export"].(map[string]any)["id"].(string)
+	jobs := env.RiverJobs(t, "project_drop", map[string]any{"deleted_project": p.ID})
+	require.Len(t, jobs, 1)
+	require.Equal(t, first, jobs[0].Args["export_id"])
+	args := central.DropArgs{DeletedProject: p.ID, Shard: jobs[0].Args["shard"].(string), Schema: p.Schema, ExportID: first}
+	drop := &central.DropWorker{Central: env.Server.Central}
+	run := func() error {
+		return drop.Work(ctx, &river.Job[central.DropArgs]{JobRow: &rivertype.JobRow{ID: jobs[0].ID, Attempt: 1, MaxAttempts: 25}, Args: args})
+	}
+	schemaLeft := func() bool {
+		var n int
+		require.NoError(t, env.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_namespace WHERE nspname = 'deleted_' || $1`, p.Schema).Scan(&n))
+		return n == 1
+	}
+	setStatus := func(id, status string) {
+		_, err := env.DB.Pool.Exec(ctx, `UPDATE central.exports SET status = $2 WHERE id = $1`, id, status)
+		require.NoError(t, err)
+	}
+
+	var snooze *river.JobSnoozeError
+	require.ErrorAs(t, run(), &snooze, "pending export")
+	setStatus(first, "failed") // as after its last attempt
+	require.ErrorContains(t, run(), "failed")
+	require.True(t, schemaLeft())
+
+	again := admin.adminSend(t, "POST", "/admin/api/projects/"+p.ID+"/exports", nil, "").Expect(t, 202).JSON(t)["id"].(string)
+	require.ErrorAs(t, run(), &snooze, "export started after it, pending")
+	require.True(t, schemaLeft())
+	setStatus(again, "completed")
+	require.NoError(t, run())
+	require.False(t, schemaLeft())
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -1,6 +1,8 @@
 package central
 
 import (
+	"maps"
+
 	"github.com/plinth-dev/plinth/internal/openapi"
 )
 
@@ -18,7 +20,7 @@ func AdminOpenAPI(d *openapi.Doc) {
 	}, "id", "name", "domain", "projects", "users", "created_at"))
 	status := openapi.M{"type": "string", "enum": []any{StatusActive, StatusSuspended, StatusDeleting},
 		"description": "suspended: keys 403, public surface 404, jobs and webhook deliveries wait; deleting: keys revoked, data dropped after the grace period."}
-	project := d.Schema("AdminProject", openapi.Obj(openapi.M{
+	projectProps := openapi.M{
 		"id": openapi.Prefixed("prj_"), "name": openapi.Str(), "slug": openapi.Str(), "industry": openapi.Str(), "default_language": openapi.Str(),
 		"target_languages": openapi.Arr(openapi.Str()), "timezone": openapi.Str(), "plan": openapi.Ref("Plan"),
 		"allowed_origins": openapi.Arr(openapi.Str()), "site_url": openapi.Nullable(openapi.Str()), "created_at": openapi.Timestamp(),
@@ -30,8 +32,13 @@ func AdminOpenAPI(d *openapi.Doc) {
 		"plan_credits":  nullableInt("Enterprise: the project's own credits per period; null: the plan's."),
 		"usage": openapi.With(openapi.Ref("Usage"), openapi.M{"description": "The live pool's usage of the current period " +
 			"(GET of one project that is not being deleted)."}),
-	}, "id", "name", "slug", "industry", "default_language", "target_languages", "timezone", "plan", "allowed_origins", "site_url", "created_at",
-		"tenant_id", "status", "status_reason", "shard", "rate_rpm", "rate_burst", "plan_credits"))
+	}
+	projectRequired := []string{"id", "name", "slug", "industry", "default_language", "target_languages", "timezone", "plan", "allowed_origins", "site_url", "created_at",
+		"tenant_id", "status", "status_reason", "shard", "rate_rpm", "rate_burst", "plan_credits"}
+	project := d.Schema("AdminProject", openapi.Obj(projectProps, projectRequired...))
+	deletedProps := maps.Clone(projectProps)
+	deletedProps["export"] = openapi.With(openapi.Ref("Export"), openapi.M{"description": "The export started with export=true; the drop waits until it has completed."})
+	deleted := d.Schema("DeletedProject", openapi.Obj(deletedProps, projectRequired...))
 	tenantID := openapi.M{"id": openapi.M{"type": "string", "pattern": "^[0-9]+$"}}
 	userIDs := openapi.M{"id": openapi.M{"type": "string", "pattern": "^[0-9]+$"}, "user_id": openapi.M{"type": "string", "pattern": "^[0-9]+$"}}
 	projectID := openapi.M{"id": openapi.M{"type": "string", "pattern": "^prj_"}}
@@ -112,10 +119,15 @@ func AdminOpenAPI(d *openapi.Doc) {
 	d.Add("DELETE", "/admin/api/projects/{id}", op(openapi.Op{ID: "adminDeleteProject", Summary: "Delete a project", Scope: "projects:admin",
 		Desc: "Revokes every key at once, makes the project `deleting` (public surface 404, jobs cancelled) and renames its schema out of the " +
 			"way; a job drops its schema, media, jobs and rows after PLINTH_DELETE_GRACE (default 7 days), or at once with now=true. " +
-			"A project already being deleted is 409.",
+			"With export=true (which needs exports:write as well) it first starts an export of the project to the archive store, answered " +
+			"in `export`: the drop waits until it has completed (if it fails, until a later export of the project completes), and the " +
+			"export and its archive outlive the project. A project already being deleted is 409.",
 		Params: projectID, Errs: []int{409, 422},
-		Query: []openapi.M{{"name": "now", "in": "query", "schema": openapi.M{"type": "string", "enum": []any{"true", "false"}}}},
-		OK:    []openapi.Resp{{Status: 202, Desc: "The project, now deleting.", Content: openapi.JSON(project)}}}))
+		Query: []openapi.M{
+			{"name": "now", "in": "query", "schema": openapi.M{"type": "string", "enum": []any{"true", "false"}}},
+			{"name": "export", "in": "query", "schema": openapi.M{"type": "string", "enum": []any{"true", "false"}}},
+		},
+		OK: []openapi.Resp{{Status: 202, Desc: "The project, now deleting, and its export when asked.", Content: openapi.JSON(deleted)}}}))
 	d.Add("POST", "/admin/api/projects/{id}/suspend", op(openapi.Op{ID: "adminSuspendProject", Summary: "Suspend a project", Scope: "projects:admin",
 		Desc: "At once on every instance: its keys answer 403 forbidden (\"project suspended\"), its public surface 404, and its jobs and " +
 			"webhook deliveries wait, without losing an attempt, until it is resumed. Suspending again changes the reason.",

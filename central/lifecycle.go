@@ -17,6 +17,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/storage"
+	"github.com/plinth-dev/plinth/provisioning"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
@@ -182,34 +183,56 @@ type DropArgs struct {
 	DeletedProject string `json:"deleted_project"`
 	Shard          string `json:"shard"`
 	Schema         string `json:"schema"`
+	// ExportID is the export asked for with the delete: the drop waits
+	// until it has completed.
+	ExportID string `json:"export_id,omitempty"`
 }
 
 // Kind is the job kind.
 func (DropArgs) Kind() string { return "project_drop" }
 
+// DeleteOptions are the choices of a delete.
+type DeleteOptions struct {
+	// Now drops the data at once instead of after the grace period.
+	Now bool
+	// Export writes the project's archive to the archive store first (an
+	// export like POST /admin/api/projects/{id}/exports): the drop waits
+	// for it, and it outlives the project.
+	Export bool
+}
+
+// Deletion is what DeleteProject did: the project, now deleting, and the
+// export it started when asked.
+type Deletion struct {
+	Project *tenant.Project
+	Export  *ExportJSON
+}
+
 // DeleteProject deletes a project: it revokes every key at once, marks
-// it deleting (public surface 404, jobs cancelled), renames its schema
-// out of the way and schedules the job that drops everything after the
-// grace period (now: at once).
-func (c *Central) DeleteProject(ctx context.Context, projectID string, now bool) (*tenant.Project, error) {
+// it deleting (public surface 404, jobs cancelled), starts its export
+// when asked, renames its schema out of the way and schedules the job
+// that drops everything after the grace period (o.Now: at once), all in
+// one transaction.
+func (c *Central) DeleteProject(ctx context.Context, projectID string, o DeleteOptions) (Deletion, error) {
 	if c.life.Queue == nil {
-		return nil, errors.New("central: DeleteProject without a queue (SetLifecycle)")
+		return Deletion{}, errors.New("central: DeleteProject without a queue (SetLifecycle)")
 	}
 	p, err := c.Project(ctx, projectID)
 	if err != nil {
-		return nil, err
+		return Deletion{}, err
 	}
 	shard, err := c.ShardPool(p.Shard)
 	if err != nil {
-		return nil, err
+		return Deletion{}, err
 	}
 	if shard != c.pool {
-		return nil, fmt.Errorf("central: delete on shard %s is not supported", p.Shard)
+		return Deletion{}, fmt.Errorf("central: delete on shard %s is not supported", p.Shard)
 	}
 	at := time.Now().Add(c.life.Grace)
-	if now {
+	if o.Now {
 		at = time.Now()
 	}
+	var d Deletion
 	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		var status string
 		if err := tx.QueryRow(ctx, `SELECT status FROM central.projects WHERE id = $1 FOR UPDATE`, projectID).Scan(&status); err != nil {
@@ -224,8 +247,17 @@ func (c *Central) DeleteProject(ctx context.Context, projectID string, now bool)
 		if _, err := tx.Exec(ctx, `UPDATE central.projects SET status = 'deleting', status_at = now() WHERE id = $1`, projectID); err != nil {
 			return err
 		}
+		args := DropArgs{DeletedProject: projectID, Shard: p.Shard, Schema: p.Schema}
+		if o.Export {
+			e, err := insertExport(ctx, tx, c.life.Queue, projectID)
+			if err != nil {
+				return err
+			}
+			d.Export, args.ExportID = &e, e.ID
+		}
 		// The schema leaves the project_N names, which every walk of the
 		// placements and the spare pool use: nothing migrates or claims it.
+		// An export reads it under its new name (exportPlane).
 		var exists bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, p.Schema).Scan(&exists); err != nil {
 			return err
@@ -235,23 +267,31 @@ func (c *Central) DeleteProject(ctx context.Context, projectID string, now bool)
 				return err
 			}
 		}
-		_, err := c.life.Queue.InsertTx(ctx, tx, DropArgs{DeletedProject: projectID, Shard: p.Shard, Schema: p.Schema},
-			&river.InsertOpts{ScheduledAt: at, MaxAttempts: 25})
+		_, err := c.life.Queue.InsertTx(ctx, tx, args, &river.InsertOpts{ScheduledAt: at, MaxAttempts: 25})
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return Deletion{}, err
 	}
 	c.notify(ctx, "project:"+projectID)
-	return c.Project(ctx, projectID)
+	d.Project, err = c.Project(ctx, projectID)
+	return d, err
 }
 
 // deletedSchema is the name a deleted project's schema waits under.
-func deletedSchema(schema string) string { return "deleted_" + schema }
+func deletedSchema(schema string) string { return provisioning.DeletedPrefix + schema }
+
+// exportWait is how long a drop waits before it looks again at the
+// export it waits for.
+const exportWait = 5 * time.Second
 
 // DropWorker drops a deleted project: its River jobs, its schema, its
 // media, then its rows in the control plane (placement, keys, payment
-// accounts go with the project row). Each step can run again.
+// accounts go with the project row). Each step can run again. A drop
+// whose delete asked for an export waits for it to complete; if it
+// failed, the drop fails too and River tries again with its backoff
+// until an export of the project started since has completed: data an
+// admin asked to keep is never dropped unexported.
 type DropWorker struct {
 	river.WorkerDefaults[DropArgs]
 	Central *Central
@@ -260,6 +300,25 @@ type DropWorker struct {
 // Work drops the project of the job.
 func (w *DropWorker) Work(ctx context.Context, job *river.Job[DropArgs]) error {
 	c, a := w.Central, job.Args
+	if a.ExportID != "" {
+		// The export asked for, or one started after it (the way to try
+		// again when it failed).
+		var completed, waiting bool
+		err := c.pool.QueryRow(ctx, `SELECT COALESCE(bool_or(status = 'completed'), false), COALESCE(bool_or(status IN ('pending', 'running')), false)
+			FROM central.exports WHERE project_id = $1 AND created_at >= (SELECT created_at FROM central.exports WHERE id = $2)`,
+			a.DeletedProject, a.ExportID).Scan(&completed, &waiting)
+		if err != nil {
+			return err
+		}
+		switch {
+		case completed:
+		case waiting:
+			return river.JobSnooze(exportWait)
+		default:
+			return fmt.Errorf("export %s of deleted project %s failed: its data is kept until an export completes (POST /admin/api/projects/%s/exports)",
+				a.ExportID, a.DeletedProject, a.DeletedProject)
+		}
+	}
 	// Its jobs first: none may run against a schema that is gone. A job
 	// that is running (JobDeleteMany leaves those) is waited for.
 	for {

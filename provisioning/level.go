@@ -12,13 +12,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// AppliedVersions lists the tenant migration versions applied to schema,
-// in order, as goose records them: what an export names as the level of
-// its rows, so that an import rebuilds the schema they were read from.
+// DeletedPrefix is put before the name of a deleted project's schema
+// while it waits to be dropped: no walk of the project_N names sees it.
+const DeletedPrefix = "deleted_"
+
+// AppliedVersions lists the tenant migration versions applied to schema
+// (a project's, or a deleted project's that waits to be dropped), in
+// order, as goose records them: what an export names as the level of its
+// rows, so that an import rebuilds the schema they were read from.
 func AppliedVersions(ctx context.Context, db interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 }, schema string) ([]int64, error) {
-	if !ValidSchema(schema) || schema == CentralSchema {
+	if p := strings.TrimPrefix(schema, DeletedPrefix); !ValidSchema(p) || p == CentralSchema {
 		return nil, fmt.Errorf("provisioning: invalid project schema %q", schema)
 	}
 	rows, err := db.Query(ctx, `SELECT DISTINCT version_id FROM `+pgx.Identifier{schema, "goose_db_version"}.Sanitize()+

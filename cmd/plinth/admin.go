@@ -176,11 +176,16 @@ func (c *projectResumeCmd) Run(e *env) error {
 type projectDeleteCmd struct {
 	Project string `required:"" help:"Project id (prj_…)."`
 	Now     bool   `help:"Drop the data at once instead of after PLINTH_DELETE_GRACE (a worker runs the drop)."`
+	Export  bool   `help:"Export the project to the archive store first (a worker runs it; the drop waits for it); the export's id is printed."`
 }
 
 func (c *projectDeleteCmd) Run(e *env) error {
-	return e.adminProject(c.Project, func(ctx context.Context, cen *central.Central) (*tenant.Project, error) {
-		return cen.DeleteProject(ctx, c.Project, c.Now)
+	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
+		d, err := cen.DeleteProject(ctx, c.Project, central.DeleteOptions{Now: c.Now, Export: c.Export})
+		if err != nil {
+			return nil, fmt.Errorf("project %q: %w", c.Project, err)
+		}
+		return central.ToDeletedProject(d), nil
 	})
 }
 

@@ -92,6 +92,19 @@ func TestAdminAPICommands(t *testing.T) {
 		t.Fatalf("project delete %v", got)
 	}
 	env.Do("GET", "/v1/projects/me", p.Key, nil).Problem(t, 401, "unauthorized")
+	// --export starts the export the drop will wait for.
+	q := env.NewProject("build")
+	got := cli("project", "delete", "--project", q.ID, "--export")
+	exp, _ := got["export"].(map[string]any)
+	if got["status"] != "deleting" || exp["status"] != "pending" || exp["project_id"] != q.ID {
+		t.Fatalf("project delete --export %v", got)
+	}
+	if e, err := env.Server.Central.Export(context.Background(), exp["id"].(string)); err != nil || e.ProjectID != q.ID {
+		t.Fatalf("export %+v %v", e, err)
+	}
+	if jobs := env.RiverJobs(t, "project_drop", map[string]any{"deleted_project": q.ID, "export_id": exp["id"]}); len(jobs) != 1 {
+		t.Fatalf("drop jobs %+v", jobs)
+	}
 
 	cli("admin-token", "revoke", "--id", tok["id"].(string))
 	env.Do("GET", "/admin/api/projects", secret, nil).Problem(t, 401, "unauthorized")

@@ -112,7 +112,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a project
-         * @description Revokes every key at once, makes the project `deleting` (public surface 404, jobs cancelled) and renames its schema out of the way; a job drops its schema, media, jobs and rows after PLINTH_DELETE_GRACE (default 7 days), or at once with now=true. A project already being deleted is 409.
+         * @description Revokes every key at once, makes the project `deleting` (public surface 404, jobs cancelled) and renames its schema out of the way; a job drops its schema, media, jobs and rows after PLINTH_DELETE_GRACE (default 7 days), or at once with now=true. With export=true (which needs exports:write as well) it first starts an export of the project to the archive store, answered in `export`: the drop waits until it has completed (if it fails, until a later export of the project completes), and the export and its archive outlive the project. A project already being deleted is 409.
          *
          *     Scope: `projects:admin`.
          */
@@ -3673,6 +3673,42 @@ export interface components {
             scopes?: string[];
             test?: boolean;
         };
+        DeletedProject: {
+            allowed_origins: string[];
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            default_language: string;
+            /** @description The export started with export=true; the drop waits until it has completed. */
+            export?: components["schemas"]["Export"];
+            id: string;
+            industry: string;
+            name: string;
+            plan: components["schemas"]["Plan"];
+            /** @description Enterprise: the project's own credits per period; null: the plan's. */
+            plan_credits: number | null;
+            /** @description Enterprise: the project's own burst; null: twice rate_rpm, or the plan's. */
+            rate_burst: number | null;
+            /** @description Enterprise: the project's own requests per minute; null: the plan's. */
+            rate_rpm: number | null;
+            shard: string;
+            site_url: string | null;
+            slug: string;
+            /**
+             * @description suspended: keys 403, public surface 404, jobs and webhook deliveries wait; deleting: keys revoked, data dropped after the grace period.
+             * @enum {string}
+             */
+            status: "active" | "suspended" | "deleting";
+            /** @description The reason given when it was suspended; empty otherwise. */
+            status_reason: string;
+            target_languages: string[];
+            tenant_id: number;
+            timezone: string;
+            /** @description The live pool's usage of the current period (GET of one project that is not being deleted). */
+            usage?: components["schemas"]["Usage"];
+        };
         Export: {
             /**
              * Format: date-time
@@ -5315,6 +5351,7 @@ export interface operations {
         parameters: {
             query?: {
                 now?: "true" | "false";
+                export?: "true" | "false";
             };
             header?: never;
             path: {
@@ -5324,7 +5361,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The project, now deleting. */
+            /** @description The project, now deleting, and its export when asked. */
             202: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -5335,7 +5372,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AdminProject"];
+                    "application/json": components["schemas"]["DeletedProject"];
                 };
             };
             400: components["responses"]["Problem400"];
