@@ -57,7 +57,7 @@ func main() {
 	var bare, bareDB, bareSchema string
 	flag.StringVar(&o.plinth, "plinth", "bin/plinth", "the plinth binary to measure")
 	flag.StringVar(&o.baseline, "baseline", "", "an older plinth binary to measure beside it (the figures before a change)")
-	flag.StringVar(&o.pocketbase, "pocketbase", "v0.31.0", "the PocketBase version to build from the Go module proxy (\"\" to leave it out)")
+	flag.StringVar(&o.pocketbase, "pocketbase", "v0.36.8", "the PocketBase version to build from the Go module proxy (\"\" to leave it out)")
 	flag.StringVar(&o.dir, "dir", "", "working directory (default: a new temporary directory, removed at the end)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the working directory (and its cluster) at the end")
 	flag.IntVar(&o.rounds, "rounds", 3, "alternating rounds")
