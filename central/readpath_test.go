@@ -40,9 +40,7 @@ func (b *beginCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryE
 // ReadBatch. A route leaves the list when it reads in one round trip (the
 // test says so when it finds one that does).
 var multiTripReads = map[string]string{
-	"/v1/booking/availability":        "the settings, the service, then the busy spans in the range they give",
-	"/v1/public/booking/availability": "the settings, the service, then the busy spans in the range they give",
-	"/v1/bookings":                    "the settings (the timezone of the range), then the bookings",
+	"/v1/bookings": "the settings (the timezone of the range), then the bookings",
 }
 
 // writingReads are the GET routes with a side effect that needs a

@@ -237,7 +237,7 @@ func (h *Pillar) serveAvailability(w http.ResponseWriter, r *http.Request, s *te
 		return err
 	}
 	now := h.now()
-	slots, err := freeSlots(r.Context(), s.Reader(), s.Project.Timezone, sid, q, now, public)
+	slots, err := freeSlots(r.Context(), s, s.Project.Timezone, sid, q, now, public)
 	if err != nil {
 		return err
 	}
@@ -251,17 +251,30 @@ func (h *Pillar) serveAvailability(w http.ResponseWriter, r *http.Request, s *te
 // freeSlots returns the free slots of service sid in the range q asks
 // (parseRange), judged at now; projectTZ is the project's timezone. With
 // public, an inactive service does not exist.
-func freeSlots(ctx context.Context, tx tenant.Querier, projectTZ string, sid int64, q url.Values, now time.Time, public bool) ([]Slot, error) {
-	set, err := loadSettings(ctx, tx)
-	if err != nil {
+//
+// One round trip: the settings (the timezone the range is read in), the
+// service (its duration and buffer) and the busy spans are one ReadBatch,
+// the spans read over busyWindow, which holds the range in any timezone,
+// and filtered here to the range the settings give.
+func freeSlots(ctx context.Context, s *tenant.Scope, projectTZ string, sid int64, q url.Values, now time.Time, public bool) ([]Slot, error) {
+	var (
+		set    Settings
+		svc    Service
+		absent error
+		busy   []Span
+		b      tenant.ReadBatch
+	)
+	queueSettings(&b, &set)
+	queueService(&b, sid, &svc, &absent)
+	lo, hi, windowed := busyWindow(q, now)
+	if windowed {
+		queueBusySpans(&b, sid, lo, hi, &busy)
+	}
+	if err := s.ReadBatch(ctx, &b); err != nil {
 		return nil, err
 	}
-	svc, err := getService(ctx, tx, sid, false)
-	if errors.Is(err, httpapi.ErrNotFound) || err == nil && public && !svc.IsActive {
+	if absent != nil || public && !svc.IsActive {
 		return nil, httpapi.NotFound("no such service")
-	}
-	if err != nil {
-		return nil, err
 	}
 	_, loc := set.zone(projectTZ)
 	from, to, err := parseRange(q, loc, now, true)
@@ -273,14 +286,43 @@ func freeSlots(ctx context.Context, tx tenant.Querier, projectTZ string, sid int
 		return slots, nil
 	}
 	rl := rules(set, loc, svc)
-	busy, err := busySpans(ctx, tx, sid, from, to.Add(rl.Duration+rl.Buffer))
-	if err != nil {
+	end := to.Add(rl.Duration + rl.Buffer)
+	if windowed && !from.Before(lo) && !to.After(hi) {
+		busy = overlapping(busy, from, end)
+	} else if busy, err = busySpans(ctx, s.Reader(), sid, from, end); err != nil {
+		// A range busyWindow does not hold (it holds every range
+		// parseRange accepts): read its spans on their own.
 		return nil, err
 	}
 	for _, sp := range Slots(rl, from, to, now, busy) {
 		slots = append(slots, Slot{sp.Start, sp.End})
 	}
 	return slots, nil
+}
+
+// zoneMargin widens a range read in UTC to hold it read in any timezone:
+// a date starts between 14 hours before (UTC+14) and 12 after (UTC-12)
+// its UTC midnight, a skipped midnight and a daylight-saving change in a
+// default range move it by an hour or two more.
+const zoneMargin = 27 * time.Hour
+
+// busyWindow is a range that holds the range parseRange reads q as,
+// whatever the timezone: ok is false when q does not parse, or spans
+// more than parseRange accepts in any timezone (it is refused), so that
+// a malformed request reads no spans.
+func busyWindow(q url.Values, now time.Time) (lo, hi time.Time, ok bool) {
+	from, to, err := parseRange(q, time.UTC, now, false)
+	if err != nil {
+		return lo, hi, false
+	}
+	if from.IsZero() {
+		from = now
+	}
+	if to.IsZero() {
+		to = from.AddDate(0, 0, DefaultRangeDays)
+	}
+	lo, hi = from.Add(-zoneMargin), to.Add(zoneMargin)
+	return lo, hi, hi.After(lo) && hi.Sub(lo) <= (MaxRangeDays+4)*24*time.Hour
 }
 
 // queryID reads a positive integer id from the query.

@@ -21,22 +21,47 @@ var errOverlap = errors.New("booking: overlapping booking")
 
 const settingsCols = `timezone, weekly_hours, auto_confirm, min_notice_minutes, max_days_ahead`
 
+const settingsSQL = `SELECT ` + settingsCols + ` FROM booking_settings`
+
+// loadSettings reads the settings, the defaults while none are stored.
 func loadSettings(ctx context.Context, tx tenant.Querier) (Settings, error) {
+	rows, err := tx.Query(ctx, settingsSQL)
+	if err != nil {
+		return Settings{}, err
+	}
+	return scanSettings(rows)
+}
+
+// queueSettings queues on b the read of loadSettings into set.
+func queueSettings(b *tenant.ReadBatch, set *Settings) {
+	b.Queue(settingsSQL, nil, func(rows pgx.Rows) (err error) {
+		*set, err = scanSettings(rows)
+		return err
+	})
+}
+
+// scanSettings reads the settings from the rows of settingsSQL, and
+// closes them.
+func scanSettings(rows pgx.Rows) (Settings, error) {
+	defer rows.Close()
+	if !rows.Next() {
+		return DefaultSettings(), rows.Err()
+	}
 	var tz *string
 	var week []byte
 	s := DefaultSettings()
-	err := tx.QueryRow(ctx, `SELECT `+settingsCols+` FROM booking_settings`).
-		Scan(&tz, &week, &s.AutoConfirm, &s.MinNoticeMinutes, &s.MaxDaysAhead)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return DefaultSettings(), nil
-	}
-	if err != nil {
+	if err := rows.Scan(&tz, &week, &s.AutoConfirm, &s.MinNoticeMinutes, &s.MaxDaysAhead); err != nil {
 		return s, err
 	}
 	if tz != nil {
 		s.Timezone = *tz
 	}
+	var err error
 	s.Week, err = weekFromJSON(week)
+	rows.Close()
+	if rerr := rows.Err(); err == nil {
+		err = rerr
+	}
 	return s, err
 }
 
@@ -68,6 +93,22 @@ func scanService(row pgx.Row) (Service, error) {
 		return s, httpapi.ErrNotFound
 	}
 	return s, err
+}
+
+// queueService queues on b the read of service id (getService without
+// lock) into svc, or httpapi.ErrNotFound into *found when there is none.
+func queueService(b *tenant.ReadBatch, id int64, svc *Service, found *error) {
+	b.Queue(`SELECT `+serviceCols+` FROM booking_services WHERE id = $1 AND deleted_at IS NULL`, []any{id}, func(rows pgx.Rows) error {
+		*found = httpapi.ErrNotFound
+		for rows.Next() {
+			v, err := scanService(rows)
+			if err != nil {
+				return err
+			}
+			*svc, *found = v, nil
+		}
+		return rows.Err()
+	})
 }
 
 // getService reads service id (locked for the transaction with lock).
@@ -201,9 +242,38 @@ func busySpans(ctx context.Context, tx tenant.Querier, serviceID int64, from, to
 	if err != nil {
 		return nil, err
 	}
+	return collectSpans(rows)
+}
+
+// queueBusySpans queues on b the read of busySpans of serviceID over
+// [from, to + the service's duration and buffer) into busy: a range the
+// caller filters down (overlapping), read before it knows the service.
+func queueBusySpans(b *tenant.ReadBatch, serviceID int64, from, to time.Time, busy *[]Span) {
+	b.Queue(`SELECT start_at, blocked_until FROM bookings
+		WHERE service_id = $1 AND status IN ('pending','confirmed','completed')
+		AND tstzrange(start_at, blocked_until, '[)') && tstzrange($2, $3::timestamptz + COALESCE((SELECT make_interval(mins => duration_minutes + buffer_minutes)
+			FROM booking_services WHERE id = $1), interval '0'), '[)')`, []any{serviceID, from, to}, func(rows pgx.Rows) (err error) {
+		*busy, err = collectSpans(rows)
+		return err
+	})
+}
+
+func collectSpans(rows pgx.Rows) ([]Span, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Span, error) {
 		var s Span
 		err := r.Scan(&s.Start, &s.End)
 		return s, err
 	})
+}
+
+// overlapping are the spans of busy that overlap [from, to), as the
+// range operator && of busySpans has it: an empty span overlaps nothing.
+func overlapping(busy []Span, from, to time.Time) []Span {
+	var out []Span
+	for _, sp := range busy {
+		if sp.End.After(sp.Start) && sp.Start.Before(to) && sp.End.After(from) {
+			out = append(out, sp)
+		}
+	}
+	return out
 }
