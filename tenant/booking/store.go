@@ -210,25 +210,76 @@ type bookingFilter struct {
 	Status    string
 	ServiceID int64
 	From, To  time.Time // on start_at: [From, To)
-	Before    int64     // cursor: ids below it
+	// FromDate and ToDate (YYYY-MM-DD), when set, stand for From and To:
+	// the start of that date in the booking timezone, the settings' else
+	// Zone, which PostgreSQL works out in the query that reads the
+	// bookings, so that the list needs no read of the settings first.
+	FromDate, ToDate string
+	Zone             string
+	Before           int64 // cursor: ids below it
 }
 
-func listBookings(ctx context.Context, tx tenant.Querier, f bookingFilter, limit int) ([]Booking, error) {
-	var from, to *time.Time
+// The booking timezone as the lists read it: the settings', else $1 of
+// the statement.
+const bookingZone = `(SELECT COALESCE((SELECT timezone FROM booking_settings), $1) AS tz) z`
+
+const bookingsSQL = `SELECT ` + bookingCols + ` FROM bookings, (SELECT
+		COALESCE($2::timestamptz, $4::date::timestamp AT TIME ZONE z.tz) AS lo,
+		COALESCE($3::timestamptz, $5::date::timestamp AT TIME ZONE z.tz) AS hi FROM ` + bookingZone + `) r
+	WHERE ($6 = '' OR status = $6) AND ($7 = 0 OR service_id = $7)
+		AND (r.lo IS NULL OR start_at >= r.lo) AND (r.hi IS NULL OR start_at < r.hi)
+		AND ($8 = 0 OR id < $8)
+	ORDER BY id DESC LIMIT $9`
+
+// bookingRangeSQL is the range bookingsSQL reads the dates $2 and $3 as.
+const bookingRangeSQL = `SELECT $2::date::timestamp AT TIME ZONE z.tz, $3::date::timestamp AT TIME ZONE z.tz FROM ` + bookingZone
+
+func (f bookingFilter) args(limit int) []any {
+	var from, to, fromDate, toDate any
 	if !f.From.IsZero() {
-		from = &f.From
+		from = f.From
 	}
 	if !f.To.IsZero() {
-		to = &f.To
+		to = f.To
 	}
-	rows, err := tx.Query(ctx, `SELECT `+bookingCols+` FROM bookings
-		WHERE ($1 = '' OR status = $1) AND ($2 = 0 OR service_id = $2)
-		AND ($3::timestamptz IS NULL OR start_at >= $3) AND ($4::timestamptz IS NULL OR start_at < $4)
-		AND ($5 = 0 OR id < $5)
-		ORDER BY id DESC LIMIT $6`, f.Status, f.ServiceID, from, to, f.Before, limit+1)
+	if f.FromDate != "" {
+		fromDate = f.FromDate
+	}
+	if f.ToDate != "" {
+		toDate = f.ToDate
+	}
+	return []any{f.Zone, from, to, fromDate, toDate, f.Status, f.ServiceID, f.Before, limit + 1}
+}
+
+// listBookings returns up to limit+1 bookings f selects, newest first.
+func listBookings(ctx context.Context, tx tenant.Querier, f bookingFilter, limit int) ([]Booking, error) {
+	rows, err := tx.Query(ctx, bookingsSQL, f.args(limit)...)
 	if err != nil {
 		return nil, err
 	}
+	return collectBookings(rows)
+}
+
+// queueBookings queues on b the read of listBookings into list, and of
+// the range its dates stand for into from and to (nil for no date).
+func queueBookings(b *tenant.ReadBatch, f bookingFilter, limit int, list *[]Booking, from, to **time.Time) {
+	args := f.args(limit)
+	b.Queue(bookingRangeSQL, []any{args[0], args[3], args[4]}, func(rows pgx.Rows) error {
+		*from, *to = nil, nil
+		for rows.Next() {
+			if err := rows.Scan(from, to); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	b.Queue(bookingsSQL, args, func(rows pgx.Rows) (err error) {
+		*list, err = collectBookings(rows)
+		return err
+	})
+}
+
+func collectBookings(rows pgx.Rows) ([]Booking, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Booking, error) { return scanBooking(r) })
 }
 
