@@ -463,9 +463,7 @@ func (c *Central) adminProject(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		u, err := tenant.TxV(r.Context(), sc, func(tx pgx.Tx) (credits.Usage, error) {
-			return credits.Report(r.Context(), tx, sc, false, time.Now())
-		})
+		u, err := credits.Report(r.Context(), sc, false, time.Now())
 		if err != nil {
 			return err
 		}

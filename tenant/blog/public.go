@@ -1,7 +1,6 @@
 package blog
 
 import (
-	"context"
 	"net/http"
 	"time"
 
@@ -46,20 +45,20 @@ type SitemapPost struct {
 	UpdatedAt time.Time
 }
 
-// SitemapPosts returns up to limit published posts, newest publication
-// first.
-func SitemapPosts(ctx context.Context, s *tenant.Scope, limit int) ([]SitemapPost, error) {
-	var out []SitemapPost
-	err := s.Read(ctx, `SELECT slug, language, updated_at, ARRAY(SELECT jsonb_object_keys(texts) ORDER BY 1)
+// QueueSitemapPosts queues on b the read of up to limit published posts,
+// newest publication first, into out: the sitemap reads them in one
+// batch with the pages.
+func QueueSitemapPosts(b *tenant.ReadBatch, limit int, out *[]SitemapPost) {
+	b.Queue(`SELECT slug, language, updated_at, ARRAY(SELECT jsonb_object_keys(texts) ORDER BY 1)
 		FROM blog_posts WHERE status = 'published' ORDER BY published_at DESC, id DESC LIMIT $1`, []any{limit}, func(rows pgx.Rows) error {
+		*out = nil
 		for rows.Next() {
 			var p SitemapPost
 			if err := rows.Scan(&p.Slug, &p.Lang, &p.UpdatedAt, &p.Langs); err != nil {
 				return err
 			}
-			out = append(out, p)
+			*out = append(*out, p)
 		}
-		return nil
+		return rows.Err()
 	})
-	return out, err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
@@ -237,7 +238,7 @@ func (h *Pillar) serveAvailability(w http.ResponseWriter, r *http.Request, s *te
 		return err
 	}
 	now := h.now()
-	slots, err := freeSlots(r.Context(), s.Reader(), s.Project.Timezone, sid, q, now, public)
+	slots, err := freeSlots(r.Context(), s, s.Project.Timezone, sid, q, now, public)
 	if err != nil {
 		return err
 	}
@@ -251,17 +252,30 @@ func (h *Pillar) serveAvailability(w http.ResponseWriter, r *http.Request, s *te
 // freeSlots returns the free slots of service sid in the range q asks
 // (parseRange), judged at now; projectTZ is the project's timezone. With
 // public, an inactive service does not exist.
-func freeSlots(ctx context.Context, tx tenant.Querier, projectTZ string, sid int64, q url.Values, now time.Time, public bool) ([]Slot, error) {
-	set, err := loadSettings(ctx, tx)
-	if err != nil {
+//
+// One round trip: the settings (the timezone the range is read in), the
+// service (its duration and buffer) and the busy spans are one ReadBatch,
+// the spans read over busyWindow, which holds the range in any timezone,
+// and filtered here to the range the settings give.
+func freeSlots(ctx context.Context, s *tenant.Scope, projectTZ string, sid int64, q url.Values, now time.Time, public bool) ([]Slot, error) {
+	var (
+		set    Settings
+		svc    Service
+		absent error
+		busy   []Span
+		b      tenant.ReadBatch
+	)
+	queueSettings(&b, &set)
+	queueService(&b, sid, &svc, &absent)
+	lo, hi, windowed := busyWindow(q, now)
+	if windowed {
+		queueBusySpans(&b, sid, lo, hi, &busy)
+	}
+	if err := s.ReadBatch(ctx, &b); err != nil {
 		return nil, err
 	}
-	svc, err := getService(ctx, tx, sid, false)
-	if errors.Is(err, httpapi.ErrNotFound) || err == nil && public && !svc.IsActive {
+	if absent != nil || public && !svc.IsActive {
 		return nil, httpapi.NotFound("no such service")
-	}
-	if err != nil {
-		return nil, err
 	}
 	_, loc := set.zone(projectTZ)
 	from, to, err := parseRange(q, loc, now, true)
@@ -273,14 +287,43 @@ func freeSlots(ctx context.Context, tx tenant.Querier, projectTZ string, sid int
 		return slots, nil
 	}
 	rl := rules(set, loc, svc)
-	busy, err := busySpans(ctx, tx, sid, from, to.Add(rl.Duration+rl.Buffer))
-	if err != nil {
+	end := to.Add(rl.Duration + rl.Buffer)
+	if windowed && !from.Before(lo) && !to.After(hi) {
+		busy = overlapping(busy, from, end)
+	} else if busy, err = busySpans(ctx, s.Reader(), sid, from, end); err != nil {
+		// A range busyWindow does not hold (it holds every range
+		// parseRange accepts): read its spans on their own.
 		return nil, err
 	}
 	for _, sp := range Slots(rl, from, to, now, busy) {
 		slots = append(slots, Slot{sp.Start, sp.End})
 	}
 	return slots, nil
+}
+
+// zoneMargin widens a range read in UTC to hold it read in any timezone:
+// a date starts between 14 hours before (UTC+14) and 12 after (UTC-12)
+// its UTC midnight, a skipped midnight and a daylight-saving change in a
+// default range move it by an hour or two more.
+const zoneMargin = 27 * time.Hour
+
+// busyWindow is a range that holds the range parseRange reads q as,
+// whatever the timezone: ok is false when q does not parse, or spans
+// more than parseRange accepts in any timezone (it is refused), so that
+// a malformed request reads no spans.
+func busyWindow(q url.Values, now time.Time) (lo, hi time.Time, ok bool) {
+	from, to, err := parseRange(q, time.UTC, now, false)
+	if err != nil {
+		return lo, hi, false
+	}
+	if from.IsZero() {
+		from = now
+	}
+	if to.IsZero() {
+		to = from.AddDate(0, 0, DefaultRangeDays)
+	}
+	lo, hi = from.Add(-zoneMargin), to.Add(zoneMargin)
+	return lo, hi, hi.After(lo) && hi.Sub(lo) <= (MaxRangeDays+4)*24*time.Hour
 }
 
 // queryID reads a positive integer id from the query.
@@ -425,7 +468,7 @@ func (h *Pillar) listBookings(w http.ResponseWriter, r *http.Request, s *tenant.
 	f := bookingFilter{Status: status, ServiceID: sid}
 	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]Booking, error) {
 		f.Before = before
-		return findBookings(r.Context(), s.Reader(), s.Project.Timezone, f, q, h.now(), limit)
+		return findBookings(r.Context(), s, s.Project.Timezone, f, q, h.now(), limit)
 	}, func(b Booking) string { return httpapi.IDText(b.ID) })
 	if err != nil {
 		return err
@@ -435,16 +478,80 @@ func (h *Pillar) listBookings(w http.ResponseWriter, r *http.Request, s *tenant.
 
 // findBookings lists the bookings f selects in the range q asks, read in
 // the timezone in effect (parseRange, unbounded).
-func findBookings(ctx context.Context, tx tenant.Querier, projectTZ string, f bookingFilter, q url.Values, now time.Time, limit int) ([]Booking, error) {
-	set, err := loadSettings(ctx, tx)
+//
+// One round trip: a range of instants is the same in every timezone, so
+// it reads the bookings alone; a range with a date reads the settings,
+// and the bookings with the date read by PostgreSQL in their timezone,
+// as one ReadBatch. PostgreSQL's reading of a date (AT TIME ZONE) is
+// checked against parseRange's, and a range it reads otherwise (or not
+// at all: a zone it does not know, a date out of its range) is read
+// again as parseRange has it.
+func findBookings(ctx context.Context, s *tenant.Scope, projectTZ string, f bookingFilter, q url.Values, now time.Time, limit int) ([]Booking, error) {
+	var err error
+	if f.From, f.To, err = parseRange(q, time.UTC, now, false); err != nil {
+		return nil, err // malformed in any timezone
+	}
+	f.FromDate, f.ToDate = dateBound(q, "from", false), dateBound(q, "to", true)
+	if f.FromDate == "" && f.ToDate == "" {
+		return listBookings(ctx, s.Reader(), f, limit)
+	}
+	if f.FromDate != "" {
+		f.From = time.Time{}
+	}
+	if f.ToDate != "" {
+		f.To = time.Time{}
+	}
+	f.Zone, _ = Settings{}.zone(projectTZ)
+	var (
+		set      Settings
+		list     []Booking
+		from, to *time.Time
+		b        tenant.ReadBatch
+	)
+	queueSettings(&b, &set)
+	queueBookings(&b, f, limit, &list, &from, &to)
+	err = s.ReadBatch(ctx, &b)
+	read := err == nil
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22") {
+		set, err = loadSettings(ctx, s.Reader())
+	}
 	if err != nil {
 		return nil, err
 	}
 	_, loc := set.zone(projectTZ)
-	if f.From, f.To, err = parseRange(q, loc, now, false); err != nil {
+	exact := bookingFilter{Status: f.Status, ServiceID: f.ServiceID, Before: f.Before}
+	if exact.From, exact.To, err = parseRange(q, loc, now, false); err != nil {
 		return nil, err
 	}
-	return listBookings(ctx, tx, f, limit)
+	if read && sameBound(from, f.FromDate, exact.From) && sameBound(to, f.ToDate, exact.To) {
+		return list, nil
+	}
+	return listBookings(ctx, s.Reader(), exact, limit)
+}
+
+// dateBound is the date bound name of q is (the day after it for the
+// end of a range), as parseWhen reads it, or "" when it is none.
+func dateBound(q url.Values, name string, end bool) string {
+	v := q.Get(name)
+	if v == "" {
+		return ""
+	}
+	if _, err := time.Parse(time.RFC3339, strings.Replace(v, " ", "+", 1)); err == nil {
+		return ""
+	}
+	d, err := time.Parse("2006-01-02", v)
+	if err != nil {
+		return ""
+	}
+	if end {
+		d = d.AddDate(0, 0, 1)
+	}
+	return d.Format("2006-01-02")
+}
+
+// sameBound reports whether PostgreSQL read date as the instant want.
+func sameBound(got *time.Time, date string, want time.Time) bool {
+	return date == "" || got != nil && got.Equal(want)
 }
 
 // transition serves POST /bookings/{id}/{action}: a status change allowed

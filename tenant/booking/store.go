@@ -21,22 +21,47 @@ var errOverlap = errors.New("booking: overlapping booking")
 
 const settingsCols = `timezone, weekly_hours, auto_confirm, min_notice_minutes, max_days_ahead`
 
+const settingsSQL = `SELECT ` + settingsCols + ` FROM booking_settings`
+
+// loadSettings reads the settings, the defaults while none are stored.
 func loadSettings(ctx context.Context, tx tenant.Querier) (Settings, error) {
+	rows, err := tx.Query(ctx, settingsSQL)
+	if err != nil {
+		return Settings{}, err
+	}
+	return scanSettings(rows)
+}
+
+// queueSettings queues on b the read of loadSettings into set.
+func queueSettings(b *tenant.ReadBatch, set *Settings) {
+	b.Queue(settingsSQL, nil, func(rows pgx.Rows) (err error) {
+		*set, err = scanSettings(rows)
+		return err
+	})
+}
+
+// scanSettings reads the settings from the rows of settingsSQL, and
+// closes them.
+func scanSettings(rows pgx.Rows) (Settings, error) {
+	defer rows.Close()
+	if !rows.Next() {
+		return DefaultSettings(), rows.Err()
+	}
 	var tz *string
 	var week []byte
 	s := DefaultSettings()
-	err := tx.QueryRow(ctx, `SELECT `+settingsCols+` FROM booking_settings`).
-		Scan(&tz, &week, &s.AutoConfirm, &s.MinNoticeMinutes, &s.MaxDaysAhead)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return DefaultSettings(), nil
-	}
-	if err != nil {
+	if err := rows.Scan(&tz, &week, &s.AutoConfirm, &s.MinNoticeMinutes, &s.MaxDaysAhead); err != nil {
 		return s, err
 	}
 	if tz != nil {
 		s.Timezone = *tz
 	}
+	var err error
 	s.Week, err = weekFromJSON(week)
+	rows.Close()
+	if rerr := rows.Err(); err == nil {
+		err = rerr
+	}
 	return s, err
 }
 
@@ -68,6 +93,22 @@ func scanService(row pgx.Row) (Service, error) {
 		return s, httpapi.ErrNotFound
 	}
 	return s, err
+}
+
+// queueService queues on b the read of service id (getService without
+// lock) into svc, or httpapi.ErrNotFound into *found when there is none.
+func queueService(b *tenant.ReadBatch, id int64, svc *Service, found *error) {
+	b.Queue(`SELECT `+serviceCols+` FROM booking_services WHERE id = $1 AND deleted_at IS NULL`, []any{id}, func(rows pgx.Rows) error {
+		*found = httpapi.ErrNotFound
+		for rows.Next() {
+			v, err := scanService(rows)
+			if err != nil {
+				return err
+			}
+			*svc, *found = v, nil
+		}
+		return rows.Err()
+	})
 }
 
 // getService reads service id (locked for the transaction with lock).
@@ -169,25 +210,76 @@ type bookingFilter struct {
 	Status    string
 	ServiceID int64
 	From, To  time.Time // on start_at: [From, To)
-	Before    int64     // cursor: ids below it
+	// FromDate and ToDate (YYYY-MM-DD), when set, stand for From and To:
+	// the start of that date in the booking timezone, the settings' else
+	// Zone, which PostgreSQL works out in the query that reads the
+	// bookings, so that the list needs no read of the settings first.
+	FromDate, ToDate string
+	Zone             string
+	Before           int64 // cursor: ids below it
 }
 
-func listBookings(ctx context.Context, tx tenant.Querier, f bookingFilter, limit int) ([]Booking, error) {
-	var from, to *time.Time
+// The booking timezone as the lists read it: the settings', else $1 of
+// the statement.
+const bookingZone = `(SELECT COALESCE((SELECT timezone FROM booking_settings), $1) AS tz) z`
+
+const bookingsSQL = `SELECT ` + bookingCols + ` FROM bookings, (SELECT
+		COALESCE($2::timestamptz, $4::date::timestamp AT TIME ZONE z.tz) AS lo,
+		COALESCE($3::timestamptz, $5::date::timestamp AT TIME ZONE z.tz) AS hi FROM ` + bookingZone + `) r
+	WHERE ($6 = '' OR status = $6) AND ($7 = 0 OR service_id = $7)
+		AND (r.lo IS NULL OR start_at >= r.lo) AND (r.hi IS NULL OR start_at < r.hi)
+		AND ($8 = 0 OR id < $8)
+	ORDER BY id DESC LIMIT $9`
+
+// bookingRangeSQL is the range bookingsSQL reads the dates $2 and $3 as.
+const bookingRangeSQL = `SELECT $2::date::timestamp AT TIME ZONE z.tz, $3::date::timestamp AT TIME ZONE z.tz FROM ` + bookingZone
+
+func (f bookingFilter) args(limit int) []any {
+	var from, to, fromDate, toDate any
 	if !f.From.IsZero() {
-		from = &f.From
+		from = f.From
 	}
 	if !f.To.IsZero() {
-		to = &f.To
+		to = f.To
 	}
-	rows, err := tx.Query(ctx, `SELECT `+bookingCols+` FROM bookings
-		WHERE ($1 = '' OR status = $1) AND ($2 = 0 OR service_id = $2)
-		AND ($3::timestamptz IS NULL OR start_at >= $3) AND ($4::timestamptz IS NULL OR start_at < $4)
-		AND ($5 = 0 OR id < $5)
-		ORDER BY id DESC LIMIT $6`, f.Status, f.ServiceID, from, to, f.Before, limit+1)
+	if f.FromDate != "" {
+		fromDate = f.FromDate
+	}
+	if f.ToDate != "" {
+		toDate = f.ToDate
+	}
+	return []any{f.Zone, from, to, fromDate, toDate, f.Status, f.ServiceID, f.Before, limit + 1}
+}
+
+// listBookings returns up to limit+1 bookings f selects, newest first.
+func listBookings(ctx context.Context, tx tenant.Querier, f bookingFilter, limit int) ([]Booking, error) {
+	rows, err := tx.Query(ctx, bookingsSQL, f.args(limit)...)
 	if err != nil {
 		return nil, err
 	}
+	return collectBookings(rows)
+}
+
+// queueBookings queues on b the read of listBookings into list, and of
+// the range its dates stand for into from and to (nil for no date).
+func queueBookings(b *tenant.ReadBatch, f bookingFilter, limit int, list *[]Booking, from, to **time.Time) {
+	args := f.args(limit)
+	b.Queue(bookingRangeSQL, []any{args[0], args[3], args[4]}, func(rows pgx.Rows) error {
+		*from, *to = nil, nil
+		for rows.Next() {
+			if err := rows.Scan(from, to); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	b.Queue(bookingsSQL, args, func(rows pgx.Rows) (err error) {
+		*list, err = collectBookings(rows)
+		return err
+	})
+}
+
+func collectBookings(rows pgx.Rows) ([]Booking, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Booking, error) { return scanBooking(r) })
 }
 
@@ -201,9 +293,38 @@ func busySpans(ctx context.Context, tx tenant.Querier, serviceID int64, from, to
 	if err != nil {
 		return nil, err
 	}
+	return collectSpans(rows)
+}
+
+// queueBusySpans queues on b the read of busySpans of serviceID over
+// [from, to + the service's duration and buffer) into busy: a range the
+// caller filters down (overlapping), read before it knows the service.
+func queueBusySpans(b *tenant.ReadBatch, serviceID int64, from, to time.Time, busy *[]Span) {
+	b.Queue(`SELECT start_at, blocked_until FROM bookings
+		WHERE service_id = $1 AND status IN ('pending','confirmed','completed')
+		AND tstzrange(start_at, blocked_until, '[)') && tstzrange($2, $3::timestamptz + COALESCE((SELECT make_interval(mins => duration_minutes + buffer_minutes)
+			FROM booking_services WHERE id = $1), interval '0'), '[)')`, []any{serviceID, from, to}, func(rows pgx.Rows) (err error) {
+		*busy, err = collectSpans(rows)
+		return err
+	})
+}
+
+func collectSpans(rows pgx.Rows) ([]Span, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Span, error) {
 		var s Span
 		err := r.Scan(&s.Start, &s.End)
 		return s, err
 	})
+}
+
+// overlapping are the spans of busy that overlap [from, to), as the
+// range operator && of busySpans has it: an empty span overlaps nothing.
+func overlapping(busy []Span, from, to time.Time) []Span {
+	var out []Span
+	for _, sp := range busy {
+		if sp.End.After(sp.Start) && sp.Start.Before(to) && sp.End.After(from) {
+			out = append(out, sp)
+		}
+	}
+	return out
 }

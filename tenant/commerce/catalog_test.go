@@ -1,6 +1,7 @@
 package commerce_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -299,4 +300,51 @@ func TestPublicCatalog(t *testing.T) {
 	get("/products", map[string]string{"X-Service-Project-Key": "prj_000000000000000000000000"}).Problem(t, 404, "not_found")
 	// The public surface is read-only.
 	assert.NotEqual(t, 201, f.env.Send(apitest.Request{Method: "POST", Path: "/v1/public/products", Header: proj, Body: map[string]any{"name": "x", "price": 1}}).Status)
+}
+
+// TestProductVariantsAsRead pins the bytes of a product's variants on
+// every read that returns them (the product, the list, /variants, the
+// public product, a PATCH): the same objects, in the same order
+// (sort_order, then id), as GET of each variant answers it; a product
+// without variants has an empty list; /variants of no product is a 404.
+func TestProductVariantsAsRead(t *testing.T) {
+	t.Parallel()
+	f := setupCatalog(t)
+	pid := f.product(t, map[string]any{"name": "Loaf", "price": 2500, "status": "active"})
+	base := fmt.Sprintf("/products/%d/variants", pid)
+	var vids []int64
+	for _, in := range []map[string]any{
+		{"name": "B", "sort_order": 1, "options": map[string]any{"size": "M", "colour": "red"}, "stock_quantity": 3, "sku": "B-1"},
+		{"name": "A", "sort_order": 1, "price": 99999999, "is_active": false},
+		{"name": "C", "sort_order": -2},
+	} {
+		vids = append(vids, num(f.do(t, "POST", base, in).Expect(t, 201).JSON(t)["id"]))
+	}
+	one := func(vid int64) string {
+		return strings.TrimSpace(string(f.do(t, "GET", fmt.Sprintf("%s/%d", base, vid), nil).Expect(t, 200).Body))
+	}
+	// By sort_order, then id: C (-2), B (1, first), A (1, second).
+	want := "[" + one(vids[2]) + "," + one(vids[0]) + "," + one(vids[1]) + "]"
+	field := func(body []byte, name string) string {
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(body, &m))
+		return string(m[name])
+	}
+	product := f.do(t, "GET", fmt.Sprintf("/products/%d", pid), nil).Expect(t, 200).Body
+	assert.Equal(t, want, field(product, "variants"))
+	assert.Equal(t, want, field(f.do(t, "GET", base, nil).Expect(t, 200).Body, "data"))
+	var list struct{ Data []json.RawMessage }
+	require.NoError(t, json.Unmarshal(f.do(t, "GET", "/products", nil).Expect(t, 200).Body, &list))
+	require.Len(t, list.Data, 1)
+	assert.Equal(t, strings.TrimSpace(string(product)), string(list.Data[0]))
+	patched := f.do(t, "PATCH", fmt.Sprintf("/products/%d", pid), map[string]any{"name": "Loaf"}).Expect(t, 200).Body
+	assert.Equal(t, want, field(patched, "variants"))
+	public := f.env.Send(apitest.Request{Method: "GET", Path: fmt.Sprintf("/v1/public/products/%d", pid),
+		Header: map[string]string{"X-Service-Project-Key": f.p.ID}}).Expect(t, 200).Body
+	assert.Equal(t, "["+one(vids[2])+","+one(vids[0])+"]", field(public, "variants"), "active variants only")
+
+	bare := f.product(t, nil)
+	assert.Equal(t, "[]", field(f.do(t, "GET", fmt.Sprintf("/products/%d", bare), nil).Expect(t, 200).Body, "variants"))
+	assert.Equal(t, "[]", field(f.do(t, "GET", fmt.Sprintf("/products/%d/variants", bare), nil).Expect(t, 200).Body, "data"))
+	f.do(t, "GET", "/products/99999/variants", nil).Problem(t, 404, "not_found")
 }

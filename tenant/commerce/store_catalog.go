@@ -221,13 +221,31 @@ func checkCategory(ctx context.Context, tx pgx.Tx, id *int64) error {
 const productCols = `id, name, slug, price, currency, status, description, short_description, compare_at_price, type, sku,
 	stock_quantity, track_inventory, weight, images, metadata, category_id, featured, published_at, created_at, updated_at`
 
-// scanProduct reads a product without its variants (withVariants adds
-// them).
-func scanProduct(row pgx.Row) (*Product, error) {
-	p := &Product{}
-	err := row.Scan(&p.ID, &p.Name, &p.Slug, &p.Price, &p.Currency, &p.Status, &p.Description, &p.ShortDescription,
+// variantsColumn is a column to read after productCols: the variants of
+// the row of products (active ones only with activeOnly), ordered by
+// sort_order then id, as one JSON array, so that a product and its
+// variants are one query, one round trip on a read. Its objects are the
+// rows of variantCols, whose names are the JSON names of Variant.
+func variantsColumn(activeOnly bool) string {
+	filter := ""
+	if activeOnly {
+		filter = " AND is_active"
+	}
+	return `, COALESCE((SELECT json_agg(v ORDER BY v.sort_order, v.id) FROM (SELECT ` + variantCols + `
+		FROM product_variants WHERE product_id = products.id` + filter + `) v), '[]')`
+}
+
+// scanProduct reads a product, with its variants when the query reads
+// variantsColumn after productCols (withVariants), else with none.
+func scanProduct(row pgx.Row, withVariants bool) (*Product, error) {
+	p := &Product{Variants: []*Variant{}}
+	dest := []any{&p.ID, &p.Name, &p.Slug, &p.Price, &p.Currency, &p.Status, &p.Description, &p.ShortDescription,
 		&p.CompareAtPrice, &p.Type, &p.SKU, &p.StockQuantity, &p.TrackInventory, &p.Weight, &p.Images, &p.Metadata,
-		&p.CategoryID, &p.Featured, &p.PublishedAt, &p.CreatedAt, &p.UpdatedAt)
+		&p.CategoryID, &p.Featured, &p.PublishedAt, &p.CreatedAt, &p.UpdatedAt}
+	if withVariants {
+		dest = append(dest, &p.Variants)
+	}
+	err := row.Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errNoProduct
 	}
@@ -245,34 +263,30 @@ func scanProduct(row pgx.Row) (*Product, error) {
 		p.PublishedAt = &t
 	}
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
-	p.Variants = []*Variant{}
+	for _, v := range p.Variants {
+		if v.Options == nil {
+			v.Options = map[string]string{}
+		}
+	}
 	return p, nil
 }
 
 // getProduct reads product id without its variants.
 func getProduct(ctx context.Context, tx tenant.Querier, id int64) (*Product, error) {
-	return scanProduct(tx.QueryRow(ctx, `SELECT `+productCols+` FROM products WHERE id = $1`, id))
+	return scanProduct(tx.QueryRow(ctx, `SELECT `+productCols+` FROM products WHERE id = $1`, id), false)
 }
 
 // loadProduct reads product id with all its variants.
 func loadProduct(ctx context.Context, tx tenant.Querier, id int64) (_ *Product, err error) {
 	defer httpapi.Wrap(&err, "loadProduct(%d)", id)
-	p, err := getProduct(ctx, tx, id)
-	if err != nil {
-		return nil, err
-	}
-	return p, withVariants(ctx, tx, []*Product{p}, false)
+	return scanProduct(tx.QueryRow(ctx, `SELECT `+productCols+variantsColumn(false)+` FROM products WHERE id = $1`, id), true)
 }
 
 // publicProduct reads the active product whose id or slug is key, with
 // its active variants.
 func publicProduct(ctx context.Context, tx tenant.Querier, key string, id int64) (*Product, error) {
-	p, err := scanProduct(tx.QueryRow(ctx, `SELECT `+productCols+` FROM products
-		WHERE status = 'active' AND (id = $1 OR slug = $2) ORDER BY id = $1 DESC LIMIT 1`, id, key))
-	if err != nil {
-		return nil, err
-	}
-	return p, withVariants(ctx, tx, []*Product{p}, true)
+	return scanProduct(tx.QueryRow(ctx, `SELECT `+productCols+variantsColumn(true)+` FROM products
+		WHERE status = 'active' AND (id = $1 OR slug = $2) ORDER BY id = $1 DESC LIMIT 1`, id, key), true)
 }
 
 // productSlugTaken reports whether a product already has slug sl.
@@ -317,7 +331,7 @@ func insertProduct(ctx context.Context, tx pgx.Tx, in productInput) (*Product, e
 			CASE WHEN $5 = 'active' THEN now() END)
 		RETURNING `+productCols,
 		*in.Name, sl, *in.Price, in.Currency, in.Status, in.Description, in.ShortDescription, in.CompareAtPrice.Value, in.Type,
-		in.SKU, in.StockQuantity, in.TrackInventory, in.Weight.Value, images, meta, in.CategoryID.Value, in.Featured))
+		in.SKU, in.StockQuantity, in.TrackInventory, in.Weight.Value, images, meta, in.CategoryID.Value, in.Featured), false)
 	if err != nil {
 		return nil, slugTaken(err, "product")
 	}
@@ -349,14 +363,14 @@ func updateProduct(ctx context.Context, tx pgx.Tx, id int64, in productInput) (_
 			category_id = CASE WHEN $19 THEN $20 ELSE category_id END, featured = COALESCE($21, featured),
 			published_at = CASE WHEN COALESCE($6, status) = 'active' THEN COALESCE(published_at, now()) ELSE published_at END,
 			updated_at = now()
-		WHERE id = $1 RETURNING `+productCols,
+		WHERE id = $1 RETURNING `+productCols+variantsColumn(false),
 		id, in.Name, in.Slug, in.Price, in.Currency, in.Status, in.Description, in.ShortDescription,
 		in.CompareAtPrice.Set, in.CompareAtPrice.Value, in.Type, in.SKU, in.StockQuantity, in.TrackInventory,
-		in.Weight.Set, in.Weight.Value, in.Images, in.Metadata, in.CategoryID.Set, in.CategoryID.Value, in.Featured))
+		in.Weight.Set, in.Weight.Value, in.Images, in.Metadata, in.CategoryID.Set, in.CategoryID.Value, in.Featured), true)
 	if err != nil {
 		return nil, stockBelowReserved(slugTaken(err, "product"))
 	}
-	return p, withVariants(ctx, tx, []*Product{p}, false)
+	return p, nil
 }
 
 // deleteProduct removes a product and its variants. Orders keep their
@@ -369,7 +383,7 @@ func deleteProduct(ctx context.Context, tx pgx.Tx, id int64) error {
 // the newest), newest first, with their variants (active ones only when
 // public).
 func listProducts(ctx context.Context, tx tenant.Querier, f productFilter, after int64, limit int, public bool) ([]*Product, error) {
-	rows, err := tx.Query(ctx, `SELECT `+productCols+` FROM products
+	rows, err := tx.Query(ctx, `SELECT `+productCols+variantsColumn(public)+` FROM products
 		WHERE ($1::bigint = 0 OR id < $1)
 		  AND ($2::text IS NULL OR status = $2)
 		  AND ($3::bigint IS NULL OR category_id IN (WITH RECURSIVE d AS (
@@ -384,11 +398,7 @@ func listProducts(ctx context.Context, tx tenant.Querier, f productFilter, after
 	if err != nil {
 		return nil, err
 	}
-	ps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Product, error) { return scanProduct(r) })
-	if err != nil {
-		return nil, err
-	}
-	return ps, withVariants(ctx, tx, ps, public)
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Product, error) { return scanProduct(r, true) })
 }
 
 // ---- variants
@@ -405,32 +415,6 @@ func scanVariant(row pgx.Row) (*Variant, error) {
 		v.Options = map[string]string{}
 	}
 	return v, err
-}
-
-// withVariants fills the variants of products (active ones only when
-// activeOnly), ordered by sort_order then id.
-func withVariants(ctx context.Context, tx tenant.Querier, products []*Product, activeOnly bool) error {
-	if len(products) == 0 {
-		return nil
-	}
-	ids := make([]int64, len(products))
-	byID := make(map[int64]*Product, len(products))
-	for i, p := range products {
-		ids[i], byID[p.ID] = p.ID, p
-	}
-	rows, err := tx.Query(ctx, `SELECT `+variantCols+` FROM product_variants WHERE product_id = ANY($1) AND (is_active OR NOT $2)
-		ORDER BY sort_order, id`, ids, activeOnly)
-	if err != nil {
-		return err
-	}
-	vs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Variant, error) { return scanVariant(r) })
-	if err != nil {
-		return err
-	}
-	for _, v := range vs {
-		byID[v.ProductID].Variants = append(byID[v.ProductID].Variants, v)
-	}
-	return nil
 }
 
 // insertVariant stores a variant of p; its price defaults to p's.

@@ -1,7 +1,6 @@
 package content
 
 import (
-	"context"
 	"net/http"
 	"time"
 
@@ -89,22 +88,22 @@ type SitemapPage struct {
 	UpdatedAt time.Time
 }
 
-// SitemapPages returns up to limit published pages that do not ask to be
-// kept out of search engines (seo.noindex), by path.
-func SitemapPages(ctx context.Context, s *tenant.Scope, limit int) ([]SitemapPage, error) {
-	var out []SitemapPage
-	err := s.Read(ctx, `SELECT path, updated_at,
+// QueueSitemapPages queues on b the read of up to limit published pages
+// that do not ask to be kept out of search engines (seo.noindex), by
+// path, into out: the sitemap reads them in one batch with the posts.
+func QueueSitemapPages(b *tenant.ReadBatch, limit int, out *[]SitemapPage) {
+	b.Queue(`SELECT path, updated_at,
 			ARRAY(SELECT DISTINCT t->>'lang' FROM jsonb_array_elements(translations) t WHERE t->>'lang' IS NOT NULL ORDER BY 1)
 		FROM pages WHERE status = 'published' AND NOT COALESCE((seo->>'noindex')::boolean, false)
 		ORDER BY path LIMIT $1`, []any{limit}, func(rows pgx.Rows) error {
+		*out = nil
 		for rows.Next() {
 			var p SitemapPage
 			if err := rows.Scan(&p.Path, &p.UpdatedAt, &p.Langs); err != nil {
 				return err
 			}
-			out = append(out, p)
+			*out = append(*out, p)
 		}
-		return nil
+		return rows.Err()
 	})
-	return out, err
 }

@@ -108,12 +108,12 @@ func Build(ctx context.Context, s *tenant.Scope) ([]byte, error) {
 	}
 	base := strings.TrimSuffix(p.SiteURL, "/")
 	def := p.DefaultLanguage
-	pages, err := content.SitemapPages(ctx, s, MaxURLs)
-	if err != nil {
-		return nil, err
-	}
-	posts, err := blog.SitemapPosts(ctx, s, MaxURLs)
-	if err != nil {
+	var pages []content.SitemapPage
+	var posts []blog.SitemapPost
+	var b tenant.ReadBatch
+	content.QueueSitemapPages(&b, MaxURLs, &pages)
+	blog.QueueSitemapPosts(&b, MaxURLs, &posts)
+	if err := s.ReadBatch(ctx, &b); err != nil {
 		return nil, err
 	}
 	doc := urlset{XHTML: "http://www.w3.org/1999/xhtml"}

@@ -35,7 +35,7 @@ func Get(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	default:
 		return httpapi.Invalid("period", "must be current or previous")
 	}
-	u, err := credits.Report(r.Context(), s.Reader(), s, previous, time.Now())
+	u, err := credits.Report(r.Context(), s, previous, time.Now())
 	if err != nil {
 		return err
 	}
