@@ -78,6 +78,18 @@ func (w *Waker) Wake(at time.Time) {
 	}
 }
 
+// Written is told that the state of a snoozed job due at due has been
+// written (River's job_snoozed event, sent once its completer wrote it).
+// River writes a snooze asynchronously, in batches up to about 250 ms
+// after the worker returned, so the wake-up the worker registered may
+// come before the job is available and find nothing to fetch: a job
+// written only once due is woken now.
+func (w *Waker) Written(due time.Time) {
+	if now := time.Now(); !due.After(now) {
+		w.Wake(now)
+	}
+}
+
 // Pending is the number of wake times not yet notified.
 func (w *Waker) Pending() int {
 	w.mu.Lock()
