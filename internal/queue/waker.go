@@ -27,6 +27,11 @@ import (
 // one notification, and a wake never comes before the time asked for.
 const WakeGrain = 5 * time.Millisecond
 
+// wakeMargin is added before the rounding: River takes a snoozed job's
+// scheduled_at from its own clock a little after the worker returned, and
+// a notification ahead of it would find nothing to fetch.
+const wakeMargin = time.Millisecond
+
 // Waker sends a queue's insert notification at registered times: one
 // timer for the earliest, no goroutine while nothing is due.
 type Waker struct {
@@ -55,11 +60,11 @@ func newWaker(notify func(context.Context) error, logger *slog.Logger) *Waker {
 	return &Waker{notify: notify, logger: logger, pending: map[int64]struct{}{}}
 }
 
-// Wake registers a notification at (or up to WakeGrain after) at. It is
-// safe for concurrent use and returns at once; after Stop it does
-// nothing.
+// Wake registers a notification at at (a little after it: see wakeMargin
+// and WakeGrain). It is safe for concurrent use and returns at once;
+// after Stop it does nothing.
 func (w *Waker) Wake(at time.Time) {
-	ns := at.UnixNano()
+	ns := at.Add(wakeMargin).UnixNano()
 	if r := ns % int64(WakeGrain); r != 0 {
 		ns += int64(WakeGrain) - r
 	}
