@@ -15,6 +15,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/metrics"
+	"github.com/plinth-dev/plinth/internal/webhook"
 	"github.com/plinth-dev/plinth/provisioning"
 	"github.com/plinth-dev/plinth/tenant"
 )
@@ -208,7 +209,7 @@ func (s *Server) jobMiddleware() rivertype.Middleware {
 }
 
 // jobOutcomes turns River's job events into the job metrics until ctx
-// ends.
+// ends, and tells the delivery queue's waker of written snoozes.
 func (s *Server) jobOutcomes(ctx context.Context, events <-chan *river.Event) {
 	outcomes := map[river.EventKind]string{river.EventKindJobCompleted: "completed", river.EventKindJobFailed: "failed",
 		river.EventKindJobCancelled: "cancelled", river.EventKindJobSnoozed: "snoozed"}
@@ -226,6 +227,9 @@ func (s *Server) jobOutcomes(ctx context.Context, events <-chan *river.Event) {
 			}
 			if e.Job != nil {
 				s.Metrics.Job(e.Job.Kind, outcomes[e.Kind], took)
+				if e.Kind == river.EventKindJobSnoozed && e.Job.Queue == webhook.Queue {
+					s.waker.Written(e.Job.ScheduledAt) // the snooze is written now: wake it if already due
+				}
 			}
 		}
 	}

@@ -99,6 +99,7 @@ type Server struct {
 	Metrics *metrics.Metrics
 
 	live      *queue.Liveness
+	waker     *queue.Waker // notifies the delivery queue when a snoozed delivery is due
 	backfills []backfill
 	// working is set while the River workers run (GET /readyz).
 	working atomic.Bool
@@ -151,8 +152,9 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	c.UseArchives(s.River, s.Media)
 	river.AddWorker(workers, NewExportWorker(c))
 	river.AddWorker(workers, &idempotency.ExpireWorker{Projects: c})
+	s.waker = queue.NewWaker(pool, webhook.Queue, logger)
 	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
-		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger, Attempted: s.Metrics.WebhookAttempt}, c, hookSecrets))
+		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger, Attempted: s.Metrics.WebhookAttempt, Waker: s.waker}, c, hookSecrets))
 
 	// The pillars.
 	jobsSvc := jobs.New(jobs.Deps{Plane: c, Pool: pool, Queue: s.River, Logger: logger})
@@ -360,8 +362,11 @@ func (s *Server) Start(ctx context.Context) error {
 		if s.live, err = queue.StartLiveness(ctx, s.Pool, s.River.ID(), 5*time.Second, s.logger); err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
-		events, _ := s.River.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
-			river.EventKindJobCancelled, river.EventKindJobSnoozed)
+		// River drops events when the channel is full; a burst of paced
+		// deliveries snoozes thousands of jobs within a second, and a
+		// dropped snooze leaves its job to the poll.
+		events, _ := s.River.SubscribeConfig(&river.SubscribeConfig{ChanSize: 10_000, Kinds: []river.EventKind{river.EventKindJobCompleted,
+			river.EventKindJobFailed, river.EventKindJobCancelled, river.EventKindJobSnoozed}})
 		go s.jobOutcomes(ctx, events)
 		if err := s.River.Start(ctx); err != nil {
 			return fmt.Errorf("start workers: %w", err)
@@ -384,6 +389,7 @@ func (s *Server) Stop(ctx context.Context) error {
 			s.live.Stop() // after River: its running jobs are done or handed back
 		}
 	}
+	s.waker.Stop() // after River, whose workers register wake-ups
 	if s.cancel != nil {
 		s.cancel()
 		<-s.done

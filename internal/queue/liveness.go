@@ -256,13 +256,16 @@ func (l *Liveness) Alive(ctx context.Context, client string) (bool, error) {
 // does on insert: for jobs made available other than by an insert (a
 // promoted or rescued job), which would otherwise wait for the next poll.
 func NotifyInsertTx(ctx context.Context, tx pgx.Tx, queue string) error {
-	payload, err := json.Marshal(map[string]string{"queue": queue})
-	if err != nil {
-		return err
-	}
-	// River's producers listen on "<schema>.river_insert" for {"queue": name}.
-	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Schema+".river_insert", string(payload)); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, insertChannel, insertPayload(queue)); err != nil {
 		return fmt.Errorf("queue: notify insert: %w", err)
 	}
 	return nil
+}
+
+// River's producers listen on "<schema>.river_insert" for {"queue": name}.
+const insertChannel = Schema + ".river_insert"
+
+func insertPayload(queue string) string {
+	b, _ := json.Marshal(map[string]string{"queue": queue}) // a map of strings always marshals
+	return string(b)
 }

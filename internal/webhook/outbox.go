@@ -35,17 +35,22 @@ const Queue = "webhooks"
 // near its pacing slot waits for it in a worker for up to 225 ms, so an
 // endpoint sending at its full 85/s keeps about 19 workers. One endpoint
 // never holds more than MaxInFlight (see limits.go). The short fetch
-// cooldown keeps commit-to-send latency low; the poll lets paced jobs wake
-// on time (a snoozed job is fetched by a poll, not a notification). Every
-// process polls even with nothing to deliver, and that poll was nearly all
-// an idle server sent PostgreSQL: at 25 ms it was 40 statements a second
-// (issue 18's idle target is under 2 % of one core for the server and
-// PostgreSQL together), so it is 100 ms and paced jobs wake earlier
-// (worker.go, early).
+// cooldown keeps commit-to-send latency low.
+//
+// Paced, backed-off and retried jobs snooze, and River fetches a snoozed
+// job only when it is told of it or polls: the worker registers each
+// snooze with the process's waker (WorkerConfig.Waker), which notifies
+// the queue when the job is due. The poll is only the fallback for a
+// wake-up that was lost (a notification dropped, or a process that died
+// with wake-ups pending), so it is River's default second: every process
+// polls even with nothing to deliver, and at 100 ms that poll was the
+// largest part of an idle server's CPU and of the statements it sent
+// PostgreSQL (issue 18's idle target is under 2 % of one core for the
+// server and PostgreSQL together).
 var QueueConfig = river.QueueConfig{MaxWorkers: 1000, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: pollInterval}
 
 // pollInterval is the delivery queue's fallback poll.
-const pollInterval = 100 * time.Millisecond
+const pollInterval = time.Second
 
 // infraAttempts bounds River's own retries of a delivery job, which happen
 // only when the job itself fails (database unreachable, process stopped):

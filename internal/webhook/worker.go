@@ -20,6 +20,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ssrf"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/webhooks/signature"
@@ -27,10 +28,16 @@ import (
 
 const (
 	// a slot nearer than horizon is waited for in the worker; a later one
-	// snoozes the job until early before it (more than the queue's poll
-	// interval plus River's completer batching, about 100 ms)
-	horizon = pollInterval + 125*time.Millisecond
-	early   = pollInterval + 100*time.Millisecond
+	// snoozes the job until early before it (more than wakeLatency, so the
+	// job is back in a worker before its turn)
+	horizon = wakeLatency + 125*time.Millisecond
+	early   = wakeLatency + 100*time.Millisecond
+	// wakeLatency is how late a snoozed job may be back in a worker: the
+	// waker notifies the queue's producers when it is due, or as soon as
+	// River's completer has written the snooze when that comes later
+	// (queue.Waker), and the fetch, its transaction and the pacing
+	// lease follow.
+	wakeLatency = 100 * time.Millisecond
 )
 
 // Headers of a delivery.
@@ -57,6 +64,10 @@ type WorkerConfig struct {
 	// ("success" or the failure reason of the delivery log) and how long
 	// the receiver took, for the metrics.
 	Attempted func(outcome string, took time.Duration)
+	// Waker, when set, notifies the queue when a snoozed job is due; the
+	// delivery queue's poll is only a fallback (QueueConfig), and without
+	// it a paced job would wake up to a second late.
+	Waker *queue.Waker
 }
 
 // Worker delivers one delivery per job: it makes attempts until one
@@ -154,8 +165,18 @@ type outcome struct {
 func (o outcome) ok() bool { return o.reason == "" && o.status >= 200 && o.status < 300 }
 
 // Work runs one step of a delivery: wait for its pacing slot, make an
-// attempt, record it; or snooze until the next attempt is due.
+// attempt, record it; or snooze until the next attempt is due, with a
+// wake-up registered for that time.
 func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
+	err := w.work(ctx, job)
+	var snooze *river.JobSnoozeError
+	if w.cfg.Waker != nil && errors.As(err, &snooze) {
+		w.cfg.Waker.Wake(time.Now().Add(snooze.Duration))
+	}
+	return err
+}
+
+func (w *Worker) work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	a := job.Args
 	sc, err := w.scopes.ScopeFor(ctx, a.ProjectID)
 	if errors.Is(err, httpapi.ErrNotFound) {

@@ -216,6 +216,52 @@ func TestPacing(t *testing.T) {
 	}
 }
 
+// TestPacedDeliveriesWakeOnTime: a burst beyond the pacing horizon
+// snoozes most of its jobs until shortly before their turns, and the
+// delivery queue polls only every second: the waker brings each back on
+// time, so the burst is sent at the pace, without a gap of a poll.
+func TestPacedDeliveriesWakeOnTime(t *testing.T) {
+	t.Parallel()
+	if webhook.QueueConfig.FetchPollInterval < time.Second {
+		t.Fatalf("the delivery queue polls every %s: this test needs the 1 s fallback poll", webhook.QueueConfig.FetchPollInterval)
+	}
+	rc := webhooktest.NewTLS(t, nil)
+	env, p := setup(t, rc)
+	webhooktest.Endpoint(t, env, p.Key, rc.URL, "content.changed")
+	const n = 100
+	ctx := context.Background()
+	if err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
+		for i := 0; i < n; i++ {
+			if err := env.Server.Outbox.Emit(ctx, tx, p.Scope, "content.changed", map[string]any{"key": "k", "i": i}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := rc.WaitN(t, 30*time.Second, n)
+	at := make([]time.Time, len(reqs))
+	for i, r := range reqs {
+		at[i] = r.At
+	}
+	sort.Slice(at, func(i, j int) bool { return at[i].Before(at[j]) })
+	// The slots are Pace apart from the first send: a job woken late
+	// shows as a gap, and every later one is late too.
+	var gap time.Duration
+	for i := 1; i < len(at); i++ {
+		gap = max(gap, at[i].Sub(at[i-1]))
+	}
+	span := at[len(at)-1].Sub(at[0])
+	t.Logf("%d deliveries in %s (the pace: %s), longest gap %s", n, span, time.Duration(n-1)*webhook.Pace, gap)
+	if gap > 300*time.Millisecond {
+		t.Fatalf("a gap of %s between paced deliveries: a snoozed job waited for the poll", gap)
+	}
+	if late := span - time.Duration(n-1)*webhook.Pace; late > 300*time.Millisecond {
+		t.Fatalf("%d deliveries in %s: the last was %s behind its slot", n, span, late)
+	}
+}
+
 // TestSlowEndpointDoesNotDelayAnother: while one receiver hangs on every
 // request, another subscribed to the same events gets all of them: none
 // waits for the hanging requests to time out.

@@ -1,0 +1,172 @@
+package queue
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recorder counts a waker's notifications and when they were sent.
+type recorder struct {
+	mu sync.Mutex
+	at []time.Time
+	ch chan time.Time
+}
+
+func newRecorder() *recorder { return &recorder{ch: make(chan time.Time, 1000)} }
+
+func (r *recorder) notify(context.Context) error {
+	now := time.Now()
+	r.mu.Lock()
+	r.at = append(r.at, now)
+	r.mu.Unlock()
+	r.ch <- now
+	return nil
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.at)
+}
+
+// next waits for the next notification.
+func (r *recorder) next(t *testing.T, within time.Duration) time.Time {
+	t.Helper()
+	select {
+	case at := <-r.ch:
+		return at
+	case <-time.After(within):
+		t.Fatalf("no notification within %s", within)
+		return time.Time{}
+	}
+}
+
+// Wake times within one grain cost one notification, sent no earlier than
+// the latest of them asked for.
+func TestWakerCoalesces(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	w := newWaker(r.notify, nil)
+	defer w.Stop()
+	base := time.Now().Add(100 * time.Millisecond).Truncate(WakeGrain)
+	last := base
+	for i := range 4 { // within one grain, wakeMargin included
+		last = base.Add(time.Duration(i)*time.Millisecond + 1)
+		w.Wake(last)
+	}
+	if n := w.Pending(); n != 1 {
+		t.Fatalf("%d pending wake times, want 1", n)
+	}
+	at := r.next(t, 2*time.Second)
+	if at.Before(last) {
+		t.Fatalf("notified at %s, before the wake time %s", at.Format(time.StampMicro), last.Format(time.StampMicro))
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := r.count(); n != 1 {
+		t.Fatalf("%d notifications, want 1", n)
+	}
+}
+
+// A wake time earlier than the one the timer is set for is notified at
+// its own time, and the later one still at its own.
+func TestWakerEarliestFirst(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	w := newWaker(r.notify, nil)
+	defer w.Stop()
+	start := time.Now()
+	late, early := start.Add(400*time.Millisecond), start.Add(50*time.Millisecond)
+	w.Wake(late)
+	w.Wake(early)
+	first := r.next(t, 2*time.Second)
+	second := r.next(t, 2*time.Second)
+	t.Logf("woken after %s and %s", first.Sub(start), second.Sub(start))
+	if first.Before(early) || first.Sub(early) > 100*time.Millisecond {
+		t.Fatalf("first notification %s after start, want at 50 ms", first.Sub(start))
+	}
+	if second.Before(late) || second.Sub(late) > 100*time.Millisecond {
+		t.Fatalf("second notification %s after start, want at 400 ms", second.Sub(start))
+	}
+	if n := w.Pending(); n != 0 {
+		t.Fatalf("%d wake times still pending", n)
+	}
+}
+
+// Many workers registering at once: every distinct grain is notified, in
+// order, each no earlier than asked.
+func TestWakerConcurrent(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	w := newWaker(r.notify, nil)
+	defer w.Stop()
+	base := time.Now().Add(50 * time.Millisecond).Truncate(WakeGrain)
+	var wg sync.WaitGroup
+	for g := range 50 {
+		wg.Go(func() {
+			for i := range 20 {
+				// 20 grains apart by 20 ms, registered out of order by
+				// 50 goroutines
+				w.Wake(base.Add(time.Duration((i*7+g)%20) * 20 * time.Millisecond))
+			}
+		})
+	}
+	wg.Wait()
+	var prev time.Time
+	for i := range 20 {
+		at := r.next(t, 2*time.Second)
+		want := base.Add(time.Duration(i) * 20 * time.Millisecond)
+		if at.Before(want) || !at.After(prev) {
+			t.Fatalf("notification %d at %s, want after %s", i, at.Format(time.StampMicro), want.Format(time.StampMicro))
+		}
+		prev = at
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := r.count(); n != 20 {
+		t.Fatalf("%d notifications for 20 wake times", n)
+	}
+}
+
+// Stop drops pending wake times, ignores later ones and waits for a
+// notification being sent.
+func TestWakerStop(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	var calls int
+	var mu sync.Mutex
+	w := newWaker(func(context.Context) error {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		entered <- struct{}{}
+		<-release
+		return nil
+	}, nil)
+	w.Wake(time.Now())
+	w.Wake(time.Now().Add(100 * time.Millisecond))
+	<-entered // the first notification is being sent
+	stopped := make(chan struct{})
+	go func() {
+		w.Stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while a notification was being sent")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	<-stopped
+	w.Wake(time.Now())
+	time.Sleep(250 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 1 {
+		t.Fatalf("%d notifications, want only the one before Stop", calls)
+	}
+	if n := w.Pending(); n != 0 {
+		t.Fatalf("%d wake times pending after Stop", n)
+	}
+}
