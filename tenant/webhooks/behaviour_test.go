@@ -176,13 +176,13 @@ func TestConnectTimeGuard(t *testing.T) {
 	}
 }
 
-// TestPacing: a burst to one endpoint is sent at most 100 per second.
-func TestPacing(t *testing.T) {
-	t.Parallel()
+// pacedBurst emits n events in one transaction to one endpoint of a
+// new project and returns the times its receiver got them, in order.
+func pacedBurst(t *testing.T, n int) []time.Time {
+	t.Helper()
 	rc := webhooktest.NewTLS(t, nil)
 	env, p := setup(t, rc)
 	webhooktest.Endpoint(t, env, p.Key, rc.URL, "content.changed")
-	const n = 250
 	ctx := context.Background()
 	if err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
 		for i := 0; i < n; i++ {
@@ -200,6 +200,14 @@ func TestPacing(t *testing.T) {
 		at[i] = r.At
 	}
 	sort.Slice(at, func(i, j int) bool { return at[i].Before(at[j]) })
+	return at
+}
+
+// TestPacing: a burst to one endpoint is sent at most 100 per second.
+func TestPacing(t *testing.T) {
+	t.Parallel()
+	const n = 250
+	at := pacedBurst(t, n)
 	worst := 0
 	for i := range at {
 		j := sort.Search(len(at), func(k int) bool { return !at[k].Before(at[i].Add(time.Second)) })
@@ -225,27 +233,8 @@ func TestPacedDeliveriesWakeOnTime(t *testing.T) {
 	if webhook.QueueConfig.FetchPollInterval < time.Second {
 		t.Fatalf("the delivery queue polls every %s: this test needs the 1 s fallback poll", webhook.QueueConfig.FetchPollInterval)
 	}
-	rc := webhooktest.NewTLS(t, nil)
-	env, p := setup(t, rc)
-	webhooktest.Endpoint(t, env, p.Key, rc.URL, "content.changed")
 	const n = 100
-	ctx := context.Background()
-	if err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
-		for i := 0; i < n; i++ {
-			if err := env.Server.Outbox.Emit(ctx, tx, p.Scope, "content.changed", map[string]any{"key": "k", "i": i}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	reqs := rc.WaitN(t, 30*time.Second, n)
-	at := make([]time.Time, len(reqs))
-	for i, r := range reqs {
-		at[i] = r.At
-	}
-	sort.Slice(at, func(i, j int) bool { return at[i].Before(at[j]) })
+	at := pacedBurst(t, n)
 	// The slots are Pace apart from the first send: a job woken late
 	// shows as a gap, and every later one is late too.
 	var gap time.Duration
