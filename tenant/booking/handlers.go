@@ -375,19 +375,33 @@ func parseWhen(v *httpapi.Validator, q url.Values, name string, loc *time.Locati
 	if s == "" {
 		return time.Time{}, false
 	}
+	t, day, ok := whenOf(s, end)
+	switch {
+	case !ok:
+		v.Check(false, name, "must be an RFC 3339 timestamp or a date YYYY-MM-DD")
+		return time.Time{}, false
+	case day.IsZero():
+		return t.UTC(), true
+	}
+	return DayStart(day, loc), true
+}
+
+// whenOf reads a range bound: an RFC 3339 instant, or else a date (as
+// midnight UTC; the day after it for the end of a range); ok is false
+// when s is neither.
+func whenOf(s string, end bool) (instant, day time.Time, ok bool) {
 	// An unescaped "+" of an offset arrives as a space; read it as meant.
 	if t, err := time.Parse(time.RFC3339, strings.Replace(s, " ", "+", 1)); err == nil {
-		return t.UTC(), true
+		return t, time.Time{}, true
 	}
 	d, err := time.Parse("2006-01-02", s)
 	if err != nil {
-		v.Check(false, name, "must be an RFC 3339 timestamp or a date YYYY-MM-DD")
-		return time.Time{}, false
+		return time.Time{}, time.Time{}, false
 	}
 	if end {
 		d = d.AddDate(0, 0, 1)
 	}
-	return DayStart(d, loc), true
+	return time.Time{}, d, true
 }
 
 // ---- bookings
@@ -532,21 +546,10 @@ func findBookings(ctx context.Context, s *tenant.Scope, projectTZ string, f book
 // dateBound is the date bound name of q is (the day after it for the
 // end of a range), as parseWhen reads it, or "" when it is none.
 func dateBound(q url.Values, name string, end bool) string {
-	v := q.Get(name)
-	if v == "" {
-		return ""
+	if _, day, ok := whenOf(q.Get(name), end); ok && !day.IsZero() {
+		return day.Format("2006-01-02")
 	}
-	if _, err := time.Parse(time.RFC3339, strings.Replace(v, " ", "+", 1)); err == nil {
-		return ""
-	}
-	d, err := time.Parse("2006-01-02", v)
-	if err != nil {
-		return ""
-	}
-	if end {
-		d = d.AddDate(0, 0, 1)
-	}
-	return d.Format("2006-01-02")
+	return ""
 }
 
 // sameBound reports whether PostgreSQL read date as the instant want.
