@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/plinth-dev/plinth/central/apitest"
 )
@@ -40,6 +41,21 @@ func TestAdminAPICommands(t *testing.T) {
 		}
 	}
 
+	// The CLI is another instance: the server learns of its changes by
+	// the central LISTEN notification, a moment after the command ends.
+	// await repeats a request until it answers status (at most 5 s).
+	await := func(path, key string, status int) *apitest.Resp {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			r := env.Do("GET", path, key, nil)
+			if r.Status == status || time.Now().After(deadline) {
+				return r.Expect(t, status)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
 	tok := cli("admin-token", "create", "--name", "ops", "--scopes", "projects:*,tenants:read")
 	if len(tok) != 5 || !regexp.MustCompile(`^pln_admin_[0-9A-Za-z]{32}$`).MatchString(fmt.Sprint(tok["secret"])) ||
 		!regexp.MustCompile(`^adm_`).MatchString(fmt.Sprint(tok["id"])) || tok["name"] != "ops" || tok["created_at"] == nil {
@@ -57,19 +73,23 @@ func TestAdminAPICommands(t *testing.T) {
 	if got := cli("project", "set", "--project", p.ID, "--rate-rpm", "9"); got["rate_rpm"] != float64(9) {
 		t.Fatalf("project set %v", got)
 	}
-	if h := env.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200).Header; h.Get("X-RateLimit-Limit") != "9" {
-		t.Fatalf("limit %s", h.Get("X-RateLimit-Limit"))
+	deadline := time.Now().Add(5 * time.Second)
+	for env.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200).Header.Get("X-RateLimit-Limit") != "9" {
+		if time.Now().After(deadline) {
+			t.Fatal("the limit set by the CLI did not show")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	fails("project", "set", "--project", p.ID, "--rate-rpm", "lots")
 	if got := cli("project", "suspend", "--project", p.ID, "--reason", "chargeback"); got["status"] != "suspended" {
 		t.Fatalf("suspend %v", got)
 	}
-	env.Do("GET", "/v1/projects/me", p.Key, nil).Problem(t, 403, "forbidden")
+	await("/v1/projects/me", p.Key, 403).Problem(t, 403, "forbidden")
 	if l := cli("project", "list", "--status", "suspended"); len(l["data"].([]any)) != 1 {
 		t.Fatalf("project list %v", l)
 	}
 	cli("project", "resume", "--project", p.ID)
-	env.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200)
+	await("/v1/projects/me", p.Key, 200)
 	if got := cli("project", "get", "--project", p.ID); got["status"] != "active" || got["tenant_id"] != float64(env.TenantID()) {
 		t.Fatalf("project get %v", got)
 	}
@@ -91,7 +111,7 @@ func TestAdminAPICommands(t *testing.T) {
 	if got := cli("project", "delete", "--project", p.ID); got["status"] != "deleting" {
 		t.Fatalf("project delete %v", got)
 	}
-	env.Do("GET", "/v1/projects/me", p.Key, nil).Problem(t, 401, "unauthorized")
+	await("/v1/projects/me", p.Key, 401).Problem(t, 401, "unauthorized")
 	// --export starts the export the drop will wait for.
 	q := env.NewProject("build")
 	got := cli("project", "delete", "--project", q.ID, "--export")
@@ -107,6 +127,6 @@ func TestAdminAPICommands(t *testing.T) {
 	}
 
 	cli("admin-token", "revoke", "--id", tok["id"].(string))
-	env.Do("GET", "/admin/api/projects", secret, nil).Problem(t, 401, "unauthorized")
+	await("/admin/api/projects", secret, 401).Problem(t, 401, "unauthorized")
 	fails("admin-token", "revoke", "--id", tok["id"].(string))
 }
