@@ -61,8 +61,8 @@ type Liveness struct {
 	mu   sync.Mutex
 	conn *pgxpool.Conn
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	stop chan struct{}
+	done chan struct{}
 }
 
 // NewLiveness returns a Liveness that holds no lock yet and runs nothing:
@@ -71,7 +71,7 @@ func NewLiveness(pool *pgxpool.Pool, clientID string, logger *slog.Logger) *Live
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Liveness{pool: pool, clientID: clientID, logger: logger, done: make(chan struct{})}
+	return &Liveness{pool: pool, clientID: clientID, logger: logger, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // StartLiveness takes clientID's lock (before the client fetches any job)
@@ -90,8 +90,11 @@ func StartLiveness(ctx context.Context, pool *pgxpool.Pool, clientID string, int
 	if err := l.lock(ctx); err != nil {
 		return nil, err
 	}
-	ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	go l.run(ctx)
+	// Stop ends the loop between rounds, never by cancelling a round's
+	// statement: a statement cancelled on the lock's connection can close
+	// it, and the server frees a closed connection's lock only a moment
+	// later, so Stop would leave the client alive for that moment.
+	go l.run(context.WithoutCancel(ctx))
 	return l, nil
 }
 
@@ -113,7 +116,7 @@ func (l *Liveness) lock(ctx context.Context) error {
 // Stop ends the sweeps and releases the lock. Stop River first: once the
 // lock is free, other workers treat this client's running jobs as orphans.
 func (l *Liveness) Stop() {
-	l.cancel()
+	close(l.stop)
 	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -134,16 +137,19 @@ func (l *Liveness) run(ctx context.Context) {
 	t := time.NewTicker(l.interval)
 	defer t.Stop()
 	for {
-		if err := l.check(ctx); err != nil && ctx.Err() == nil {
+		round, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := l.check(round); err != nil {
 			l.logger.Warn("liveness lock lost; taking it again", "client", l.clientID, "err", err)
 		}
-		if n, err := l.Sweep(ctx); err != nil && ctx.Err() == nil {
+		n, err := l.Sweep(round)
+		cancel()
+		if err != nil {
 			l.logger.Warn("rescuing orphaned jobs failed", "err", err)
 		} else if n > 0 {
 			l.logger.Info("rescued jobs of dead workers", "jobs", n)
 		}
 		select {
-		case <-ctx.Done():
+		case <-l.stop:
 			return
 		case <-t.C:
 		}
