@@ -61,8 +61,9 @@ type Liveness struct {
 	mu   sync.Mutex
 	conn *pgxpool.Conn
 
-	stop chan struct{}
-	done chan struct{}
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
 }
 
 // NewLiveness returns a Liveness that holds no lock yet and runs nothing:
@@ -116,7 +117,7 @@ func (l *Liveness) lock(ctx context.Context) error {
 // Stop ends the sweeps and releases the lock. Stop River first: once the
 // lock is free, other workers treat this client's running jobs as orphans.
 func (l *Liveness) Stop() {
-	close(l.stop)
+	l.stopOnce.Do(func() { close(l.stop) })
 	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()
