@@ -80,8 +80,9 @@ type indexed struct {
 	methods map[string][]*fn           // dir + "#" + name
 	pkgDirs map[string]map[string]bool // dir → module packages its files import
 	memo    map[*ast.FuncDecl]string
-	busy    map[*ast.FuncDecl]bool
-	cycle   bool // a call back into a function being decided was met
+	// seen are the functions the search from the function asked about
+	// (fatalFunc's outermost call) has visited.
+	seen map[*ast.FuncDecl]bool
 }
 
 func moduleRoot(t *testing.T) (root, module string) {
@@ -111,7 +112,7 @@ func moduleRoot(t *testing.T) (root, module string) {
 func index(t *testing.T, root, module string) *indexed {
 	t.Helper()
 	ix := &indexed{fset: token.NewFileSet(), funcs: map[string][]*fn{}, methods: map[string][]*fn{}, pkgDirs: map[string]map[string]bool{},
-		memo: map[*ast.FuncDecl]string{}, busy: map[*ast.FuncDecl]bool{}}
+		memo: map[*ast.FuncDecl]string{}, seen: map[*ast.FuncDecl]bool{}}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -269,28 +270,37 @@ func (ix *indexed) fatalCall(f *file, call *ast.CallExpr) string {
 
 // fatalFunc says why the function is fatal (it calls a fatal function on
 // the goroutine that calls it), or "".
+//
+// It is a search of the functions reachable from c, each visited once: a
+// function met again (a cycle, or a second path to it) adds nothing the
+// first visit does not find. When the search finds no fatal call, no
+// function it visited reaches one, and all are remembered as not fatal;
+// when it does, only those whose own search found one are (one visited
+// without a fatal call may yet reach c), so a later search visits the
+// others again. Deciding each function apart, paths through cycles of
+// common method names (Close, Scan, Next) grew exponentially.
 func (ix *indexed) fatalFunc(c *fn) string {
 	if why, ok := ix.memo[c.decl]; ok {
 		return why
 	}
-	if ix.busy[c.decl] {
-		ix.cycle = true
-		return "" // recursion: decided by the outer call
+	if ix.seen[c.decl] {
+		return ""
 	}
-	ix.busy[c.decl] = true
-	outer := ix.cycle
-	ix.cycle = false
+	root := len(ix.seen) == 0
+	ix.seen[c.decl] = true
 	why := ""
 	if ws := ix.fatalIn(c.file, c.decl.Body); len(ws) > 0 {
 		why = ws[0]
-	}
-	delete(ix.busy, c.decl)
-	if why != "" || !ix.cycle {
-		// "not fatal" found inside a cycle may change once the outer
-		// call is decided: not kept
 		ix.memo[c.decl] = why
 	}
-	ix.cycle = outer || ix.cycle
+	if root {
+		if why == "" {
+			for d := range ix.seen {
+				ix.memo[d] = ""
+			}
+		}
+		clear(ix.seen)
+	}
 	return why
 }
 
