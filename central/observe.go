@@ -43,7 +43,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &accessRecord{}
 		ctx := context.WithValue(r.Context(), accessKey{}, rec)
-		ctx = credits.WithObserver(ctx, s.Metrics.CreditsCharged)
+		ctx = tenant.WithPrefetch(credits.WithObserver(ctx, s.Metrics.CreditsCharged), s.prefetch)
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(ww, r.WithContext(ctx))
 		took := time.Since(start)
@@ -201,10 +201,11 @@ func (s *Server) registerMetrics(queues []string) {
 }
 
 // jobMiddleware gives every job the context a request has: credit charges
-// made by jobs reach the metrics too.
+// made by jobs reach the metrics too, and their transactions read the
+// webhook endpoints as they begin.
 func (s *Server) jobMiddleware() rivertype.Middleware {
 	return river.WorkerMiddlewareFunc(func(ctx context.Context, _ *rivertype.JobRow, doInner func(context.Context) error) error {
-		return doInner(credits.WithObserver(ctx, s.Metrics.CreditsCharged))
+		return doInner(tenant.WithPrefetch(credits.WithObserver(ctx, s.Metrics.CreditsCharged), s.prefetch))
 	})
 }
 

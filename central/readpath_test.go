@@ -34,6 +34,50 @@ func (b *beginCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.T
 
 func (b *beginCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// Scope.Tx begins in the pipeline of its first statement (pgx's
+// Batch.BeginTx): the batch's BEGIN counts too.
+func (b *beginCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (b *beginCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(d.SQL)), "BEGIN") {
+		b.n.Add(1)
+	}
+}
+
+func (b *beginCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// countingServer starts a server on env's database whose pool, of at
+// most maxConns connections, counts its round trips on the wire and the
+// transactions it opens.
+func countingServer(t *testing.T, env *apitest.Env, maxConns int32) (*central.Server, *pgtest.RoundTrips, *beginCounter) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(env.DB.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := pgtest.Count(cfg)
+	begins := &beginCounter{}
+	cfg.ConnConfig.Tracer = begins
+	cfg.MaxConns = maxConns
+	ctx := context.Background()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	srv, err := central.NewServer(ctx, env.Config, pool, slog.New(slog.DiscardHandler), central.Options{Queue: queue.Options{TestOnly: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	return srv, rt, begins
+}
+
 // writingReads are the GET routes with a side effect that needs a
 // transaction, allowed to open one.
 var writingReads = map[string]string{
@@ -76,28 +120,7 @@ func TestReadPathsOneRoundTrip(t *testing.T) {
 		// dates: the range is read in the booking timezone
 		"/v1/bookings": "from=2020-01-01&to=2100-12-31"}
 
-	cfg, err := pgxpool.ParseConfig(env.DB.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := pgtest.Count(cfg)
-	begins := &beginCounter{}
-	cfg.ConnConfig.Tracer = begins
-	cfg.MaxConns = 4
-	ctx := context.Background()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	srv, err := central.NewServer(ctx, env.Config, pool, slog.New(slog.DiscardHandler), central.Options{Queue: queue.Options{TestOnly: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	srv, rt, begins := countingServer(t, env, 4)
 
 	fill := func(route string) string {
 		id := "1"

@@ -91,6 +91,9 @@ type Server struct {
 	Media     storage.Store
 	// Outbox emits webhook events inside a pillar's transaction.
 	Outbox *webhook.Outbox
+	// prefetch is the Outbox's read of the endpoints, put in the context
+	// of every request and job (tenant.WithPrefetch).
+	prefetch *tenant.Prefetch
 	// Limits is the rate limiter in front of every route (tests that
 	// mount routes of their own put it in front of them too).
 	Limits *ratelimit.Guard
@@ -146,6 +149,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		return nil, fmt.Errorf("river client: %w", err)
 	}
 	s.Outbox = webhook.NewOutbox(s.River)
+	s.prefetch = s.Outbox.Prefetch()
 	c.SetLifecycle(Lifecycle{Queue: s.River, Media: s.Media, Grace: cfg.DeleteGrace})
 	river.AddWorker(workers, &DropWorker{Central: c})
 	hookSecrets := webhook.NewSecrets(c.Secret())

@@ -76,44 +76,6 @@ func (s *Scope) Pool() *pgxpool.Pool { return s.pool }
 // Test reports whether the request used a test key (separate credit pool).
 func (s *Scope) Test() bool { return s.Key != nil && s.Key.Test }
 
-// Tx runs fn in a transaction whose search_path is the project's schema
-// (then public). It commits when fn returns nil and rolls back otherwise.
-// The finishers fn registered (AtCommit) run after fn, then the commit
-// hook ctx carries (WithCommitHook), in the same transaction; an error of
-// either rolls the transaction back.
-//
-// BEGIN and SET LOCAL travel in one simple-protocol message, so binding the
-// schema costs no round trip of its own; SET LOCAL ends with the
-// transaction, so a pooled connection never keeps a project's search_path.
-func (s *Scope) Tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	if !schemaRe.MatchString(s.Project.Schema) {
-		return fmt.Errorf("tenant: invalid schema %q for project %s", s.Project.Schema, s.Project.ID)
-	}
-	hook, _ := ctx.Value(commitHookKey).(CommitHook)
-	begin := "BEGIN; SET LOCAL search_path TO " + pgx.Identifier{s.Project.Schema}.Sanitize() + ", public"
-	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: begin}, func(tx pgx.Tx) error {
-		ftx := &finishTx{Tx: tx}
-		if err := fn(ftx); err != nil {
-			return err
-		}
-		if len(ftx.finishers) > 0 {
-			fs := make([]Finisher, len(ftx.finishers))
-			for i, kf := range ftx.finishers {
-				fs[i] = kf.v
-			}
-			if err := Finish(ctx, tx, fs...); err != nil {
-				return err
-			}
-		}
-		// The hook runs last: it tells whether the transaction wrote, and
-		// the finishers' writes (a charge) are part of the effect.
-		if hook != nil {
-			return hook(ctx, s, tx)
-		}
-		return nil
-	})
-}
-
 // A Finisher is work a transaction keeps for its end (AtCommit). The
 // statements the finishers of a transaction queue travel in one batch,
 // its last round trip before COMMIT; each Finish then acts on what its
@@ -123,6 +85,15 @@ type Finisher interface {
 	Queue(b *pgx.Batch)
 	// Finish completes the work once b's results are read.
 	Finish(ctx context.Context, tx pgx.Tx) error
+}
+
+// A Sealer is a Finisher that may say, before its statements are queued,
+// that its Finish will write nothing more: its statements fail by
+// themselves when the transaction must not commit. When every finisher
+// of a transaction is sealed, COMMIT travels in their batch, and Finish
+// runs after it with a nil transaction.
+type Sealer interface {
+	Sealed() bool
 }
 
 // Finish runs finishers in tx now: their statements in one batch, then
@@ -146,39 +117,29 @@ func Finish(ctx context.Context, tx pgx.Tx, fs ...Finisher) error {
 	return nil
 }
 
-// finishTx is the transaction Scope.Tx hands its function: the
-// transaction itself, with the finishers registered on it.
-type finishTx struct {
-	pgx.Tx
-	finishers []keyedFinisher
-}
-
-type keyedFinisher struct {
-	key any
-	v   Finisher
-}
-
 // AtCommit returns the finisher registered under key on tx, registering
 // the one newFinisher returns on first use, so that it runs as the last
-// statements of the transaction, just before its commit hook and COMMIT. It is for work that takes a row lock many transactions contend
-// for (the credit pool): taken last, the lock is held for the commit
-// only, not for the whole transaction; and for work whose statements do
+// statements of the transaction, just before its commit hook and COMMIT
+// (with COMMIT, when they are sealed). It is for work that takes a row
+// lock many transactions contend for (the credit pool): taken last, the
+// lock is held for the commit only, not for the whole transaction; and
+// for work whose statements do
 // not depend on the transaction's others (the webhook outbox), which then
 // shares their round trip. ok is false when tx is not a transaction of
 // Scope.Tx (a job's own, a savepoint): the caller then does the work at
 // once (Finish).
 func AtCommit(tx pgx.Tx, key any, newFinisher func() Finisher) (f Finisher, ok bool) {
-	ftx, ok := tx.(*finishTx)
+	t, ok := tx.(*lazyTx)
 	if !ok {
 		return nil, false
 	}
-	for _, kf := range ftx.finishers {
+	for _, kf := range t.finishers {
 		if kf.key == key {
 			return kf.v, true
 		}
 	}
 	f = newFinisher()
-	ftx.finishers = append(ftx.finishers, keyedFinisher{key, f})
+	t.finishers = append(t.finishers, keyedFinisher{key, f})
 	return f, true
 }
 

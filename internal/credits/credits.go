@@ -7,9 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
@@ -154,9 +156,6 @@ type charges struct {
 	ops   []string
 	costs []int64
 	refs  []string
-	// what chargeSQL answered
-	made    bool
-	balance int64
 }
 
 // chargeSQL makes the charges $5, $6, $7 (operations, costs and refs, in
@@ -165,15 +164,19 @@ type charges struct {
 // statement. o locks the pool row and reads its latest version, rolled to
 // the period; the update and the ledger rows are made only when the
 // balance covers the total, each charge taking the plan allowance left
-// after the ones before it, then top-ups. It answers whether they were
-// made and the balance before them.
+// after the ones before it, then top-ups. When it does not, the statement
+// fails (credits_short: SQLSTATE PL402, the balance before the charges in
+// its detail), and so does the transaction: the statement travels with
+// COMMIT in one pipeline (tenant.Scope.Tx), and a COMMIT after a failed
+// statement of its pipeline is never run.
 //
 // Under READ COMMITTED, o's FOR UPDATE waits for a concurrent charge to
 // commit and returns the row it committed, and the UPDATE re-applies to
 // that row, so no two charges read the same balance: the guarantee of the
 // lock held from the charge to the commit, with the lock held from this
-// statement to the commit only. The CHECK constraints of credit_pools
-// (plan_used and topup_balance never below zero) stand behind it.
+// statement to the commit only, which in a transaction of Scope.Tx is
+// the same round trip. The CHECK constraints of credit_pools (plan_used
+// and topup_balance never below zero) stand behind it.
 const chargeSQL = `WITH o AS (
 		SELECT GREATEST(period_start, $2::timestamptz) AS period,
 			CASE WHEN period_start < $2 THEN 0 ELSE plan_used END AS used,
@@ -199,11 +202,14 @@ const chargeSQL = `WITH o AS (
 		FROM ok, c, LATERAL (SELECT LEAST(c.cost, GREATEST(ok.plan_left - c.before, 0)) AS plan) f
 		ORDER BY c.n
 	)
-	SELECT EXISTS (SELECT FROM ok), COALESCE((SELECT plan_left + spendable FROM b), 0)`
+	SELECT EXISTS (SELECT FROM ok) OR credits_short(COALESCE((SELECT plan_left + spendable FROM b), 0))`
+
+// shortCode is the SQLSTATE credits_short raises.
+const shortCode = "PL402"
 
 // Queue queues the charges: the pool row is created on a project's first
 // charge (a no-op after it, which locks nothing), then chargeSQL makes
-// them, or not.
+// them, or fails with 402 when the balance does not cover them.
 func (c *charges) Queue(b *pgx.Batch) {
 	if len(c.costs) == 0 {
 		return
@@ -212,22 +218,31 @@ func (c *charges) Queue(b *pgx.Batch) {
 	p := pool(c.s)
 	b.Queue(`INSERT INTO credit_pools (pool, period_start) VALUES ($1, $2) ON CONFLICT (pool) DO NOTHING`, p, period)
 	b.Queue(chargeSQL, p, period, Allowance(c.s.Project), c.s.Test(), c.ops, c.costs, c.refs).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&c.made, &c.balance)
+		var made bool
+		err := row.Scan(&made)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != shortCode {
+			return err
+		}
+		balance, perr := strconv.ParseInt(pgErr.Detail, 10, 64)
+		if perr != nil {
+			return fmt.Errorf("credits: credits_short detail %q: %w", pgErr.Detail, perr)
+		}
+		var total int64
+		for _, cost := range c.costs {
+			total += cost
+		}
+		return Insufficient(fmt.Sprintf("this operation costs %s credits and the balance is %s",
+			whole(total, true), whole(balance, false)), total, balance)
 	})
 }
 
-// Finish fails with 402 when the balance did not cover the charges.
-func (c *charges) Finish(context.Context, pgx.Tx) error {
-	if len(c.costs) == 0 || c.made {
-		return nil
-	}
-	var total int64
-	for _, cost := range c.costs {
-		total += cost
-	}
-	return Insufficient(fmt.Sprintf("this operation costs %s credits and the balance is %s",
-		whole(total, true), whole(c.balance, false)), total, c.balance)
-}
+// Sealed: the charges' statement fails by itself when the balance is
+// short, so they may travel with COMMIT (tenant.Scope.Tx).
+func (c *charges) Sealed() bool { return true }
+
+// Finish has nothing left to do: chargeSQL made the charges or failed.
+func (c *charges) Finish(context.Context, pgx.Tx) error { return nil }
 
 // debit writes charges of cost each, one per ref, split between the plan
 // allowance and top-ups as given, with the pool update and the ledger rows

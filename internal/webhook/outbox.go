@@ -95,10 +95,14 @@ func NewOutbox(c *queue.Client) *Outbox { return &Outbox{river: c} }
 // subscribed to topic. Nothing is stored when no endpoint is subscribed.
 // Events of a test-key request are charged to the test credit pool.
 //
-// In a transaction of tenant.Scope.Tx, the subscribed endpoints are read
-// at the end of the transaction (tenant.AtCommit), in the round trip of
-// its other last statements: an event costs no round trip of its own
-// unless an endpoint is subscribed to it.
+// In a transaction of tenant.Scope.Tx, the event is recorded at the end
+// of the transaction (tenant.AtCommit). The subscribed endpoints are those
+// the transaction read as it began (Prefetch, when its context carries
+// it; an endpoint created later in the same transaction is not among
+// them), or else are read in the round trip of its other last
+// statements: an event costs no round trip of its own unless an endpoint
+// is subscribed to it, and one nobody wants lets those statements travel
+// with COMMIT.
 func (o *Outbox) Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error {
 	if o == nil || o.river == nil {
 		return errors.New("webhook: Emit on an outbox without a River client")
@@ -112,7 +116,13 @@ func (o *Outbox) Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic str
 	}
 	now := time.Now()
 	evt := Envelope{ID: id.NewAt("evt_", now), Type: topic, Created: now.Unix(), Data: raw}
-	f, ok := tenant.AtCommit(tx, o, func() tenant.Finisher { return &emits{o: o, s: s} })
+	f, ok := tenant.AtCommit(tx, o, func() tenant.Finisher {
+		e := &emits{o: o, s: s}
+		if subs, ok := tenant.Prefetched(tx, o); ok {
+			e.endpoints, e.known = subs.([]subscriber), true
+		}
+		return e
+	})
 	if !ok {
 		return tenant.Finish(ctx, tx, &emits{o: o, s: s, events: []Envelope{evt}, at: []time.Time{now}})
 	}
@@ -127,9 +137,48 @@ type emits struct {
 	s      *tenant.Scope
 	events []Envelope
 	at     []time.Time // when each was emitted
-	// endpoints are the active endpoints subscribed to any of the
-	// events' topics, by id, with their topics.
+	// endpoints are the active endpoints (subscribed to any of the
+	// events' topics, when read at the end), by id, with their topics;
+	// known tells they were prefetched as the transaction began.
 	endpoints []subscriber
+	known     bool
+}
+
+// endpointsSQL reads the active endpoints. FOR KEY SHARE keeps a
+// concurrent endpoint deletion from failing the caller's transaction on
+// the deliveries' foreign key.
+const endpointsSQL = `SELECT id, events FROM webhook_endpoints WHERE is_active ORDER BY id FOR KEY SHARE`
+
+func readSubscribers(rows pgx.Rows) ([]subscriber, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (subscriber, error) {
+		var sub subscriber
+		return sub, r.Scan(&sub.id, &sub.topics)
+	})
+}
+
+// Prefetch is the read of the active endpoints that a transaction of
+// tenant.Scope.Tx makes as it begins when its context carries it
+// (tenant.WithPrefetch): the server puts it in the context of every
+// request and job, so an event emitted in one costs no read at its end.
+func (o *Outbox) Prefetch() *tenant.Prefetch {
+	return &tenant.Prefetch{Key: o, SQL: endpointsSQL, Read: func(rows pgx.Rows) (any, error) { return readSubscribers(rows) }}
+}
+
+// Sealed: with the endpoints known and none subscribed to the events,
+// recording them writes nothing, and the transaction's last statements
+// may travel with COMMIT.
+func (e *emits) Sealed() bool {
+	if !e.known {
+		return false
+	}
+	for _, evt := range e.events {
+		for _, sub := range e.endpoints {
+			if slices.Contains(sub.topics, evt.Type) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 type subscriber struct {
@@ -137,10 +186,12 @@ type subscriber struct {
 	topics []string
 }
 
-// Queue reads the endpoints subscribed to the events' topics. FOR KEY
-// SHARE keeps a concurrent endpoint deletion from failing the caller's
-// transaction on the deliveries' foreign key.
+// Queue reads the endpoints subscribed to the events' topics, unless
+// they were prefetched.
 func (e *emits) Queue(b *pgx.Batch) {
+	if e.known {
+		return
+	}
 	topics := make([]string, len(e.events))
 	for i, evt := range e.events {
 		topics[i] = evt.Type
@@ -148,10 +199,7 @@ func (e *emits) Queue(b *pgx.Batch) {
 	b.Queue(`SELECT id, events FROM webhook_endpoints WHERE is_active AND events && $1 ORDER BY id FOR KEY SHARE`, topics).
 		Query(func(rows pgx.Rows) error {
 			var err error
-			e.endpoints, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (subscriber, error) {
-				var sub subscriber
-				return sub, r.Scan(&sub.id, &sub.topics)
-			})
+			e.endpoints, err = readSubscribers(rows)
 			return err
 		})
 }

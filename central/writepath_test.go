@@ -1,0 +1,103 @@
+package central_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
+)
+
+// TestWriteRoundTrips: a write of one statement and a charge (PUT
+// /v1/content/{key}, 1 credit, an event no endpoint wants) is two round
+// trips to PostgreSQL once the connection knows its statements: BEGIN,
+// the binding, the endpoints' prefetch and the upsert with its read-back
+// in one; the charge and COMMIT in the other, so the credit pool row is
+// locked for one pipeline's work only. Every write is still charged and
+// counted once; an event an endpoint wants is recorded (its writes are
+// round trips of their own); a charge the balance does not cover is 402
+// with cost and balance and leaves no trace of the write.
+func TestWriteRoundTrips(t *testing.T) {
+	t.Parallel()
+	rc := webhooktest.NewTLS(t, nil)
+	env := apitest.New(t, apitest.WithRootCAs(rc.RootCAs()))
+	p := env.NewProject("build")
+	// Requests one after another take the connection the last released
+	// (the server's LISTENs hold two others): after the first writes, it
+	// knows every statement.
+	srv, rt, begins := countingServer(t, env, 4)
+	put := func(key, value string) (status int, trips, txs int64, body map[string]any) {
+		t.Helper()
+		raw, _ := json.Marshal(map[string]any{"value": value})
+		req := httptest.NewRequest("PUT", "/v1/content/"+key, bytes.NewReader(raw))
+		req.Header.Set("Authorization", "Bearer "+p.Key)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		t0, b0 := rt.Count(), begins.n.Load()
+		srv.Handler.ServeHTTP(rec, req)
+		_ = json.Unmarshal(rec.Body.Bytes(), &body)
+		return rec.Code, rt.Count() - t0, begins.n.Load() - b0, body
+	}
+	for _, v := range []string{"warm", "warmer"} {
+		if status, _, _, body := put("hero.title", v); status != 200 {
+			t.Fatalf("first writes: %d %v", status, body)
+		}
+	}
+	before := p.Balance(t)
+	for i, v := range []string{"one", "two", "three"} {
+		status, trips, txs, body := put("hero.title", v)
+		if status != 200 || body["value"] != v {
+			t.Fatalf("write %d: %d %v", i, status, body)
+		}
+		if trips != 2 || txs != 1 {
+			t.Fatalf("write %d took %d round trips and %d transactions, want 2 and 1", i, trips, txs)
+		}
+	}
+	if after := p.Balance(t); after != before-300 { // hundredths
+		t.Fatalf("balance %d after three writes from %d", after, before)
+	}
+	if n := p.Count(`SELECT count(*) FROM credit_ledger WHERE op = 'content_update'`); n != 5 {
+		t.Fatalf("%d ledger rows, want 5", n)
+	}
+	if n := p.Count(`SELECT count(*) FROM webhook_events`); n != 0 {
+		t.Fatalf("%d events stored with no endpoint", n)
+	}
+
+	// An endpoint that wants the event: it is stored with its delivery
+	// and River job, in the write's transaction.
+	webhooktest.Endpoint(t, env, p.Key, rc.URL, "content.changed")
+	if status, _, _, body := put("hero.title", "four"); status != 200 {
+		t.Fatalf("write with a subscriber: %d %v", status, body)
+	}
+	if n := p.Count(`SELECT count(*) FROM webhook_events e JOIN webhook_deliveries d ON d.event_id = e.id WHERE e.type = 'content.changed'`); n != 1 {
+		t.Fatalf("%d deliveries of the event, want 1", n)
+	}
+	if jobs := env.RiverJobs(t, "webhook.deliver", map[string]any{"project_id": p.ID}); len(jobs) != 1 {
+		t.Fatalf("%d delivery jobs, want 1", len(jobs))
+	}
+
+	// A balance of nothing: 402 from the charge in the COMMIT's pipeline,
+	// and the write is not there.
+	ctx := context.Background()
+	if err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE credit_pools SET plan_used = $1, topup_balance = 0 WHERE pool = 'live'`, p.Project.Limits().Credits*100)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	status, _, _, body := put("new.key", "unpaid")
+	if status != 402 || body["code"] != "insufficient_credits" || body["cost"] != float64(1) || body["balance"] != float64(0) {
+		t.Fatalf("write at balance 0: %d %v", status, body)
+	}
+	if n := p.Count(`SELECT count(*) FROM content_values WHERE key = 'new.key'`); n != 0 {
+		t.Fatalf("the unpaid write left %d values", n)
+	}
+	if status, _, _, _ := put("hero.title", "five"); status != 402 {
+		t.Fatalf("second write at balance 0: %d", status)
+	}
+}

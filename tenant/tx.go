@@ -1,0 +1,412 @@
+package tenant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// bindSQL binds a transaction to its project's schema (then public) until
+// it ends: set_config(..., true) is SET LOCAL as a statement of the
+// extended protocol, so it travels in a pipeline.
+const bindSQL = "SELECT set_config('search_path', $1, true)"
+
+// Tx runs fn in a transaction whose search_path is the project's schema
+// (then public). It commits when fn returns nil and rolls back otherwise.
+// The finishers fn registered (AtCommit) run after fn, then the commit
+// hook ctx carries (WithCommitHook), in the same transaction; an error of
+// either rolls the transaction back.
+//
+// Round trips: BEGIN, the binding and the Prefetch ctx carries travel in
+// the pipeline of fn's first statement (pgx's Batch.BeginTx), so they
+// cost none of their own, and a transaction that sends nothing costs
+// none. When every finisher is sealed and there is no commit hook, the
+// finishers' statements and COMMIT travel in one pipeline too: the row
+// the transaction locks last (the credit pool's, which every write of the
+// project updates) is then held for that pipeline's work in PostgreSQL,
+// not across a round trip to this process and back. A write of one
+// statement and a charge is two round trips. The binding ends with the
+// transaction, so a pooled connection never keeps a project's
+// search_path.
+func (s *Scope) Tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	if !schemaRe.MatchString(s.Project.Schema) {
+		return fmt.Errorf("tenant: invalid schema %q for project %s", s.Project.Schema, s.Project.ID)
+	}
+	hook, _ := ctx.Value(commitHookKey).(CommitHook)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// Release destroys a connection left in a transaction or broken.
+	defer conn.Release()
+	t := &lazyTx{conn: conn.Conn(), path: pgx.Identifier{s.Project.Schema}.Sanitize() + ", public"}
+	t.pre, _ = ctx.Value(prefetchKey).(*Prefetch)
+	committed, err := s.run(ctx, t, fn, hook)
+	switch {
+	case err != nil:
+		if t.tx != nil {
+			_ = t.tx.Rollback(ctx) // err is the error to return; a failed rollback closes the connection
+		}
+		return err
+	case committed || t.tx == nil:
+		return nil
+	}
+	return t.tx.Commit(ctx)
+}
+
+// run runs fn and the transaction's end in t. committed tells that the
+// end's pipeline committed the transaction.
+func (s *Scope) run(ctx context.Context, t *lazyTx, fn func(pgx.Tx) error, hook CommitHook) (committed bool, err error) {
+	if err := fn(t); err != nil {
+		return false, err
+	}
+	fs := make([]Finisher, len(t.finishers))
+	sealed := hook == nil
+	for i, kf := range t.finishers {
+		fs[i] = kf.v
+		if sl, ok := kf.v.(Sealer); !ok || !sl.Sealed() {
+			sealed = false
+		}
+	}
+	if sealed && len(fs) > 0 {
+		b := &pgx.Batch{}
+		for _, f := range fs {
+			f.Queue(b)
+		}
+		b.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error {
+			if ct.String() == "ROLLBACK" {
+				return pgx.ErrTxCommitRollback
+			}
+			return nil
+		})
+		if err := t.SendBatch(ctx, b).Close(); err != nil {
+			return false, err
+		}
+		for _, f := range fs {
+			if err := f.Finish(ctx, nil); err != nil {
+				return true, fmt.Errorf("tenant: a sealed finisher failed after the commit: %w", err)
+			}
+		}
+		return true, nil
+	}
+	if len(fs) > 0 {
+		if err := Finish(ctx, t, fs...); err != nil {
+			return false, err
+		}
+	}
+	// The hook runs last: it tells whether the transaction wrote, and
+	// the finishers' writes (a charge) are part of the effect.
+	if hook != nil {
+		return false, hook(ctx, s, t)
+	}
+	return false, nil
+}
+
+// lazyTx is the transaction Scope.Tx hands its function: a pgx.Tx that
+// begins with its first statement, with the finishers registered on it
+// (AtCommit) and what its prefetch read.
+type lazyTx struct {
+	conn *pgx.Conn
+	path string // the search_path it binds
+	// tx is the transaction once begun.
+	tx        pgx.Tx
+	finishers []keyedFinisher
+	pre       *Prefetch
+	fetched   any
+}
+
+type keyedFinisher struct {
+	key any
+	v   Finisher
+}
+
+// A Prefetch is a read that every transaction of Scope.Tx made with a
+// context carrying it (WithPrefetch) sends with BEGIN, in the round trip
+// of its first statement, for work at the transaction's end that would
+// otherwise read then: the webhook outbox reads the subscribed endpoints
+// this way, and a write that emits an event no endpoint wants can send
+// its last statements with COMMIT. Prefetched returns what it read.
+type Prefetch struct {
+	// Key names the prefetch for Prefetched.
+	Key  any
+	SQL  string
+	Args []any
+	// Read reads the rows and returns what Prefetched answers.
+	Read func(pgx.Rows) (any, error)
+}
+
+type prefetchKeyT struct{}
+
+var prefetchKey prefetchKeyT
+
+// WithPrefetch returns ctx whose transactions (Scope.Tx) read p as they begin.
+func WithPrefetch(ctx context.Context, p *Prefetch) context.Context {
+	return context.WithValue(ctx, prefetchKey, p)
+}
+
+// Prefetched returns what the prefetch named key read in tx, when tx is
+// a transaction of Scope.Tx that has begun with it.
+func Prefetched(tx pgx.Tx, key any) (any, bool) {
+	t, ok := tx.(*lazyTx)
+	if !ok || t.tx == nil || t.pre == nil || t.pre.Key != key {
+		return nil, false
+	}
+	return t.fetched, true
+}
+
+// send sends b, behind BEGIN, the binding and the prefetch when the
+// transaction has not begun. When the opening statements fail, the
+// results are closed and their error returned.
+//
+// pgx prepares a batch's statements new to the connection in a round
+// trip before the batch, where the binding has not run yet, so a
+// statement naming a table of the project fails to prepare. The
+// transaction then begins with the binding in a round trip of its own
+// and b follows: the first time a connection meets a statement, and
+// never after, as pgx keeps it prepared (PostgreSQL plans it again when
+// it runs under another project's search_path; no project schema has a
+// type of its own, so what it was prepared with holds in every schema).
+func (t *lazyTx) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) {
+	if t.tx != nil {
+		return t.tx.SendBatch(ctx, b), nil
+	}
+	nb := &pgx.Batch{}
+	nb.BeginTx(pgx.TxOptions{})
+	nb.Queue(bindSQL, t.path)
+	if t.pre != nil {
+		nb.Queue(t.pre.SQL, t.pre.Args...)
+	}
+	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
+	br := t.conn.SendBatch(ctx, nb)
+	t.tx = br.Tx()
+	err := t.readOpening(br, 2)
+	if err == nil {
+		return br, nil
+	}
+	_ = br.Close()
+	var pre pgx.ErrPreprocessingBatch
+	if !errors.As(err, &pre) || t.conn.PgConn().TxStatus() != 'I' {
+		return nil, err
+	}
+	tx, err := t.conn.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL search_path TO " + t.path})
+	if err != nil {
+		return nil, err
+	}
+	t.tx = tx
+	// The queued queries carry what pgx made of them for the failed
+	// send; b goes again as new ones.
+	nb = &pgx.Batch{}
+	if t.pre != nil {
+		nb.Queue(t.pre.SQL, t.pre.Args...)
+	}
+	for _, q := range b.QueuedQueries {
+		nb.Queue(q.SQL, q.Arguments...).Fn = q.Fn
+	}
+	br = tx.SendBatch(ctx, nb)
+	if err := t.readOpening(br, 0); err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return br, nil
+}
+
+// readOpening reads the results of the n statements before the
+// prefetch (BEGIN and the binding, or none), and the prefetch.
+func (t *lazyTx) readOpening(br pgx.BatchResults, n int) error {
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	if t.pre == nil {
+		return nil
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	t.fetched, err = t.pre.Read(rows)
+	rows.Close()
+	if err == nil {
+		err = rows.Err()
+	}
+	return err
+}
+
+// begin begins the transaction, if it has not, in a round trip of its own.
+func (t *lazyTx) begin(ctx context.Context) error {
+	if t.tx != nil {
+		return nil
+	}
+	br, err := t.send(ctx, &pgx.Batch{})
+	if err != nil {
+		return err
+	}
+	return br.Close()
+}
+
+func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	br, err := t.send(ctx, b)
+	if err != nil {
+		return pgx.FailedBatchResults(b, err)
+	}
+	return br
+}
+
+// Exec without arguments is pgx's simple protocol, which takes several
+// statements and no pipeline: the transaction begins before it.
+func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.tx == nil && len(args) == 0 {
+		if err := t.begin(ctx); err != nil {
+			return pgconn.CommandTag{}, err
+		}
+	}
+	if t.tx != nil {
+		return t.tx.Exec(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	br, err := t.send(ctx, b)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	ct, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return ct, err
+}
+
+func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.tx != nil {
+		return t.tx.Query(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	br, err := t.send(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if t.tx != nil {
+		return t.tx.QueryRow(ctx, sql, args...)
+	}
+	rows, err := t.Query(ctx, sql, args...)
+	return firstRow{rows, err}
+}
+
+func (t *lazyTx) Begin(ctx context.Context) (pgx.Tx, error) {
+	if err := t.begin(ctx); err != nil {
+		return nil, err
+	}
+	return t.tx.Begin(ctx)
+}
+
+func (t *lazyTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	if err := t.begin(ctx); err != nil {
+		return 0, err
+	}
+	return t.tx.CopyFrom(ctx, table, columns, src)
+}
+
+func (t *lazyTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	if err := t.begin(ctx); err != nil {
+		return nil, err
+	}
+	return t.tx.Prepare(ctx, name, sql)
+}
+
+// LargeObjects is not for project data (media live in storage).
+func (t *lazyTx) LargeObjects() pgx.LargeObjects {
+	panic("tenant: LargeObjects in a project transaction")
+}
+
+// Commit and Rollback end the transaction early; Scope.Tx ends it otherwise.
+func (t *lazyTx) Commit(ctx context.Context) error {
+	if t.tx == nil {
+		return nil
+	}
+	return t.tx.Commit(ctx)
+}
+
+func (t *lazyTx) Rollback(ctx context.Context) error {
+	if t.tx == nil {
+		return nil
+	}
+	return t.tx.Rollback(ctx)
+}
+
+// Conn is the connection, for its configuration: a statement sent on it
+// before the transaction's first does not run in the transaction.
+func (t *lazyTx) Conn() *pgx.Conn { return t.conn }
+
+// batchRows are the rows of a batch's last query: closing them, or
+// reading past the last, closes the batch.
+type batchRows struct {
+	pgx.Rows
+	br     pgx.BatchResults
+	closed bool
+	err    error
+}
+
+// Next closes the batch with the rows, as pgx's rows close themselves
+// after the last.
+func (r *batchRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	if !r.closed {
+		r.closed = true
+		r.err = r.br.Close()
+	}
+}
+
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// firstRow is pgx's QueryRow over Query: the first row, ErrNoRows
+// without one.
+type firstRow struct {
+	rows pgx.Rows
+	err  error
+}
+
+func (r firstRow) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		r.rows.Close()
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
+}
