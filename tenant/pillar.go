@@ -32,6 +32,10 @@ type Pillar interface {
 // does (internal/webhook's Outbox).
 type Emitter interface {
 	Emit(ctx context.Context, tx pgx.Tx, s *Scope, topic string, data any) error
+	// EmitLater is Emit for an event made from what statements kept for
+	// the transaction's end (AtCommit) answer: data is called once they
+	// have, and returns the event's data, or false for no event.
+	EmitLater(ctx context.Context, tx pgx.Tx, s *Scope, topic string, data func() (any, bool)) error
 }
 
 // Base is embedded by a pillar for the Pillar methods it has nothing to

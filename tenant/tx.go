@@ -128,7 +128,7 @@ type keyedFinisher struct {
 // of its first statement, for work at the transaction's end that would
 // otherwise read then: the webhook outbox reads the subscribed endpoints
 // this way, and a write that emits an event no endpoint wants can send
-// its last statements with COMMIT. Prefetched returns what it read.
+// its last statements with COMMIT. Fetch returns what it read.
 type Prefetch struct {
 	// Key names the prefetch for Prefetched.
 	Key  any
@@ -147,14 +147,20 @@ func WithPrefetch(ctx context.Context, p *Prefetch) context.Context {
 	return context.WithValue(ctx, prefetchKey, p)
 }
 
-// Prefetched returns what the prefetch named key read in tx, when tx is
-// a transaction of Scope.Tx that has begun with it.
-func Prefetched(tx pgx.Tx, key any) (any, bool) {
-	t, ok := tx.(*lazyTx)
-	if !ok || t.tx == nil || t.pre == nil || t.pre.Key != key {
-		return nil, false
+// Fetch returns what the prefetch named key read in tx, beginning tx
+// (in a round trip of its own) when it has not begun: for work kept for
+// the transaction's end that must know the prefetch's answer before any
+// statement is sent. ok is false when tx is not a transaction of
+// Scope.Tx with that prefetch.
+func Fetch(ctx context.Context, tx pgx.Tx, key any) (v any, ok bool, err error) {
+	t, isLazy := tx.(*lazyTx)
+	if !isLazy || t.pre == nil || t.pre.Key != key {
+		return nil, false, nil
 	}
-	return t.fetched, true
+	if err := t.begin(ctx); err != nil {
+		return nil, false, err
+	}
+	return t.fetched, true, nil
 }
 
 // send sends b, behind BEGIN, the binding and the prefetch when the

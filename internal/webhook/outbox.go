@@ -104,39 +104,88 @@ func NewOutbox(c *queue.Client) *Outbox { return &Outbox{river: c} }
 // is subscribed to it, and one nobody wants lets those statements travel
 // with COMMIT.
 func (o *Outbox) Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error {
+	return o.emit(ctx, tx, s, topic, func() (any, bool) { return data, true }, false)
+}
+
+// EmitLater is Emit for an event whose data statements kept for the end
+// of tx (tenant.AtCommit) answer: data is called after they have, and
+// returns the data, or false for no event. The event's id and time are
+// those of this call. When no endpoint wants the topic, data is never
+// called. In a transaction that is not Scope.Tx's, nothing is kept for
+// its end: data is called at once.
+func (o *Outbox) EmitLater(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data func() (any, bool)) error {
+	return o.emit(ctx, tx, s, topic, data, true)
+}
+
+func (o *Outbox) emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data func() (any, bool), later bool) error {
 	if o == nil || o.river == nil {
 		return errors.New("webhook: Emit on an outbox without a River client")
 	}
 	if !ValidTopic(topic) {
 		return fmt.Errorf("webhook: unknown topic %q", topic)
 	}
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return fmt.Errorf("webhook: marshal %s data: %w", topic, err)
-	}
 	now := time.Now()
-	evt := Envelope{ID: id.NewAt("evt_", now), Type: topic, Created: now.Unix(), Data: raw}
+	evt := pending{id: id.NewAt("evt_", now), topic: topic, at: now, data: data}
+	if !later {
+		// Frozen now: the caller may change what data points to.
+		raw, ok, err := evt.marshal()
+		if err != nil {
+			return err
+		}
+		evt.raw, evt.ok, evt.data = raw, ok, nil
+	}
+	subs, known, err := tenant.Fetch(ctx, tx, o)
+	if err != nil {
+		return err
+	}
 	f, ok := tenant.AtCommit(tx, o, func() tenant.Finisher {
-		e := &emits{o: o, s: s}
-		if subs, ok := tenant.Prefetched(tx, o); ok {
-			e.endpoints, e.known = subs.([]subscriber), true
+		e := &emits{o: o, s: s, known: known}
+		if known {
+			e.endpoints = subs.([]subscriber)
 		}
 		return e
 	})
 	if !ok {
-		return tenant.Finish(ctx, tx, &emits{o: o, s: s, events: []Envelope{evt}, at: []time.Time{now}})
+		return tenant.Finish(ctx, tx, &emits{o: o, s: s, events: []pending{evt}})
 	}
 	e := f.(*emits)
-	e.events, e.at = append(e.events, evt), append(e.at, now)
+	e.events = append(e.events, evt)
 	return nil
+}
+
+// pending is an event emitted in a transaction, recorded at its end.
+type pending struct {
+	id    string
+	topic string
+	at    time.Time
+	// data makes the event's data (EmitLater); raw is it marshalled,
+	// ok false for no event.
+	data func() (any, bool)
+	raw  json.RawMessage
+	ok   bool
+}
+
+// marshal returns the event's data as JSON, or false for no event.
+func (p *pending) marshal() (json.RawMessage, bool, error) {
+	if p.data == nil {
+		return p.raw, p.ok, nil
+	}
+	v, ok := p.data()
+	if !ok {
+		return nil, false, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, false, fmt.Errorf("webhook: marshal %s data: %w", p.topic, err)
+	}
+	return raw, true, nil
 }
 
 // emits are the events of one transaction, recorded together.
 type emits struct {
 	o      *Outbox
 	s      *tenant.Scope
-	events []Envelope
-	at     []time.Time // when each was emitted
+	events []pending
 	// endpoints are the active endpoints (subscribed to any of the
 	// events' topics, when read at the end), by id, with their topics;
 	// known tells they were prefetched as the transaction began.
@@ -173,7 +222,7 @@ func (e *emits) Sealed() bool {
 	}
 	for _, evt := range e.events {
 		for _, sub := range e.endpoints {
-			if slices.Contains(sub.topics, evt.Type) {
+			if slices.Contains(sub.topics, evt.topic) {
 				return false
 			}
 		}
@@ -194,7 +243,7 @@ func (e *emits) Queue(b *pgx.Batch) {
 	}
 	topics := make([]string, len(e.events))
 	for i, evt := range e.events {
-		topics[i] = evt.Type
+		topics[i] = evt.topic
 	}
 	b.Queue(`SELECT id, events FROM webhook_endpoints WHERE is_active AND events && $1 ORDER BY id FOR KEY SHARE`, topics).
 		Query(func(rows pgx.Rows) error {
@@ -207,17 +256,25 @@ func (e *emits) Queue(b *pgx.Batch) {
 // Finish stores each event that has subscribers, with its deliveries and
 // their River jobs.
 func (e *emits) Finish(ctx context.Context, tx pgx.Tx) error {
-	for i, evt := range e.events {
+	for _, evt := range e.events {
 		var endpoints []string
 		for _, sub := range e.endpoints {
-			if slices.Contains(sub.topics, evt.Type) {
+			if slices.Contains(sub.topics, evt.topic) {
 				endpoints = append(endpoints, sub.id)
 			}
 		}
 		if len(endpoints) == 0 {
 			continue
 		}
-		if err := e.o.store(ctx, tx, e.s, evt, e.at[i], endpoints); err != nil {
+		raw, ok, err := evt.marshal()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		env := Envelope{ID: evt.id, Type: evt.topic, Created: evt.at.Unix(), Data: raw}
+		if err := e.o.store(ctx, tx, e.s, env, evt.at, endpoints); err != nil {
 			return err
 		}
 	}

@@ -223,10 +223,15 @@ func checkValue(v *httpapi.Validator, field string, value string, lang *string, 
 // cost of the batch; each value then has its own ledger entry, so the
 // usage report counts values.
 //
-// The writes and the reads after them travel in one round trip: none
-// depends on another's answer, and each read, a later statement of the
-// transaction, sees the writes before it. The charges and the events are
-// kept for the end of the transaction (credits.Charge, the outbox's Emit).
+// The writes and the reads after them travel in one batch: none depends
+// on another's answer, and each read, a later statement of the
+// transaction, sees the writes before it. In a transaction of Scope.Tx
+// the batch is kept for its end (tenant.AtCommit), with the charges and
+// COMMIT when no endpoint wants the events: the rows it locks (a value
+// many requests write) are locked for that one pipeline's work, not
+// across a round trip. The key read back fills the answer as the
+// transaction ends; the events are then made from what the writes
+// answered (the outbox's EmitLater).
 func (sv *Service) write(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items []ValueChange) ([]ContentKey, error) {
 	if total := ValueCost * int64(len(items)); len(items) > 1 {
 		bal, err := credits.Balance(ctx, tx, s)
@@ -238,50 +243,66 @@ func (sv *Service) write(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items 
 				total/credits.Unit, bal/credits.Unit), total, bal)
 		}
 	}
-	b := &pgx.Batch{}
-	changes := make([]ValueChange, len(items))
-	changed := make([]bool, len(items))
-	// The rows are locked in key order, whatever the order of the items,
-	// so two batches naming the same keys never wait for each other in a
-	// cycle.
-	order := make([]int, len(items))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(x, y int) int {
-		return cmp.Or(strings.Compare(items[x].Key, items[y].Key), strings.Compare(items[x].Lang, items[y].Lang))
-	})
-	for _, i := range order {
-		it := items[i]
-		changes[i] = it
-		b.Queue(setValueSQL, it.Key, it.Lang, it.Value).QueryRow(func(row pgx.Row) error {
-			return row.Scan(&changes[i].PreviousValue, &changed[i])
-		})
-	}
-	out := make([]ContentKey, len(items))
-	for i, it := range items {
-		b.Queue(keySQL, it.Key).Query(func(rows pgx.Rows) error {
-			var err error
-			out[i], err = scanKey(rows, it.Key, it.Lang, it.Lang)
-			return err
-		})
-	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, err
+	w := &valueWrites{items: items, changes: make([]ValueChange, len(items)), changed: make([]bool, len(items)), out: make([]ContentKey, len(items))}
+	if _, kept := tenant.AtCommit(tx, w, func() tenant.Finisher { return w }); !kept {
+		b := &pgx.Batch{}
+		w.Queue(b)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return nil, err
+		}
 	}
 	for i, it := range items {
 		if err := credits.Charge(ctx, tx, s, "content_update", ValueCost, "content:"+it.Key+":"+it.Lang); err != nil {
 			return nil, err
 		}
-		if !changed[i] {
-			continue
-		}
-		if err := sv.events.Emit(ctx, tx, s, TopicChanged, changes[i]); err != nil {
+		if err := sv.events.EmitLater(ctx, tx, s, TopicChanged, func() (any, bool) { return w.changes[i], w.changed[i] }); err != nil {
 			return nil, err
 		}
 	}
-	return out, nil
+	return w.out, nil
 }
+
+// valueWrites are the value writes of write and the reads of their keys
+// after them, as one batch, and what they answered.
+type valueWrites struct {
+	items   []ValueChange
+	changes []ValueChange
+	changed []bool
+	out     []ContentKey
+}
+
+// Queue queues the writes, their rows locked in key order, whatever the
+// order of the items, so two batches naming the same keys never wait for
+// each other in a cycle; then the read of each item's key.
+func (w *valueWrites) Queue(b *pgx.Batch) {
+	order := make([]int, len(w.items))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int {
+		return cmp.Or(strings.Compare(w.items[x].Key, w.items[y].Key), strings.Compare(w.items[x].Lang, w.items[y].Lang))
+	})
+	for _, i := range order {
+		it := w.items[i]
+		w.changes[i] = it
+		b.Queue(setValueSQL, it.Key, it.Lang, it.Value).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&w.changes[i].PreviousValue, &w.changed[i])
+		})
+	}
+	for i, it := range w.items {
+		b.Queue(keySQL, it.Key).Query(func(rows pgx.Rows) error {
+			var err error
+			w.out[i], err = scanKey(rows, it.Key, it.Lang, it.Lang)
+			return err
+		})
+	}
+}
+
+// Sealed: the writes fail by themselves, and nothing follows them.
+func (w *valueWrites) Sealed() bool { return true }
+
+// Finish has nothing left to do.
+func (w *valueWrites) Finish(context.Context, pgx.Tx) error { return nil }
 
 // setValue writes key's value in lang and, when it changed, emits
 // content.changed, in tx.
