@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"testing"
 
@@ -43,9 +44,17 @@ func TestWriteRoundTrips(t *testing.T) {
 		_ = json.Unmarshal(rec.Body.Bytes(), &body)
 		return rec.Code, rt.Count() - t0, begins.n.Load() - b0, body
 	}
-	for _, v := range []string{"warm", "warmer"} {
-		if status, _, _, body := put("hero.title", v); status != 200 {
-			t.Fatalf("first writes: %d %v", status, body)
+	// Warm: a connection's first meeting with a statement takes more
+	// (pgx prepares it), and the server's other work may hand a request
+	// another connection; the measure starts after a write took two.
+	warm := 0
+	for trips := int64(0); trips != 2; warm++ {
+		if warm == 10 {
+			t.Fatal("no write took 2 round trips in 10")
+		}
+		var status int
+		if status, trips, _, _ = put("hero.title", fmt.Sprint("warm ", warm)); status != 200 {
+			t.Fatalf("warm write: %d", status)
 		}
 	}
 	before := p.Balance(t)
@@ -61,8 +70,8 @@ func TestWriteRoundTrips(t *testing.T) {
 	if after := p.Balance(t); after != before-300 { // hundredths
 		t.Fatalf("balance %d after three writes from %d", after, before)
 	}
-	if n := p.Count(`SELECT count(*) FROM credit_ledger WHERE op = 'content_update'`); n != 5 {
-		t.Fatalf("%d ledger rows, want 5", n)
+	if n := p.Count(`SELECT count(*) FROM credit_ledger WHERE op = 'content_update'`); n != warm+3 {
+		t.Fatalf("%d ledger rows, want %d", n, warm+3)
 	}
 	if n := p.Count(`SELECT count(*) FROM webhook_events`); n != 0 {
 		t.Fatalf("%d events stored with no endpoint", n)

@@ -186,17 +186,19 @@ type emits struct {
 	o      *Outbox
 	s      *tenant.Scope
 	events []pending
-	// endpoints are the active endpoints (subscribed to any of the
-	// events' topics, when read at the end), by id, with their topics;
-	// known tells they were prefetched as the transaction began.
+	// endpoints are the active endpoints as the transaction began
+	// (known) or, when one wants an event, those subscribed to the
+	// events' topics read again at its end, by id, with their topics.
 	endpoints []subscriber
 	known     bool
 }
 
-// endpointsSQL reads the active endpoints. FOR KEY SHARE keeps a
-// concurrent endpoint deletion from failing the caller's transaction on
-// the deliveries' foreign key.
-const endpointsSQL = `SELECT id, events FROM webhook_endpoints WHERE is_active ORDER BY id FOR KEY SHARE`
+// endpointsSQL reads the active endpoints as a transaction begins. It
+// takes no lock (every transaction of a project runs it, and row locks
+// many transactions share are multixacts): it only tells whether an
+// endpoint wants an event; when one does, the end of the transaction
+// reads them again, locked (Queue).
+const endpointsSQL = `SELECT id, events FROM webhook_endpoints WHERE is_active`
 
 func readSubscribers(rows pgx.Rows) ([]subscriber, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (subscriber, error) {
@@ -235,10 +237,12 @@ type subscriber struct {
 	topics []string
 }
 
-// Queue reads the endpoints subscribed to the events' topics, unless
-// they were prefetched.
+// Queue reads the endpoints subscribed to the events' topics, unless the
+// prefetch told that none is. FOR KEY SHARE keeps a concurrent endpoint
+// deletion from failing the caller's transaction on the deliveries'
+// foreign key.
 func (e *emits) Queue(b *pgx.Batch) {
-	if e.known {
+	if e.Sealed() {
 		return
 	}
 	topics := make([]string, len(e.events))
