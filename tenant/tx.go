@@ -309,7 +309,7 @@ func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 		return t.tx.QueryRow(ctx, sql, args...)
 	}
 	rows, err := t.Query(ctx, sql, args...)
-	return firstRow{rows, err}
+	return row{rows, err}
 }
 
 func (t *lazyTx) Begin(ctx context.Context) (pgx.Tx, error) {
@@ -389,30 +389,4 @@ func (r *batchRows) Err() error {
 		return err
 	}
 	return r.err
-}
-
-// firstRow is pgx's QueryRow over Query: the first row, ErrNoRows
-// without one.
-type firstRow struct {
-	rows pgx.Rows
-	err  error
-}
-
-func (r firstRow) Scan(dest ...any) error {
-	if r.err != nil {
-		return r.err
-	}
-	defer r.rows.Close()
-	if !r.rows.Next() {
-		r.rows.Close()
-		if err := r.rows.Err(); err != nil {
-			return err
-		}
-		return pgx.ErrNoRows
-	}
-	if err := r.rows.Scan(dest...); err != nil {
-		return err
-	}
-	r.rows.Close()
-	return r.rows.Err()
 }
