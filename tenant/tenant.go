@@ -89,7 +89,9 @@ type Finisher interface {
 
 // A Sealer is a Finisher that may say, before its statements are queued,
 // that its Finish will write nothing more: its statements fail by
-// themselves when the transaction must not commit. When every finisher
+// themselves when the transaction must not commit (PostgreSQL has run
+// the COMMIT after them by the time their answers are read, so a
+// callback of theirs may translate a failure, never fail a success). When every finisher
 // of a transaction is sealed, COMMIT travels in their batch, and Finish
 // runs after it with a nil transaction.
 type Sealer interface {
