@@ -242,6 +242,13 @@ func (t *lazyTx) readOpening(br pgx.BatchResults, n int) error {
 	return err
 }
 
+// sendOne sends the one statement sql, beginning the transaction with it.
+func (t *lazyTx) sendOne(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	return t.send(ctx, b)
+}
+
 // begin begins the transaction, if it has not, in a round trip of its own.
 func (t *lazyTx) begin(ctx context.Context) error {
 	if t.tx != nil {
@@ -273,9 +280,7 @@ func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 	if t.tx != nil {
 		return t.tx.Exec(ctx, sql, args...)
 	}
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	br, err := t.send(ctx, b)
+	br, err := t.sendOne(ctx, sql, args)
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
@@ -290,9 +295,7 @@ func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 	if t.tx != nil {
 		return t.tx.Query(ctx, sql, args...)
 	}
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	br, err := t.send(ctx, b)
+	br, err := t.sendOne(ctx, sql, args)
 	if err != nil {
 		return nil, err
 	}

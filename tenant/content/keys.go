@@ -245,9 +245,7 @@ func (sv *Service) write(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items 
 	}
 	w := &valueWrites{items: items, changes: make([]ValueChange, len(items)), changed: make([]bool, len(items)), out: make([]ContentKey, len(items))}
 	if _, kept := tenant.AtCommit(tx, w, func() tenant.Finisher { return w }); !kept {
-		b := &pgx.Batch{}
-		w.Queue(b)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		if err := tenant.Finish(ctx, tx, w); err != nil {
 			return nil, err
 		}
 	}
