@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -92,6 +93,22 @@ func (s *Server) opsRoutes(r chi.Router) {
 	if s.Config.MetricsAddr == "" {
 		r.Method(http.MethodGet, "/metrics", s.Metrics.Handler(s.Config.MetricsToken))
 	}
+}
+
+// OpsHandler is what the operators' listener (PLINTH_METRICS_ADDR)
+// serves: /metrics, and Go's profiles under /debug/pprof/ (CPU, heap,
+// goroutines, trace), both behind PLINTH_METRICS_TOKEN when it is set.
+// The API's listener never serves the profiles.
+func (s *Server) OpsHandler() http.Handler {
+	tok := s.Config.MetricsToken
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.Metrics.Handler(tok))
+	mux.Handle("/debug/pprof/", metrics.Protect(tok, http.HandlerFunc(pprof.Index)))
+	mux.Handle("/debug/pprof/cmdline", metrics.Protect(tok, http.HandlerFunc(pprof.Cmdline)))
+	mux.Handle("/debug/pprof/profile", metrics.Protect(tok, http.HandlerFunc(pprof.Profile)))
+	mux.Handle("/debug/pprof/symbol", metrics.Protect(tok, http.HandlerFunc(pprof.Symbol)))
+	mux.Handle("/debug/pprof/trace", metrics.Protect(tok, http.HandlerFunc(pprof.Trace)))
+	return mux
 }
 
 // livez answers 200 while the process can answer at all: an orchestrator

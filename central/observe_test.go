@@ -154,6 +154,51 @@ func TestMetricsToken(t *testing.T) {
 	}
 }
 
+// TestOpsHandler: the operators' listener (PLINTH_METRICS_ADDR) serves
+// /metrics and Go's CPU profile behind the token; the API's listener
+// never serves the profiles.
+func TestOpsHandler(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, apitest.WithEnv("PLINTH_METRICS_TOKEN", "scrape-token", "PLINTH_METRICS_ADDR", "127.0.0.1:1"))
+	ops := httptest.NewServer(env.Server.OpsHandler())
+	defer ops.Close()
+	get := func(base, path, token string) (int, []byte) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, body
+	}
+	for _, c := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/metrics", "", 401}, {"/metrics", "scrape-token", 200},
+		{"/debug/pprof/", "", 401}, {"/debug/pprof/profile?seconds=1", "wrong", 401},
+		{"/debug/pprof/goroutine?debug=1", "scrape-token", 200},
+	} {
+		if st, body := get(ops.URL, c.path, c.token); st != c.want {
+			t.Fatalf("%s with %q: %d, want %d\n%s", c.path, c.token, st, c.want, body)
+		}
+	}
+	// A CPU profile is a gzipped protobuf.
+	if st, body := get(ops.URL, "/debug/pprof/profile?seconds=1", "scrape-token"); st != 200 || len(body) < 2 || body[0] != 0x1f || body[1] != 0x8b {
+		t.Fatalf("CPU profile: %d, %d bytes", st, len(body))
+	}
+	if st, _ := get(env.URL, "/debug/pprof/", "scrape-token"); st != 404 {
+		t.Fatalf("the API listener served /debug/pprof/: %d", st)
+	}
+	if st, _ := get(env.URL, "/metrics", "scrape-token"); st != 404 {
+		t.Fatalf("the API listener served /metrics beside its own listener: %d", st)
+	}
+}
+
 // TestProbes: /livez answers while the process lives; /readyz checks the
 // database, the project schemas' migrations and the workers.
 func TestProbes(t *testing.T) {

@@ -310,7 +310,7 @@ func Serve(ctx context.Context, cfg config.Config, opts ServeOptions, logger *sl
 		}()
 	}
 	if metricsLn != nil {
-		serve(metricsLn, srv.Metrics.Handler(cfg.MetricsToken))
+		serve(metricsLn, srv.OpsHandler())
 		logger.Info("metrics serving", "addr", metricsLn.Addr().String())
 	}
 	if ln != nil {

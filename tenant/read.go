@@ -64,19 +64,20 @@ func (b *ReadBatch) Queue(sql string, args []any, fn func(pgx.Rows) error) {
 // type changed under a migration), it forgets them and sends the batch
 // once more.
 func (s *Scope) ReadBatch(ctx context.Context, b *ReadBatch) error {
-	if !schemaRe.MatchString(s.Project.Schema) {
-		return fmt.Errorf("tenant: invalid schema %q for project %s", s.Project.Schema, s.Project.ID)
+	path, err := s.searchPath()
+	if err != nil {
+		return err
 	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Release()
-	err = s.readBatch(ctx, c.Conn(), b)
+	err = readBatch(ctx, c.Conn(), path, b)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (pe.Code == "26000" || pe.Code == "0A000") {
 		delete(c.Conn().PgConn().CustomData(), readStatementsKey)
-		err = s.readBatch(ctx, c.Conn(), b)
+		err = readBatch(ctx, c.Conn(), path, b)
 	}
 	return err
 }
@@ -97,8 +98,8 @@ type readResult struct {
 	prepared *readStatement // a Parse's statement, to mark ready
 }
 
-func (s *Scope) readBatch(ctx context.Context, conn *pgx.Conn, b *ReadBatch) error {
-	pl, expect, err := sendBatch(ctx, conn, s.Project.Schema, b.queries)
+func readBatch(ctx context.Context, conn *pgx.Conn, path string, b *ReadBatch) error {
+	pl, expect, err := sendBatch(ctx, conn, path, b.queries)
 	if err != nil {
 		return err
 	}
@@ -124,9 +125,12 @@ func (s *Scope) readBatch(ctx context.Context, conn *pgx.Conn, b *ReadBatch) err
 	return pl.Close()
 }
 
-// sendBatch sends queries in schema's search_path as one pipeline, and
-// returns it with what to expect back from it.
-func sendBatch(ctx context.Context, conn *pgx.Conn, schema string, queries []batchQuery) (*pgconn.Pipeline, []readResult, error) {
+// sendBatch sends queries under the search_path path as one pipeline,
+// after the statement that sets it, and returns the pipeline with what to
+// expect back from it. The binding is a prepared statement of the
+// connection like the queries, so PostgreSQL parses and plans it once per
+// connection, not once per read.
+func sendBatch(ctx context.Context, conn *pgx.Conn, path string, queries []batchQuery) (*pgconn.Pipeline, []readResult, error) {
 	tm := conn.TypeMap()
 	pc := conn.PgConn()
 	stmts, _ := pc.CustomData()[readStatementsKey].(map[string]*readStatement)
@@ -149,29 +153,32 @@ func sendBatch(ctx context.Context, conn *pgx.Conn, schema string, queries []bat
 		}
 	}
 	pl := pc.StartPipeline(ctx)
-	pl.SendQueryParams("SELECT set_config('search_path', $1, true)", [][]byte{[]byte(pgx.Identifier{schema}.Sanitize() + ", public")}, nil, nil, nil)
-	expect := []readResult{{query: -1}}
-	for q, bq := range queries {
-		st, ok := stmts[bq.sql]
+	expect := make([]readResult, 0, 1+len(queries))
+	send := func(sql string, vals [][]byte, oids []uint32, query int) {
+		st, ok := stmts[sql]
 		switch {
 		case !ok:
 			// Close first: a statement of this name may outlive what
 			// this connection's map remembers (closing none is no error).
-			st = &readStatement{name: "plinth_read_" + strconv.Itoa(len(stmts)), oids: oids[q]}
-			stmts[bq.sql] = st
+			st = &readStatement{name: "plinth_read_" + strconv.Itoa(len(stmts)), oids: oids}
+			stmts[sql] = st
 			pl.SendDeallocate(st.name)
-			pl.SendPrepare(st.name, bq.sql, st.oids)
-			pl.SendQueryPrepared(st.name, vals[q], nil, binaryResults)
-			expect = append(expect, readResult{query: -1}, readResult{query: -1, prepared: st}, readResult{query: q})
-		case st.ready && slices.Equal(st.oids, oids[q]):
-			pl.SendQueryPrepared(st.name, vals[q], nil, binaryResults)
-			expect = append(expect, readResult{query: q})
+			pl.SendPrepare(st.name, sql, st.oids)
+			pl.SendQueryPrepared(st.name, vals, nil, binaryResults)
+			expect = append(expect, readResult{query: -1}, readResult{query: -1, prepared: st}, readResult{query: query})
+		case st.ready && slices.Equal(st.oids, oids):
+			pl.SendQueryPrepared(st.name, vals, nil, binaryResults)
+			expect = append(expect, readResult{query: query})
 		default:
 			// Other parameter types, or a statement that failed to
 			// prepare: unnamed, parsed for this use only.
-			pl.SendQueryParams(bq.sql, vals[q], oids[q], nil, binaryResults)
-			expect = append(expect, readResult{query: q})
+			pl.SendQueryParams(sql, vals, oids, nil, binaryResults)
+			expect = append(expect, readResult{query: query})
 		}
+	}
+	send(bindSQL, [][]byte{[]byte(path)}, bindOIDs, -1)
+	for q, bq := range queries {
+		send(bq.sql, vals[q], oids[q], q)
 	}
 	if err := pl.Sync(); err != nil {
 		pl.Close()
@@ -179,6 +186,10 @@ func sendBatch(ctx context.Context, conn *pgx.Conn, schema string, queries []bat
 	}
 	return pl, expect, nil
 }
+
+// bindOIDs are the parameter types of bindSQL as a read sends it: text,
+// typed by PostgreSQL.
+var bindOIDs = []uint32{0}
 
 // nextResult reads the answer e of pl: the rows of a query, or nil for
 // the answers that only tell success.
@@ -269,18 +280,19 @@ type reader struct{ s *Scope }
 // Query sends sql and returns its rows; the connection goes back to the
 // pool when they are closed (or read to the end).
 func (r reader) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if !schemaRe.MatchString(r.s.Project.Schema) {
-		return nil, fmt.Errorf("tenant: invalid schema %q for project %s", r.s.Project.Schema, r.s.Project.ID)
+	path, err := r.s.searchPath()
+	if err != nil {
+		return nil, err
 	}
 	c, err := r.s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := r.stream(ctx, c.Conn(), sql, args)
+	rows, err := stream(ctx, c.Conn(), path, sql, args)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (pe.Code == "26000" || pe.Code == "0A000") {
 		delete(c.Conn().PgConn().CustomData(), readStatementsKey)
-		rows, err = r.stream(ctx, c.Conn(), sql, args)
+		rows, err = stream(ctx, c.Conn(), path, sql, args)
 	}
 	if err != nil {
 		c.Release()
@@ -293,8 +305,8 @@ func (r reader) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, e
 // stream sends sql and reads up to its first row, so that an error of
 // the statement itself (one ReadBatch sends again) comes back here, not
 // from the rows.
-func (r reader) stream(ctx context.Context, conn *pgx.Conn, sql string, args []any) (*streamRows, error) {
-	pl, expect, err := sendBatch(ctx, conn, r.s.Project.Schema, []batchQuery{{sql: sql, args: args}})
+func stream(ctx context.Context, conn *pgx.Conn, path, sql string, args []any) (*streamRows, error) {
+	pl, expect, err := sendBatch(ctx, conn, path, []batchQuery{{sql: sql, args: args}})
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,7 @@ type Scope struct {
 	Project *Project
 	Key     *Key
 	pool    *pgxpool.Pool
+	path    string // the search_path that binds the project's schema, made once by NewScope
 }
 
 var schemaRe = regexp.MustCompile(`^project_[0-9]+$`)
@@ -66,7 +67,16 @@ func NewScope(pool *pgxpool.Pool, p *Project, k *Key) (*Scope, error) {
 	if !schemaRe.MatchString(p.Schema) {
 		return nil, fmt.Errorf("tenant: invalid schema %q for project %s", p.Schema, p.ID)
 	}
-	return &Scope{Project: p, Key: k, pool: pool}, nil
+	return &Scope{Project: p, Key: k, pool: pool, path: pgx.Identifier{p.Schema}.Sanitize() + ", public"}, nil
+}
+
+// searchPath is the search_path of the project's schema; a Scope not made
+// by NewScope has none, and reads nothing.
+func (s *Scope) searchPath() (string, error) {
+	if s.path == "" {
+		return "", fmt.Errorf("tenant: a scope of project %s not made by NewScope", s.Project.ID)
+	}
+	return s.path, nil
 }
 
 // Pool is the shard pool of the project, for work that is not tenant data

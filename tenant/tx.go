@@ -32,8 +32,9 @@ const bindSQL = "SELECT set_config('search_path', $1, true)"
 // transaction, so a pooled connection never keeps a project's
 // search_path.
 func (s *Scope) Tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	if !schemaRe.MatchString(s.Project.Schema) {
-		return fmt.Errorf("tenant: invalid schema %q for project %s", s.Project.Schema, s.Project.ID)
+	path, err := s.searchPath()
+	if err != nil {
+		return err
 	}
 	hook, _ := ctx.Value(commitHookKey).(CommitHook)
 	conn, err := s.pool.Acquire(ctx)
@@ -42,7 +43,7 @@ func (s *Scope) Tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	}
 	// Release destroys a connection left in a transaction or broken.
 	defer conn.Release()
-	t := &lazyTx{conn: conn.Conn(), path: pgx.Identifier{s.Project.Schema}.Sanitize() + ", public"}
+	t := &lazyTx{conn: conn.Conn(), path: path}
 	t.pre, _ = ctx.Value(prefetchKey).(*Prefetch)
 	committed, err := s.run(ctx, t, fn, hook)
 	switch {

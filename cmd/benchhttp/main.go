@@ -50,6 +50,7 @@ type options struct {
 	rounds     int
 	duration   time.Duration
 	conns      int
+	profile    string
 }
 
 func main() {
@@ -63,6 +64,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 3, "alternating rounds")
 	flag.DurationVar(&o.duration, "duration", 8*time.Second, "length of one server's load on one route in one round")
 	flag.IntVar(&o.conns, "conns", 32, "concurrent connections of the load")
+	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of Plinth under each route's load in the last round to this directory (route.pprof; read with go tool pprof)")
 	flag.StringVar(&bare, "serve-bare", "", "internal: serve the bare handler on this address")
 	flag.StringVar(&bareDB, "db", "", "internal: the bare handler's database URL")
 	flag.StringVar(&bareSchema, "schema", "", "internal: the bare handler's project schema")
@@ -94,6 +96,7 @@ type bench struct {
 	dbURL   string
 	targets []*target
 	pbID    string // the PocketBase record
+	ops     string // Plinth's operators' listener, with -profile
 }
 
 // target is one server under load.
@@ -149,15 +152,21 @@ func free() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// spawn starts a server process with its output in dir/name.log and
-// waits until GET health answers 200.
-func (b *bench) spawn(ctx context.Context, name, dir, health string, cmd *exec.Cmd) error {
-	file := strings.Map(func(r rune) rune {
+// fileName is s with every character but ASCII letters and digits
+// replaced by '-'.
+func fileName(s string) string {
+	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
 			return r
 		}
 		return '-'
-	}, name)
+	}, s)
+}
+
+// spawn starts a server process with its output in dir/name.log and
+// waits until GET health answers 200.
+func (b *bench) spawn(ctx context.Context, name, dir, health string, cmd *exec.Cmd) error {
+	file := fileName(name)
 	logf, err := os.Create(filepath.Join(b.dir, file+".log"))
 	if err != nil {
 		return err
@@ -215,6 +224,14 @@ func (b *bench) start(ctx context.Context) error {
 	}
 	serve := exec.Command(b.o.plinth, "serve")
 	serve.Env = append(os.Environ(), "PLINTH_ADDR="+addr, "DATABASE_URL=", publicRate)
+	if b.o.profile != "" {
+		ops, err := free()
+		if err != nil {
+			return err
+		}
+		b.ops = "http://" + ops
+		serve.Env = append(serve.Env, "PLINTH_METRICS_ADDR="+ops)
+	}
 	if err := b.spawn(ctx, nPlinth, b.dir, "http://"+addr+"/v1/health", serve); err != nil {
 		return err
 	}
@@ -478,7 +495,15 @@ func (b *bench) measure(ctx context.Context) error {
 				if rt.req(t, 0) == nil {
 					continue
 				}
+				var profiled chan error
+				if b.ops != "" && t.name == nPlinth && round == b.o.rounds-1 {
+					profiled = make(chan error, 1)
+					go func() { profiled <- b.cpuProfile(ctx, rt.name) }()
+				}
 				l, err := b.drive(ctx, t, rt)
+				if profiled != nil {
+					err = errors.Join(err, <-profiled)
+				}
 				if err != nil {
 					return fmt.Errorf("%s on %s: %w", rt.name, t.name, err)
 				}
@@ -489,6 +514,38 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 	b.print(os.Stdout, routes, res)
 	return nil
+}
+
+// cpuProfile writes the CPU profile of Plinth over most of one load's
+// duration to the -profile directory, named after the route.
+func (b *bench) cpuProfile(ctx context.Context, route string) error {
+	secs := max(1, int(b.o.duration/time.Second)-1)
+	req, err := http.NewRequestWithContext(ctx, "GET", b.ops+"/debug/pprof/profile?seconds="+strconv.Itoa(secs), nil)
+	if err != nil {
+		return err
+	}
+	res, err := b.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("CPU profile: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		return fmt.Errorf("CPU profile: %s", res.Status)
+	}
+	if err := os.MkdirAll(b.o.profile, 0o755); err != nil {
+		return err
+	}
+	name := fileName(route)
+	f, err := os.Create(filepath.Join(b.o.profile, name+".pprof"))
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, res.Body); err != nil {
+		f.Close()
+		return err
+	}
+	log.Printf("CPU profile of %s in %s", route, f.Name())
+	return f.Close()
 }
 
 // drive loads rt on t with conns connections for the round's duration.

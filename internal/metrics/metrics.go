@@ -71,10 +71,14 @@ func New() *Metrics {
 }
 
 // Handler serves the registry in the Prometheus text (or negotiated)
-// format. With a token, only a request bearing it is answered; the
-// comparison takes the same time wherever the tokens differ.
+// format, behind Protect(token).
 func (m *Metrics) Handler(token string) http.Handler {
-	h := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+	return Protect(token, promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+}
+
+// Protect answers only a request bearing token (none needed when it is
+// empty); the comparison takes the same time wherever the tokens differ.
+func Protect(token string, h http.Handler) http.Handler {
 	if token == "" {
 		return h
 	}
