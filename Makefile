@@ -38,8 +38,8 @@ bench-scale: build ## the cost of N idle projects on one shard (N=10000; docs/pe
 
 ROUNDS ?= 3
 BASELINE ?=
-bench-http: build ## Plinth against a bare net/http + pgx handler and PocketBase (BASELINE=an older plinth binary; docs/performance.md)
-	$(GO) run ./cmd/benchhttp -plinth $(BIN) -rounds $(ROUNDS) $(if $(BASELINE),-baseline $(BASELINE))
+bench-http: build ## Plinth against a bare net/http + pgx handler and PocketBase (BASELINE=an older plinth binary, PROFILE=a directory for CPU profiles; docs/performance.md)
+	$(GO) run ./cmd/benchhttp -plinth $(BIN) -rounds $(ROUNDS) $(if $(BASELINE),-baseline $(BASELINE)) $(if $(PROFILE),-profile $(PROFILE))
 
 fmt: ## format the code
 	gofmt -w .

@@ -21,6 +21,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/pgcluster"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/provisioning"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // The life of a process: its database, migrations, and serving. cmd/plinth
@@ -93,6 +94,7 @@ func OpenDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger) (
 		pcfg.MaxConns = int32(max(20, 4*runtime.NumCPU()))
 	}
 	pcfg.MaxConnLifetime, pcfg.MaxConnLifetimeJitter, pcfg.MaxConnIdleTime = connLifetime, connLifetimeJitter, connIdleTime
+	tenant.ConfigurePool(pcfg)
 	if db.Pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 		db.Close(logger)
 		return nil, err

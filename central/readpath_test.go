@@ -19,6 +19,7 @@ import (
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/pgtest"
 	"github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // beginCounter counts the transactions a pool opens: pgx sends BEGIN
@@ -61,6 +62,7 @@ func countingServer(t *testing.T, env *apitest.Env, maxConns int32) (*central.Se
 	begins := &beginCounter{}
 	cfg.ConnConfig.Tracer = begins
 	cfg.MaxConns = maxConns
+	tenant.ConfigurePool(cfg)
 	ctx := context.Background()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

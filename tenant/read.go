@@ -68,7 +68,7 @@ func (s *Scope) ReadBatch(ctx context.Context, b *ReadBatch) error {
 	if err != nil {
 		return err
 	}
-	c, err := s.pool.Acquire(ctx)
+	c, err := s.pool.Acquire(acquireCtx(ctx))
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ type readResult struct {
 }
 
 func readBatch(ctx context.Context, conn *pgx.Conn, path string, b *ReadBatch) error {
-	pl, expect, err := sendBatch(ctx, conn, path, b.queries)
+	pl, expect, session, err := sendBatch(ctx, conn, path, b.queries)
 	if err != nil {
 		return err
 	}
@@ -122,15 +122,23 @@ func readBatch(ctx context.Context, conn *pgx.Conn, path string, b *ReadBatch) e
 			return err
 		}
 	}
-	return pl.Close()
+	if err := pl.Close(); err != nil {
+		return err
+	}
+	if session {
+		bound(conn, path)
+	}
+	return nil
 }
 
 // sendBatch sends queries under the search_path path as one pipeline,
-// after the statement that sets it, and returns the pipeline with what to
-// expect back from it. The binding is a prepared statement of the
-// connection like the queries, so PostgreSQL parses and plans it once per
-// connection, not once per read.
-func sendBatch(ctx context.Context, conn *pgx.Conn, path string, queries []batchQuery) (*pgconn.Pipeline, []readResult, error) {
+// after the statement that sets it when the connection is not bound to
+// path already (see binding), and returns the pipeline with what to
+// expect back from it, and whether the read leaves the binding on the
+// connection (bound records it once the read succeeded). The binding is
+// a prepared statement of the connection like the queries, so
+// PostgreSQL parses and plans it once per connection, not once per read.
+func sendBatch(ctx context.Context, conn *pgx.Conn, path string, queries []batchQuery) (pl *pgconn.Pipeline, expect []readResult, session bool, err error) {
 	tm := conn.TypeMap()
 	pc := conn.PgConn()
 	stmts, _ := pc.CustomData()[readStatementsKey].(map[string]*readStatement)
@@ -148,12 +156,12 @@ func sendBatch(ctx context.Context, conn *pgx.Conn, path string, queries []batch
 		for i, a := range bq.args {
 			var err error
 			if oids[q][i], vals[q][i], err = encodeArg(tm, a); err != nil {
-				return nil, nil, err
+				return nil, nil, false, err
 			}
 		}
 	}
-	pl := pc.StartPipeline(ctx)
-	expect := make([]readResult, 0, 1+len(queries))
+	pl = pc.StartPipeline(ctx)
+	expect = make([]readResult, 0, 1+len(queries))
 	send := func(sql string, vals [][]byte, oids []uint32, query int) {
 		st, ok := stmts[sql]
 		switch {
@@ -176,19 +184,22 @@ func sendBatch(ctx context.Context, conn *pgx.Conn, path string, queries []batch
 			expect = append(expect, readResult{query: query})
 		}
 	}
-	send(bindSQL, [][]byte{[]byte(path)}, bindOIDs, -1)
+	bind, session := binding(conn, path)
+	if bind != "" {
+		send(bind, [][]byte{[]byte(path)}, bindOIDs, -1)
+	}
 	for q, bq := range queries {
 		send(bq.sql, vals[q], oids[q], q)
 	}
 	if err := pl.Sync(); err != nil {
 		pl.Close()
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	return pl, expect, nil
+	return pl, expect, session, nil
 }
 
-// bindOIDs are the parameter types of bindSQL as a read sends it: text,
-// typed by PostgreSQL.
+// bindOIDs are the parameter types of a read's binding: text, typed by
+// PostgreSQL.
 var bindOIDs = []uint32{0}
 
 // nextResult reads the answer e of pl: the rows of a query, or nil for
@@ -284,7 +295,7 @@ func (r reader) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, e
 	if err != nil {
 		return nil, err
 	}
-	c, err := r.s.pool.Acquire(ctx)
+	c, err := r.s.pool.Acquire(acquireCtx(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +317,7 @@ func (r reader) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, e
 // the statement itself (one ReadBatch sends again) comes back here, not
 // from the rows.
 func stream(ctx context.Context, conn *pgx.Conn, path, sql string, args []any) (*streamRows, error) {
-	pl, expect, err := sendBatch(ctx, conn, path, []batchQuery{{sql: sql, args: args}})
+	pl, expect, session, err := sendBatch(ctx, conn, path, []batchQuery{{sql: sql, args: args}})
 	if err != nil {
 		return nil, err
 	}
@@ -320,6 +331,9 @@ func stream(ctx context.Context, conn *pgx.Conn, path, sql string, args []any) (
 			continue
 		}
 		sr := &streamRows{Rows: rows, pl: pl, first: rows.Next()}
+		if session {
+			sr.conn, sr.path = conn, path
+		}
 		if !sr.first {
 			if err := rows.Err(); err != nil {
 				rows.Close()
@@ -338,6 +352,8 @@ func stream(ctx context.Context, conn *pgx.Conn, path, sql string, args []any) (
 type streamRows struct {
 	pgx.Rows
 	pl      *pgconn.Pipeline
+	conn    *pgx.Conn // with path: the read leaves its binding on conn (bound, once it succeeded)
+	path    string
 	release func()
 	first   bool // the first row is read already (stream), not yet handed out
 	closed  bool
@@ -367,6 +383,9 @@ func (r *streamRows) Close() {
 	r.Rows.Close()
 	if err := r.pl.Close(); err != nil {
 		r.err = err
+	}
+	if r.conn != nil && r.err == nil && r.Rows.Err() == nil {
+		bound(r.conn, r.path)
 	}
 	r.release()
 }

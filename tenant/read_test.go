@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -178,6 +179,111 @@ func TestReadBatchIsolation(t *testing.T) {
 	}
 	if path != `"$user", public` {
 		t.Fatalf("the connection kept search_path %q", path)
+	}
+}
+
+// TestReadKeepsBinding: on a pool set up by tenant.ConfigurePool, a read
+// leaves its project's search_path on the connection, so the next read of
+// that project on it sends no binding (fewer bytes than a read after
+// another project's), and reads alternating between projects, failing,
+// or interleaved with transactions each see their own schema; any other
+// acquisition of the connection finds the search_path it started with.
+// On a pool not set up so, each read binds for itself and leaves nothing.
+func TestReadKeepsBinding(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	a, b := env.NewProject("build"), env.NewProject("build")
+	for _, p := range []*apitest.Project{a, b} {
+		env.Do("PUT", "/v1/content/k", p.Key, map[string]any{"value": "k of " + p.ID}).Expect(t, 200)
+	}
+	if len(a.Schema) != len(b.Schema) {
+		t.Skip("the byte comparison wants schema names of one length") // never: consecutive projects
+	}
+	ctx := context.Background()
+	const value = `SELECT value, current_schema() FROM content_values WHERE key = $1`
+	read := func(pool *pgxpool.Pool, p *apitest.Project) {
+		t.Helper()
+		s, err := tenant.NewScope(pool, p.Project, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var k, schema string
+		if err := s.Reader().QueryRow(ctx, value, "k").Scan(&k, &schema); err != nil || k != "k of "+p.ID || schema != p.Schema {
+			t.Fatalf("project %s read %q in %q: %v", p.ID, k, schema, err)
+		}
+	}
+	startPath := func(pool *pgxpool.Pool) {
+		t.Helper()
+		var path string
+		if err := pool.QueryRow(ctx, `SELECT current_setting('search_path')`).Scan(&path); err != nil {
+			t.Fatal(err)
+		}
+		if path != `"$user", public` {
+			t.Fatalf("another acquisition found search_path %q", path)
+		}
+	}
+
+	pool, rt := pgtest.CountingPool(t, env.DB)
+	read(pool, a)
+	read(pool, b) // both statements prepared
+	sent := func(p *apitest.Project) int64 {
+		before := rt.Sent()
+		read(pool, p)
+		return rt.Sent() - before
+	}
+	afterOther := sent(a) // after b's read: binds
+	afterSame := sent(a)  // after a's: bound already
+	if afterSame >= afterOther {
+		t.Fatalf("a read after the same project's sent %d bytes, after another's %d: the binding was sent again", afterSame, afterOther)
+	}
+	startPath(pool)
+	if n := sent(a); n != afterOther {
+		t.Fatalf("a read after another acquisition sent %d bytes, want %d (a binding)", n, afterOther)
+	}
+	for _, p := range []*apitest.Project{b, b, a, b, a, a} {
+		read(pool, p)
+		// A failing read: its binding is rolled back with it.
+		s, _ := tenant.NewScope(pool, p.Project, nil)
+		if err := s.Reader().QueryRow(ctx, `SELECT (1/0)::text`).Scan(new(string)); err == nil {
+			t.Fatal("1/0 answered")
+		}
+		read(pool, p)
+		if err := s.Tx(ctx, func(tx pgx.Tx) error {
+			var schema string
+			if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil || schema != p.Schema {
+				return fmt.Errorf("transaction of %s in %q: %v", p.ID, schema, err)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		read(pool, []*apitest.Project{a, b}[rand.IntN(2)])
+	}
+	startPath(pool)
+
+	// A pool without ConfigurePool: every read binds for itself.
+	cfg, err := pgxpool.ParseConfig(env.DB.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	plain, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	for _, p := range []*apitest.Project{a, a, b, a} {
+		read(plain, p)
+		c, err := plain.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var path string
+		err = c.QueryRow(ctx, `SELECT current_setting('search_path')`).Scan(&path)
+		c.Release()
+		if err != nil || path != `"$user", public` {
+			t.Fatalf("a read on a plain pool left search_path %q: %v", path, err)
+		}
 	}
 }
 

@@ -37,7 +37,7 @@ func (s *Scope) Tx(ctx context.Context, fn func(pgx.Tx) error) error {
 		return err
 	}
 	hook, _ := ctx.Value(commitHookKey).(CommitHook)
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.pool.Acquire(acquireCtx(ctx))
 	if err != nil {
 		return err
 	}

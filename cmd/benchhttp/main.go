@@ -96,6 +96,7 @@ type bench struct {
 	dbURL   string
 	targets []*target
 	pbID    string // the PocketBase record
+	pgPid   int    // the cluster's postmaster, root of its backends
 	ops     string // Plinth's operators' listener, with -profile
 }
 
@@ -103,6 +104,7 @@ type bench struct {
 type target struct {
 	name string
 	base string
+	pid  int // the root of its processes, whose CPU time is its own
 }
 
 // Server names.
@@ -235,7 +237,7 @@ func (b *bench) start(ctx context.Context) error {
 	if err := b.spawn(ctx, nPlinth, b.dir, "http://"+addr+"/v1/health", serve); err != nil {
 		return err
 	}
-	b.targets = append(b.targets, &target{nPlinth, "http://" + addr})
+	b.targets = append(b.targets, &target{nPlinth, "http://" + addr, serve.Process.Pid})
 	raw, err := os.ReadFile(filepath.Join(b.dir, ".plinth", "demo_key"))
 	if err != nil {
 		return fmt.Errorf("the demo key: %w", err)
@@ -263,7 +265,7 @@ func (b *bench) start(ctx context.Context) error {
 		if err := b.spawn(ctx, nBaseline, dir, "http://"+addr+"/v1/health", cmd); err != nil {
 			return err
 		}
-		b.targets = append(b.targets, &target{nBaseline, "http://" + addr})
+		b.targets = append(b.targets, &target{nBaseline, "http://" + addr, cmd.Process.Pid})
 	}
 
 	if addr, err = free(); err != nil {
@@ -277,7 +279,7 @@ func (b *bench) start(ctx context.Context) error {
 	if err := b.spawn(ctx, nBare, b.dir, "http://"+addr+"/health", cmd); err != nil {
 		return err
 	}
-	b.targets = append(b.targets, &target{nBare, "http://" + addr})
+	b.targets = append(b.targets, &target{nBare, "http://" + addr, cmd.Process.Pid})
 
 	if b.o.pocketbase != "" {
 		if err := b.startPocketBase(ctx); err != nil {
@@ -298,6 +300,9 @@ func (b *bench) databaseURL() (string, error) {
 	}
 	port, err := strconv.Atoi(strings.TrimSpace(lines[3]))
 	if err != nil {
+		return "", err
+	}
+	if b.pgPid, err = strconv.Atoi(strings.TrimSpace(lines[0])); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/plinth?sslmode=disable", port), nil
@@ -408,7 +413,7 @@ func (b *bench) startPocketBase(ctx context.Context) error {
 		return err
 	}
 	b.pbID = rec.ID
-	b.targets = append(b.targets, &target{nPB, base})
+	b.targets = append(b.targets, &target{nPB, base, cmd.Process.Pid})
 	return nil
 }
 
@@ -472,10 +477,15 @@ func (b *bench) routes() []route {
 	}
 }
 
-// load is the outcome of one server's load on one route in one round.
+// load is the outcome of one server's load on one route in one round:
+// with the CPU time per answered request of the server's processes and
+// of PostgreSQL's (every process of the cluster), which the load
+// generator's own CPU and a neighbour's load on the machine do not
+// change, where req/s moves with both.
 type load struct {
-	rate     float64
-	p50, p99 time.Duration
+	rate       float64
+	p50, p99   time.Duration
+	server, pg time.Duration
 }
 
 // measure runs the rounds and prints the table.
@@ -507,7 +517,8 @@ func (b *bench) measure(ctx context.Context) error {
 				if err != nil {
 					return fmt.Errorf("%s on %s: %w", rt.name, t.name, err)
 				}
-				log.Printf("round %d, %s, %s: %.0f req/s, p50 %s, p99 %s", round+1, rt.name, t.name, l.rate, ms(l.p50), ms(l.p99))
+				log.Printf("round %d, %s, %s: %.0f req/s, p50 %s, p99 %s, CPU %.0f + %.0f µs/req", round+1, rt.name, t.name, l.rate, ms(l.p50), ms(l.p99),
+					float64(l.server)/1e3, float64(l.pg)/1e3)
 				res[rt.name][t.name] = append(res[rt.name][t.name], l)
 			}
 		}
@@ -550,9 +561,62 @@ func (b *bench) cpuProfile(ctx context.Context, route string) error {
 
 // drive loads rt on t with conns connections for the round's duration.
 func (b *bench) drive(ctx context.Context, t *target, rt route) (load, error) {
+	cpu0, pg0 := cpuTime(t.pid), cpuTime(b.pgPid)
 	r, err := loadgen.Run(ctx, b.client, b.o.conns, b.o.duration, func(seq int64) *http.Request { return rt.req(t, seq) })
-	return load{rate: r.Rate, p50: r.P50, p99: r.P99}, err
+	if err != nil {
+		return load{}, err
+	}
+	cpu, pg := cpuTime(t.pid)-cpu0, cpuTime(b.pgPid)-pg0
+	n := time.Duration(r.Requests)
+	return load{rate: r.Rate, p50: r.P50, p99: r.P99, server: cpu / n, pg: pg / n}, nil
 }
+
+// cpuTime is the CPU time (user and system) the processes of the tree
+// rooted at pid have used, from /proc (the children it reaped included).
+func cpuTime(pid int) time.Duration {
+	type proc struct {
+		parent int
+		ticks  int64
+	}
+	procs := map[int]proc{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		p, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// pid (comm) state ppid ... utime(14) stime(15) cutime(16) cstime(17)
+		i := strings.LastIndexByte(string(raw), ')')
+		f := strings.Fields(string(raw[i+1:]))
+		if len(f) < 15 {
+			continue
+		}
+		parent, _ := strconv.Atoi(f[1])
+		var ticks int64
+		for _, s := range f[11:15] {
+			n, _ := strconv.ParseInt(s, 10, 64)
+			ticks += n
+		}
+		procs[p] = proc{parent, ticks}
+	}
+	var sum int64
+	for p, pr := range procs {
+		for q := p; q > 1; q = procs[q].parent {
+			if q == pid {
+				sum += pr.ticks
+				break
+			}
+		}
+	}
+	return time.Duration(sum) * time.Second / clockTicks
+}
+
+// clockTicks is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
+const clockTicks = 100
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
@@ -580,8 +644,11 @@ func (b *bench) print(w io.Writer, routes []route, res map[string]map[string][]l
 	p50 := func(l load) float64 { return float64(l.p50) }
 	p99 := func(l load) float64 { return float64(l.p99) }
 	fmt.Fprintf(w, "\n%d rounds of %s, %d connections, %d CPUs (median of the rounds in the ratios)\n\n", b.o.rounds, b.o.duration, b.o.conns, runtime.NumCPU())
-	fmt.Fprintln(w, "| route | server | req/s by round | p50 | p99 | req/s vs bare | p99 vs bare | target |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintln(w, "| route | server | req/s by round | p50 | p99 | CPU µs/req: server + PostgreSQL | req/s vs bare | p99 vs bare | CPU/req vs bare | target |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	cpu := func(l load) float64 { return float64(l.server + l.pg) }
+	server := func(l load) float64 { return float64(l.server) }
+	pg := func(l load) float64 { return float64(l.pg) }
 	for _, rt := range routes {
 		bare := res[rt.name][nBare]
 		for _, t := range b.targets {
@@ -593,11 +660,12 @@ func (b *bench) print(w io.Writer, routes []route, res map[string]map[string][]l
 			for i, l := range ls {
 				rates[i] = fmt.Sprintf("%.0f", l.rate)
 			}
-			vsRate, vsP99, goal := "", "", ""
+			vsRate, vsP99, vsCPU, goal := "", "", "", ""
 			if t.name != nBare && len(bare) > 0 {
 				r := median(ls, rate) / median(bare, rate)
 				q := median(ls, p99) / median(bare, p99)
 				vsRate, vsP99 = fmt.Sprintf("%.2fx", r), fmt.Sprintf("%.2fx", q)
+				vsCPU = fmt.Sprintf("%.2fx", median(ls, cpu)/median(bare, cpu))
 				if t.name == nPlinth {
 					goal = verdict(fmt.Sprintf("req/s ≥ %.2fx bare", rt.minBare), r >= rt.minBare)
 					if rt.maxP99 > 0 {
@@ -609,8 +677,9 @@ func (b *bench) print(w io.Writer, routes []route, res map[string]map[string][]l
 					}
 				}
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", rt.name, t.name, strings.Join(rates, " / "),
-				ms(time.Duration(median(ls, p50))), ms(time.Duration(median(ls, p99))), vsRate, vsP99, goal)
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.0f + %.0f | %s | %s | %s | %s |\n", rt.name, t.name, strings.Join(rates, " / "),
+				ms(time.Duration(median(ls, p50))), ms(time.Duration(median(ls, p99))),
+				median(ls, server)/1e3, median(ls, pg)/1e3, vsRate, vsP99, vsCPU, goal)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 // Result is one round: completed requests per second and latency
 // percentiles.
 type Result struct {
+	Requests int // answered with 200
 	Rate     float64
 	P50, P99 time.Duration
 }
@@ -73,7 +74,7 @@ func Run(ctx context.Context, client *http.Client, conns int, d time.Duration, n
 	}
 	slices.Sort(all)
 	pct := func(p float64) time.Duration { return all[min(len(all)-1, int(float64(len(all))*p))] }
-	return Result{Rate: float64(len(all)) / elapsed.Seconds(), P50: pct(0.5), P99: pct(0.99)}, nil
+	return Result{Requests: len(all), Rate: float64(len(all)) / elapsed.Seconds(), P50: pct(0.5), P99: pct(0.99)}, nil
 }
 
 // Call sends one JSON request (body marshalled when not nil, a bearer

@@ -28,6 +28,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/migrations"
 	"github.com/plinth-dev/plinth/provisioning"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 type server struct {
@@ -243,6 +244,7 @@ func New(t testing.TB) *DB {
 		t.Fatal(err)
 	}
 	cfg.MaxConns = 40
+	tenant.ConfigurePool(cfg) // as the server's pool is
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

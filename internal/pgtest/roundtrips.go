@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // RoundTrips counts the network round trips of a pool's connections to
@@ -17,10 +18,13 @@ import (
 // counts one each. It counts on the wire, below pgx, so it sees every
 // message whatever API sent it (pgconn batches included, which pgx's
 // tracers do not see).
-type RoundTrips struct{ n atomic.Int64 }
+type RoundTrips struct{ n, sent atomic.Int64 }
 
 // Count is the number of round trips so far.
 func (r *RoundTrips) Count() int64 { return r.n.Load() }
+
+// Sent is the number of bytes sent to PostgreSQL so far.
+func (r *RoundTrips) Sent() int64 { return r.sent.Load() }
 
 // CountingPool returns a pool of one connection to db that counts its
 // round trips. The connection is opened, and the pool's liveness ping
@@ -33,6 +37,7 @@ func CountingPool(t testing.TB, db *DB) (*pgxpool.Pool, *RoundTrips) {
 		t.Fatal(err)
 	}
 	rt := Count(cfg)
+	tenant.ConfigurePool(cfg)
 	cfg.MaxConns, cfg.MinConns = 1, 0
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
@@ -74,7 +79,9 @@ func (c *countingConn) Write(b []byte) (int, error) {
 	c.mu.Lock()
 	c.wrote = true
 	c.mu.Unlock()
-	return c.Conn.Write(b)
+	n, err := c.Conn.Write(b)
+	c.rt.sent.Add(int64(n))
+	return n, err
 }
 
 func (c *countingConn) Read(b []byte) (int, error) {
