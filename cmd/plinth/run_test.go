@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -413,4 +414,24 @@ func TestServePrivateCluster(t *testing.T) {
 	}
 	srv.stop(t)
 	notRunning()
+}
+
+// TestTuneGC: a serving process collects at GOGC=400 unless the
+// environment sets GOGC.
+func TestTuneGC(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+	tuneGC(func(string) string { return "" })
+	if got := debug.SetGCPercent(100); got != gcPercent {
+		t.Fatalf("GOGC unset: GC percent %d, want %d", got, gcPercent)
+	}
+	tuneGC(func(k string) string {
+		if k == "GOGC" {
+			return "50"
+		}
+		return ""
+	})
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("GOGC set: GC percent changed to %d", got)
+	}
 }

@@ -48,7 +48,11 @@ func New(out io.Writer, o Options) (*slog.Logger, error) {
 	default:
 		return nil, fmt.Errorf("PLINTH_LOG_FORMAT: want json or text, got %q", o.Format)
 	}
-	return slog.New(canceled{h}), nil
+	c := canceled{Handler: h}
+	if b, ok := out.(*Buffer); ok {
+		c.flush = b
+	}
+	return slog.New(c), nil
 }
 
 func isTerminal(w io.Writer) bool {
@@ -64,7 +68,12 @@ func isTerminal(w io.Writer) bool {
 // cancellation: the process (or a client) ended the work on purpose, as
 // every loop and job does when the server stops, and an operator must not
 // read ten thousand such lines as faults.
-type canceled struct{ slog.Handler }
+// It also writes a warning or an error at once when the lines wait in a
+// Buffer (flush).
+type canceled struct {
+	slog.Handler
+	flush *Buffer
+}
 
 func (h canceled) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelWarn && isCancellation(r) {
@@ -73,7 +82,13 @@ func (h canceled) Handle(ctx context.Context, r slog.Record) error {
 	if !h.Handler.Enabled(ctx, r.Level) {
 		return nil // Enabled let every warning through to be looked at
 	}
-	return h.Handler.Handle(ctx, r)
+	err := h.Handler.Handle(ctx, r)
+	if h.flush != nil && r.Level >= slog.LevelWarn {
+		if ferr := h.flush.Flush(); err == nil {
+			err = ferr
+		}
+	}
+	return err
 }
 
 func (h canceled) Enabled(ctx context.Context, l slog.Level) bool {
@@ -82,8 +97,13 @@ func (h canceled) Enabled(ctx context.Context, l slog.Level) bool {
 	return h.Handler.Enabled(ctx, l) || l >= slog.LevelWarn
 }
 
-func (h canceled) WithAttrs(as []slog.Attr) slog.Handler { return canceled{h.Handler.WithAttrs(as)} }
-func (h canceled) WithGroup(name string) slog.Handler    { return canceled{h.Handler.WithGroup(name)} }
+func (h canceled) WithAttrs(as []slog.Attr) slog.Handler {
+	return canceled{h.Handler.WithAttrs(as), h.flush}
+}
+
+func (h canceled) WithGroup(name string) slog.Handler {
+	return canceled{h.Handler.WithGroup(name), h.flush}
+}
 
 func isCancellation(r slog.Record) bool {
 	found := false

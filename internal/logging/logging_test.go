@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/plinth-dev/plinth/internal/logging"
 )
@@ -45,5 +47,85 @@ func TestLevels(t *testing.T) {
 	}
 	if _, err := logging.New(&buf, logging.Options{Level: "loud"}); err == nil || !strings.Contains(err.Error(), "PLINTH_LOG_LEVEL") {
 		t.Fatalf("bad level: %v", err)
+	}
+}
+
+// lockedBuffer is an io.Writer safe for the Buffer's timer goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+	n  int // writes
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n++
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() (string, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String(), l.n
+}
+
+// TestBuffered: a serving process's lines are written together, within
+// logging.Every of the first; a warning is written at once with the
+// lines before it; MaxBuffer bytes are written without waiting; Flush
+// writes the rest.
+func TestBuffered(t *testing.T) {
+	var out lockedBuffer
+	logs := logging.Buffered(&out)
+	b, ok := logs.(*logging.Buffer)
+	if !ok {
+		t.Fatalf("Buffered of a non-terminal is %T", logs)
+	}
+	logger, err := logging.New(logs, logging.Options{Format: "json", Level: "info"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := range 100 {
+		logger.Info("request", "n", i)
+	}
+	if s, _ := out.String(); s != "" && time.Since(start) < logging.Every {
+		t.Fatalf("lines written before the batch is due:\n%s", s)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s, n := out.String()
+		if strings.Count(s, `"msg":"request"`) == 100 {
+			if n != 1 {
+				t.Fatalf("100 lines took %d writes, want 1", n)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the batch was not written in 5 s:\n%s", s)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	logger.Info("before the warning")
+	logger.Warn("disk almost full")
+	if s, _ := out.String(); !strings.Contains(s, "before the warning") || !strings.Contains(s, "disk almost full") {
+		t.Fatalf("a warning waited:\n%s", s)
+	}
+
+	_, before := out.String()
+	if _, err := logs.Write(bytes.Repeat([]byte("x"), logging.MaxBuffer)); err != nil {
+		t.Fatal(err)
+	}
+	if _, n := out.String(); n != before+1 {
+		t.Fatalf("MaxBuffer bytes waited (%d writes, want %d)", n, before+1)
+	}
+
+	logger.Info("last line")
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := out.String(); !strings.HasSuffix(s, "\"msg\":\"last line\"}\n") {
+		t.Fatalf("Flush left the last line waiting:\n%s", s[max(0, len(s)-200):])
 	}
 }
