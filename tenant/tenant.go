@@ -108,6 +108,20 @@ type Sealer interface {
 	Sealed() bool
 }
 
+// A Guarded finisher is a Sealer whose Sealed is a bet it cannot check
+// before the transaction's end (that no webhook endpoint wants its
+// events): Guard queues, after every finisher's statements (behind a
+// savepoint), the statement that fails when the bet is lost, and Lost
+// tells whether err is that failure, and makes the finisher unsealed. The
+// transaction then goes back to the savepoint, finishes it as unsealed
+// (Queue and Finish in the transaction), and commits.
+type Guarded interface {
+	Finisher
+	Sealer
+	Guard(b *pgx.Batch)
+	Lost(err error) bool
+}
+
 // Finish runs finishers in tx now: their statements in one batch, then
 // each Finish in order. It is how work kept for the end runs in a
 // transaction that is not Scope.Tx's (AtCommit answered false).

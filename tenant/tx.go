@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -66,32 +67,18 @@ func (s *Scope) run(ctx context.Context, t *lazyTx, fn func(pgx.Tx) error, hook 
 	}
 	fs := make([]Finisher, len(t.finishers))
 	sealed := hook == nil
+	var guarded []Guarded
 	for i, kf := range t.finishers {
 		fs[i] = kf.v
 		if sl, ok := kf.v.(Sealer); !ok || !sl.Sealed() {
 			sealed = false
 		}
+		if g, ok := kf.v.(Guarded); ok {
+			guarded = append(guarded, g)
+		}
 	}
 	if sealed && len(fs) > 0 {
-		b := &pgx.Batch{}
-		for _, f := range fs {
-			f.Queue(b)
-		}
-		b.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error {
-			if ct.String() == "ROLLBACK" {
-				return pgx.ErrTxCommitRollback
-			}
-			return nil
-		})
-		if err := t.SendBatch(ctx, b).Close(); err != nil {
-			return false, err
-		}
-		for _, f := range fs {
-			if err := f.Finish(ctx, nil); err != nil {
-				return true, fmt.Errorf("tenant: a sealed finisher failed after the commit: %w", err)
-			}
-		}
-		return true, nil
+		return s.sealed(ctx, t, fs, guarded)
 	}
 	if len(fs) > 0 {
 		if err := Finish(ctx, t, fs...); err != nil {
@@ -104,6 +91,72 @@ func (s *Scope) run(ctx context.Context, t *lazyTx, fn func(pgx.Tx) error, hook 
 		return false, hook(ctx, s, t)
 	}
 	return false, nil
+}
+
+// guardSavepoint is where a transaction goes back to when a guard fails.
+const guardSavepoint = "plinth_guard"
+
+// sealed ends t in one pipeline: the finishers' statements, then, when
+// some are guarded, a savepoint and their guards, then COMMIT. When a
+// guard fails, t goes back to the savepoint, that finisher (Lost: no
+// longer sealed) finishes as an unsealed one does, and t commits; the
+// others finish after the commit as sealed ones do. The transaction's
+// prefetch is not sent with the pipeline: every finisher decided without
+// it.
+func (s *Scope) sealed(ctx context.Context, t *lazyTx, fs []Finisher, guarded []Guarded) (committed bool, err error) {
+	b := &pgx.Batch{}
+	for _, f := range fs {
+		f.Queue(b)
+	}
+	if len(guarded) > 0 {
+		n := b.Len()
+		b.Queue("SAVEPOINT " + guardSavepoint)
+		for _, g := range guarded {
+			g.Guard(b)
+		}
+		if b.Len() == n+1 {
+			b.QueuedQueries = b.QueuedQueries[:n] // no guard had a bet to check
+		}
+	}
+	b.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error {
+		if ct.String() == "ROLLBACK" {
+			return pgx.ErrTxCommitRollback
+		}
+		return nil
+	})
+	if t.tx == nil {
+		t.pre = nil
+	}
+	err = t.SendBatch(ctx, b).Close()
+	var lost []Finisher
+	for _, g := range guarded {
+		if err != nil && g.Lost(err) {
+			lost = append(lost, g)
+		}
+	}
+	if err != nil && len(lost) == 0 {
+		return false, err
+	}
+	if len(lost) > 0 {
+		if _, err := t.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+guardSavepoint); err != nil {
+			return false, err
+		}
+		if err := Finish(ctx, t, lost...); err != nil {
+			return false, err
+		}
+		if err := t.tx.Commit(ctx); err != nil {
+			return false, err
+		}
+	}
+	for _, f := range fs {
+		if slices.Contains(lost, f) {
+			continue
+		}
+		if err := f.Finish(ctx, nil); err != nil {
+			return true, fmt.Errorf("tenant: a sealed finisher failed after the commit: %w", err)
+		}
+	}
+	return true, nil
 }
 
 // lazyTx is the transaction Scope.Tx hands its function: a pgx.Tx that
@@ -162,6 +215,18 @@ func Fetch(ctx context.Context, tx pgx.Tx, key any) (v any, ok bool, err error) 
 		return nil, false, err
 	}
 	return t.fetched, true, nil
+}
+
+// Prefetched returns what the prefetch named key read in tx when tx has
+// begun, so that it is known without a round trip (ok); ok is false
+// otherwise (Fetch would begin it), and when tx is not a transaction of
+// Scope.Tx with that prefetch.
+func Prefetched(tx pgx.Tx, key any) (v any, ok bool) {
+	t, isLazy := tx.(*lazyTx)
+	if !isLazy || t.pre == nil || t.pre.Key != key || t.tx == nil {
+		return nil, false
+	}
+	return t.fetched, true
 }
 
 // send sends b, behind BEGIN, the binding and the prefetch when the

@@ -14,9 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -83,7 +85,13 @@ type Envelope struct {
 }
 
 // Outbox writes events and their deliveries inside callers' transactions.
-type Outbox struct{ river *queue.Client }
+type Outbox struct {
+	river *queue.Client
+	// wanted holds the projects (by id) whose active endpoints this
+	// process last saw want events: their transactions read the
+	// endpoints as they begin rather than bet that none does.
+	wanted sync.Map
+}
 
 // NewOutbox returns an outbox inserting delivery jobs through c (which
 // need not work jobs itself).
@@ -102,7 +110,12 @@ func NewOutbox(c *queue.Client) *Outbox { return &Outbox{river: c} }
 // them), or else are read in the round trip of its other last
 // statements: an event costs no round trip of its own unless an endpoint
 // is subscribed to it, and one nobody wants lets those statements travel
-// with COMMIT.
+// with COMMIT. A transaction that has sent nothing yet when it emits, of
+// a project whose endpoints this process has not seen want events, bets
+// that none does rather than begin to read them: its last statements
+// travel with COMMIT behind a check that fails when an endpoint wants an
+// event (webhooks_unwanted), and the transaction then goes back to before
+// the check and records the events (tenant.Guarded).
 func (o *Outbox) Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error {
 	return o.emit(ctx, tx, s, topic, func() (any, bool) { return data, true }, false)
 }
@@ -134,12 +147,22 @@ func (o *Outbox) emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic str
 		}
 		evt.raw, evt.ok, evt.data = raw, ok, nil
 	}
-	subs, known, err := tenant.Fetch(ctx, tx, o)
-	if err != nil {
-		return err
+	subs, known := tenant.Prefetched(tx, o)
+	if _, wanted := o.wanted.Load(s.Project.ID); !known && wanted {
+		var err error
+		if subs, known, err = tenant.Fetch(ctx, tx, o); err != nil {
+			return err
+		}
+	}
+	if known {
+		if subs := subs.([]subscriber); len(subs) > 0 {
+			o.wanted.Store(s.Project.ID, struct{}{})
+		} else {
+			o.wanted.Delete(s.Project.ID)
+		}
 	}
 	f, ok := tenant.AtCommit(tx, o, func() tenant.Finisher {
-		e := &emits{o: o, s: s, known: known}
+		e := &emits{o: o, s: s, known: known, bet: !known}
 		if known {
 			e.endpoints = subs.([]subscriber)
 		}
@@ -191,6 +214,9 @@ type emits struct {
 	// events' topics read again at its end, by id, with their topics.
 	endpoints []subscriber
 	known     bool
+	// bet: the endpoints are not known, and the transaction bets that
+	// none wants the events (Guard checks it before COMMIT).
+	bet bool
 }
 
 // endpointsSQL reads the active endpoints as a transaction begins. It
@@ -219,6 +245,9 @@ func (o *Outbox) Prefetch() *tenant.Prefetch {
 // recording them writes nothing, and the transaction's last statements
 // may travel with COMMIT.
 func (e *emits) Sealed() bool {
+	if e.bet {
+		return true
+	}
 	if !e.known {
 		return false
 	}
@@ -230,6 +259,39 @@ func (e *emits) Sealed() bool {
 		}
 	}
 	return true
+}
+
+// Guard queues the check of the bet: webhooks_unwanted fails (PL409)
+// when an active endpoint is subscribed to one of the events' topics.
+func (e *emits) Guard(b *pgx.Batch) {
+	if e.bet {
+		b.Queue(`SELECT webhooks_unwanted($1)`, e.topics())
+	}
+}
+
+// unwantedCode is the SQLSTATE webhooks_unwanted raises.
+const unwantedCode = "PL409"
+
+// Lost tells whether err is the bet's check failing; the events are then
+// recorded as when an endpoint was known to want them, and this
+// process's transactions of the project read the endpoints as they begin
+// from now on (until they read that none wants an event).
+func (e *emits) Lost(err error) bool {
+	var pe *pgconn.PgError
+	if !e.bet || !errors.As(err, &pe) || pe.Code != unwantedCode {
+		return false
+	}
+	e.bet, e.known = false, false
+	e.o.wanted.Store(e.s.Project.ID, struct{}{})
+	return true
+}
+
+func (e *emits) topics() []string {
+	topics := make([]string, len(e.events))
+	for i, evt := range e.events {
+		topics[i] = evt.topic
+	}
+	return topics
 }
 
 type subscriber struct {
@@ -245,11 +307,7 @@ func (e *emits) Queue(b *pgx.Batch) {
 	if e.Sealed() {
 		return
 	}
-	topics := make([]string, len(e.events))
-	for i, evt := range e.events {
-		topics[i] = evt.topic
-	}
-	b.Queue(`SELECT id, events FROM webhook_endpoints WHERE is_active AND events && $1 ORDER BY id FOR KEY SHARE`, topics).
+	b.Queue(`SELECT id, events FROM webhook_endpoints WHERE is_active AND events && $1 ORDER BY id FOR KEY SHARE`, e.topics()).
 		Query(func(rows pgx.Rows) error {
 			var err error
 			e.endpoints, err = readSubscribers(rows)
