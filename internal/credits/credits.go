@@ -216,7 +216,13 @@ func (c *charges) Queue(b *pgx.Batch) {
 	}
 	period := PeriodStart(c.s.Project.CreatedAt, time.Now())
 	p := pool(c.s)
-	b.Queue(`INSERT INTO credit_pools (pool, period_start) VALUES ($1, $2) ON CONFLICT (pool) DO NOTHING`, p, period)
+	// The pool's row is made by its first charge. The insert is tried
+	// only when the statement's snapshot has no row: an INSERT that meets
+	// the unique key of a row another charge is updating waits for that
+	// transaction to end, outside the row lock's queue, and every commit
+	// would wake every such waiter of the project.
+	b.Queue(`INSERT INTO credit_pools (pool, period_start) SELECT $1, $2
+		WHERE NOT EXISTS (SELECT FROM credit_pools WHERE pool = $1) ON CONFLICT (pool) DO NOTHING`, p, period)
 	b.Queue(chargeSQL, p, period, Allowance(c.s.Project), c.s.Test(), c.ops, c.costs, c.refs).QueryRow(func(row pgx.Row) error {
 		var made bool
 		err := row.Scan(&made)
