@@ -117,6 +117,29 @@ func TestWriteRoundTrips(t *testing.T) {
 	if after := p.Balance(t); after != before-200 {
 		t.Fatalf("balance %d after 2 writes from %d", after, before)
 	}
+	// Subscribed and short of credits: 402, and neither the value nor an
+	// event is stored.
+	ctx := context.Background()
+	setUsed := func(used int64) {
+		t.Helper()
+		if err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `UPDATE credit_pools SET plan_used = $1, topup_balance = 0 WHERE pool = 'live'`, used)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setUsed(p.Project.Limits().Credits * 100)
+	if status, _, _, body := put("hero.title", "unpaid"); status != 402 || body["balance"] != float64(0) {
+		t.Fatalf("subscribed write at balance 0: %d %v", status, body)
+	}
+	if n := p.Count(`SELECT count(*) FROM webhook_events`); n != 2 {
+		t.Fatalf("%d events after the unpaid write, want 2", n)
+	}
+	if n := p.Count(`SELECT count(*) FROM content_values WHERE value = 'unpaid'`); n != 0 {
+		t.Fatalf("the unpaid write left its value")
+	}
+	setUsed(0)
 	// The endpoint gone: one round trip again (after the write that
 	// reads, as it begins, that none is left).
 	env.Do("DELETE", "/v1/webhook-endpoints/"+ep, p.Key, nil).Expect(t, 204)
@@ -127,13 +150,7 @@ func TestWriteRoundTrips(t *testing.T) {
 
 	// A balance of nothing: 402 from the charge in the COMMIT's pipeline,
 	// and the write is not there.
-	ctx := context.Background()
-	if err := p.Scope.Tx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE credit_pools SET plan_used = $1, topup_balance = 0 WHERE pool = 'live'`, p.Project.Limits().Credits*100)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	setUsed(p.Project.Limits().Credits * 100)
 	status, _, _, body := put("new.key", "unpaid")
 	if status != 402 || body["code"] != "insufficient_credits" || body["cost"] != float64(1) || body["balance"] != float64(0) {
 		t.Fatalf("write at balance 0: %d %v", status, body)

@@ -110,11 +110,11 @@ type Sealer interface {
 
 // A Guarded finisher is a Sealer whose Sealed is a bet it cannot check
 // before the transaction's end (that no webhook endpoint wants its
-// events): Guard queues, after every finisher's statements (behind a
+// events): Guard queues, before every finisher's statements (behind a
 // savepoint), the statement that fails when the bet is lost, and Lost
 // tells whether err is that failure, and makes the finisher unsealed. The
-// transaction then goes back to the savepoint, finishes it as unsealed
-// (Queue and Finish in the transaction), and commits.
+// transaction then goes back to the savepoint, finishes every finisher as
+// unsealed ones finish (Queue and Finish in the transaction), and commits.
 type Guarded interface {
 	Finisher
 	Sealer

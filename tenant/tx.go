@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -96,27 +95,30 @@ func (s *Scope) run(ctx context.Context, t *lazyTx, fn func(pgx.Tx) error, hook 
 // guardSavepoint is where a transaction goes back to when a guard fails.
 const guardSavepoint = "plinth_guard"
 
-// sealed ends t in one pipeline: the finishers' statements, then, when
-// some are guarded, a savepoint and their guards, then COMMIT. When a
-// guard fails, t goes back to the savepoint, that finisher (Lost: no
-// longer sealed) finishes as an unsealed one does, and t commits; the
-// others finish after the commit as sealed ones do. The transaction's
-// prefetch is not sent with the pipeline: every finisher decided without
-// it.
+// sealed ends t in one pipeline: when some finishers are guarded, a
+// savepoint, their guards and its release; then the finishers'
+// statements, then COMMIT. The guards come first, so that the rows the
+// finishers lock (a value, the credit pool) are not held while they run.
+// When a guard fails, PostgreSQL runs nothing after it: t goes back to the
+// savepoint, and every finisher finishes as unsealed ones do (that one,
+// Lost, is no longer sealed), then t commits. Otherwise each finishes
+// after the commit as sealed ones do. The transaction's prefetch is not
+// sent with the pipeline: every finisher decided without it.
 func (s *Scope) sealed(ctx context.Context, t *lazyTx, fs []Finisher, guarded []Guarded) (committed bool, err error) {
 	b := &pgx.Batch{}
-	for _, f := range fs {
-		f.Queue(b)
-	}
 	if len(guarded) > 0 {
-		n := b.Len()
 		b.Queue("SAVEPOINT " + guardSavepoint)
 		for _, g := range guarded {
 			g.Guard(b)
 		}
-		if b.Len() == n+1 {
-			b.QueuedQueries = b.QueuedQueries[:n] // no guard had a bet to check
+		if b.Len() == 1 {
+			b.QueuedQueries = nil // no guard had a bet to check
+		} else {
+			b.Queue("RELEASE SAVEPOINT " + guardSavepoint)
 		}
+	}
+	for _, f := range fs {
+		f.Queue(b)
 	}
 	b.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error {
 		if ct.String() == "ROLLBACK" {
@@ -128,30 +130,25 @@ func (s *Scope) sealed(ctx context.Context, t *lazyTx, fs []Finisher, guarded []
 		t.pre = nil
 	}
 	err = t.SendBatch(ctx, b).Close()
-	var lost []Finisher
+	lost := false
 	for _, g := range guarded {
 		if err != nil && g.Lost(err) {
-			lost = append(lost, g)
+			lost = true
 		}
 	}
-	if err != nil && len(lost) == 0 {
-		return false, err
-	}
-	if len(lost) > 0 {
+	switch {
+	case lost:
 		if _, err := t.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+guardSavepoint); err != nil {
 			return false, err
 		}
-		if err := Finish(ctx, t, lost...); err != nil {
+		if err := Finish(ctx, t, fs...); err != nil {
 			return false, err
 		}
-		if err := t.tx.Commit(ctx); err != nil {
-			return false, err
-		}
+		return true, t.tx.Commit(ctx)
+	case err != nil:
+		return false, err
 	}
 	for _, f := range fs {
-		if slices.Contains(lost, f) {
-			continue
-		}
 		if err := f.Finish(ctx, nil); err != nil {
 			return true, fmt.Errorf("tenant: a sealed finisher failed after the commit: %w", err)
 		}
