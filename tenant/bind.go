@@ -46,8 +46,9 @@ func acquireCtx(ctx context.Context) context.Context {
 // pool may leave their binding on a connection (see above): each new
 // connection is marked as able to, and a connection bound to a project is
 // reset (RESET search_path, to what it started with) before anything but
-// this package's reads and transactions acquires it. The hooks cfg has
-// already run first.
+// this package's reads and transactions acquires it. The AfterConnect and
+// PrepareConn hooks cfg has already run first (PrepareConn replaces the
+// deprecated BeforeAcquire, which pgxpool then ignores).
 func ConfigurePool(cfg *pgxpool.Config) {
 	connected := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
@@ -60,10 +61,6 @@ func ConfigurePool(cfg *pgxpool.Config) {
 		return nil
 	}
 	prepare := cfg.PrepareConn
-	if prepare == nil && cfg.BeforeAcquire != nil {
-		before := cfg.BeforeAcquire
-		prepare = func(ctx context.Context, c *pgx.Conn) (bool, error) { return before(ctx, c), nil }
-	}
 	cfg.PrepareConn = func(ctx context.Context, c *pgx.Conn) (bool, error) {
 		if prepare != nil {
 			if ok, err := prepare(ctx, c); !ok || err != nil {
