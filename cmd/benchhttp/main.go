@@ -130,7 +130,14 @@ func run(ctx context.Context, o options) (err error) {
 			return err
 		}
 		if !o.keep {
-			defer os.RemoveAll(b.dir)
+			defer func() {
+				// As root, plinth serve keeps its cluster under the
+				// postgres user's home, linked from .plinth/pg.
+				if real, err := os.Readlink(filepath.Join(b.dir, ".plinth", "pg")); err == nil {
+					_ = os.RemoveAll(real)
+				}
+				_ = os.RemoveAll(b.dir)
+			}()
 		}
 	}
 	log.Printf("working directory %s", b.dir)
