@@ -25,7 +25,13 @@ import (
 // scrape fetches /metrics of base with an optional bearer token.
 func scrape(t *testing.T, base, token string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest("GET", base+"/metrics", nil)
+	return getBearer(t, base+"/metrics", token)
+}
+
+// getBearer fetches url with an optional bearer token.
+func getBearer(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,19 +168,7 @@ func TestOpsHandler(t *testing.T) {
 	env := apitest.New(t, apitest.WithEnv("PLINTH_METRICS_TOKEN", "scrape-token", "PLINTH_METRICS_ADDR", "127.0.0.1:1"))
 	ops := httptest.NewServer(env.Server.OpsHandler())
 	defer ops.Close()
-	get := func(base, path, token string) (int, []byte) {
-		req, _ := http.NewRequest("GET", base+path, nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		body, _ := io.ReadAll(res.Body)
-		return res.StatusCode, body
-	}
+	get := func(base, path, token string) (int, string) { return getBearer(t, base+path, token) }
 	for _, c := range []struct {
 		path, token string
 		want        int

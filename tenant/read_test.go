@@ -196,9 +196,6 @@ func TestReadKeepsBinding(t *testing.T) {
 	for _, p := range []*apitest.Project{a, b} {
 		env.Do("PUT", "/v1/content/k", p.Key, map[string]any{"value": "k of " + p.ID}).Expect(t, 200)
 	}
-	if len(a.Schema) != len(b.Schema) {
-		t.Skip("the byte comparison wants schema names of one length") // never: consecutive projects
-	}
 	ctx := context.Background()
 	const value = `SELECT value, current_schema() FROM content_values WHERE key = $1`
 	read := func(pool *pgxpool.Pool, p *apitest.Project) {

@@ -27,10 +27,13 @@ const bindSQL = "SELECT set_config('search_path', $1, true)"
 // finishers' statements and COMMIT travel in one pipeline too: the row
 // the transaction locks last (the credit pool's, which every write of the
 // project updates) is then held for that pipeline's work in PostgreSQL,
-// not across a round trip to this process and back. A write of one
-// statement and a charge is two round trips. The binding ends with the
-// transaction, so a pooled connection never keeps a project's
-// search_path.
+// not across a round trip to this process and back. A write whose
+// statements are all kept for the end (a content value and its charge)
+// is one round trip: BEGIN, the binding and the end's pipeline; and the
+// prefetch is left out of it, as no finisher waits for its answer. The
+// binding is SET LOCAL: it ends with the transaction, and the
+// search_path a read may have left on the connection (see ConfigurePool)
+// is what holds after it.
 func (s *Scope) Tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	path, err := s.searchPath()
 	if err != nil {
