@@ -162,3 +162,33 @@ func TestWriteRoundTrips(t *testing.T) {
 		t.Fatalf("second write at balance 0: %d", status)
 	}
 }
+
+// TestBetWithCommitHook: a write that bets that no endpoint wants its
+// event but whose end is not sealed (an Idempotency-Key's commit hook
+// runs before COMMIT) gives the bet up and reads the endpoints: on a
+// process that has not seen the project's endpoint, the event is stored
+// with its delivery and River job all the same.
+func TestBetWithCommitHook(t *testing.T) {
+	t.Parallel()
+	rc := webhooktest.NewTLS(t, nil)
+	env := apitest.New(t, apitest.WithRootCAs(rc.RootCAs()))
+	p := env.NewProject("build")
+	srv, _, _ := countingServer(t, env, 4)
+	webhooktest.Endpoint(t, env, p.Key, rc.URL, "content.changed")
+	raw, _ := json.Marshal(map[string]any{"value": "Signed"})
+	req := httptest.NewRequest("PUT", "/v1/content/sdk.hooked", bytes.NewReader(raw))
+	req.Header.Set("Authorization", "Bearer "+p.Key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "put-once")
+	rec := httptest.NewRecorder()
+	srv.Handler.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Fatalf("idempotent write: %d %s", rec.Code, rec.Body)
+	}
+	if n := p.Count(`SELECT count(*) FROM webhook_events e JOIN webhook_deliveries d ON d.event_id = e.id WHERE e.type = 'content.changed'`); n != 1 {
+		t.Fatalf("%d deliveries of the event, want 1", n)
+	}
+	if jobs := env.RiverJobs(t, "webhook.deliver", map[string]any{"project_id": p.ID}); len(jobs) != 1 {
+		t.Fatalf("%d delivery jobs, want 1", len(jobs))
+	}
+}

@@ -215,8 +215,9 @@ type emits struct {
 	endpoints []subscriber
 	known     bool
 	// bet: the endpoints are not known, and the transaction bets that
-	// none wants the events (Guard checks it before COMMIT).
-	bet bool
+	// none wants the events (Guard checks it before COMMIT); guarded: the
+	// check is queued.
+	bet, guarded bool
 }
 
 // endpointsSQL reads the active endpoints as a transaction begins. It
@@ -266,6 +267,7 @@ func (e *emits) Sealed() bool {
 func (e *emits) Guard(b *pgx.Batch) {
 	if e.bet {
 		b.Queue(`SELECT webhooks_unwanted($1)`, e.topics())
+		e.guarded = true
 	}
 }
 
@@ -300,10 +302,15 @@ type subscriber struct {
 }
 
 // Queue reads the endpoints subscribed to the events' topics, unless the
-// prefetch told that none is. FOR KEY SHARE keeps a concurrent endpoint
-// deletion from failing the caller's transaction on the deliveries'
-// foreign key.
+// prefetch told that none is, or a guard checks the bet that none is. A
+// bet no guard checks (the transaction's end is not sealed: a commit
+// hook, a finisher that is not) is given up for the read. FOR KEY SHARE
+// keeps a concurrent endpoint deletion from failing the caller's
+// transaction on the deliveries' foreign key.
 func (e *emits) Queue(b *pgx.Batch) {
+	if e.bet && !e.guarded {
+		e.bet = false
+	}
 	if e.Sealed() {
 		return
 	}

@@ -4,7 +4,7 @@
 // directory. It listens on a free loopback port; its demo project and key
 // are read from what it prints on its first start.
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readlinkSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -70,6 +70,13 @@ export async function startPlinth() {
       const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
       await exited;
       clearTimeout(timer);
+    }
+    // As root, plinth serve keeps its cluster under the postgres user's
+    // home, linked from .plinth/pg: it goes with the directory.
+    try {
+      rmSync(readlinkSync(join(dir, ".plinth", "pg")), { recursive: true, force: true });
+    } catch {
+      // not relocated
     }
     rmSync(dir, { recursive: true, force: true });
   };
