@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
 )
@@ -37,13 +38,8 @@ func TestWriteRoundTrips(t *testing.T) {
 	srv, rt, begins := countingServer(t, env, 4)
 	put := func(key, value string) (status int, trips, txs int64, body map[string]any) {
 		t.Helper()
-		raw, _ := json.Marshal(map[string]any{"value": value})
-		req := httptest.NewRequest("PUT", "/v1/content/"+key, bytes.NewReader(raw))
-		req.Header.Set("Authorization", "Bearer "+p.Key)
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
 		t0, b0 := rt.Count(), begins.n.Load()
-		srv.Handler.ServeHTTP(rec, req)
+		rec := putValue(srv, p.Key, key, value, "")
 		_ = json.Unmarshal(rec.Body.Bytes(), &body)
 		return rec.Code, rt.Count() - t0, begins.n.Load() - b0, body
 	}
@@ -175,14 +171,7 @@ func TestBetWithCommitHook(t *testing.T) {
 	p := env.NewProject("build")
 	srv, _, _ := countingServer(t, env, 4)
 	webhooktest.Endpoint(t, env, p.Key, rc.URL, "content.changed")
-	raw, _ := json.Marshal(map[string]any{"value": "Signed"})
-	req := httptest.NewRequest("PUT", "/v1/content/sdk.hooked", bytes.NewReader(raw))
-	req.Header.Set("Authorization", "Bearer "+p.Key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", "put-once")
-	rec := httptest.NewRecorder()
-	srv.Handler.ServeHTTP(rec, req)
-	if rec.Code != 200 {
+	if rec := putValue(srv, p.Key, "sdk.hooked", "Signed", "put-once"); rec.Code != 200 {
 		t.Fatalf("idempotent write: %d %s", rec.Code, rec.Body)
 	}
 	if n := p.Count(`SELECT count(*) FROM webhook_events e JOIN webhook_deliveries d ON d.event_id = e.id WHERE e.type = 'content.changed'`); n != 1 {
@@ -191,4 +180,19 @@ func TestBetWithCommitHook(t *testing.T) {
 	if jobs := env.RiverJobs(t, "webhook.deliver", map[string]any{"project_id": p.ID}); len(jobs) != 1 {
 		t.Fatalf("%d delivery jobs, want 1", len(jobs))
 	}
+}
+
+// putValue sends PUT /v1/content/{key} with value to srv in process, with
+// an Idempotency-Key when idem is not empty.
+func putValue(srv *central.Server, apiKey, key, value, idem string) *httptest.ResponseRecorder {
+	raw, _ := json.Marshal(map[string]any{"value": value})
+	req := httptest.NewRequest("PUT", "/v1/content/"+key, bytes.NewReader(raw))
+	req.Header.Set("Authorization", "Bearer "+apiKey)
+	req.Header.Set("Content-Type", "application/json")
+	if idem != "" {
+		req.Header.Set("Idempotency-Key", idem)
+	}
+	rec := httptest.NewRecorder()
+	srv.Handler.ServeHTTP(rec, req)
+	return rec
 }
