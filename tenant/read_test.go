@@ -92,11 +92,7 @@ func TestRead(t *testing.T) {
 func TestReadBatchIsolation(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
-	a, b := env.NewProject("build"), env.NewProject("build")
-	for _, p := range []*apitest.Project{a, b} {
-		env.Do("PUT", "/v1/content/k", p.Key, map[string]any{"value": "k of " + p.ID}).Expect(t, 200)
-		env.Do("PUT", "/v1/content/j", p.Key, map[string]any{"value": "j of " + p.ID}).Expect(t, 200)
-	}
+	a, b := twoProjects(t, env, "k", "j")
 	pool, rt := pgtest.CountingPool(t, env.DB)
 	ctx := context.Background()
 	scope := func(p *apitest.Project) *tenant.Scope {
@@ -192,10 +188,7 @@ func TestReadBatchIsolation(t *testing.T) {
 func TestReadKeepsBinding(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
-	a, b := env.NewProject("build"), env.NewProject("build")
-	for _, p := range []*apitest.Project{a, b} {
-		env.Do("PUT", "/v1/content/k", p.Key, map[string]any{"value": "k of " + p.ID}).Expect(t, 200)
-	}
+	a, b := twoProjects(t, env, "k")
 	ctx := context.Background()
 	const value = `SELECT value, current_schema() FROM content_values WHERE key = $1`
 	read := func(pool *pgxpool.Pool, p *apitest.Project) {
@@ -377,4 +370,17 @@ func TestReader(t *testing.T) {
 	if path != `"$user", public` {
 		t.Fatalf("the connection kept search_path %q", path)
 	}
+}
+
+// twoProjects makes two projects of env, each with a value "<key> of
+// <project id>" for every one of keys.
+func twoProjects(t *testing.T, env *apitest.Env, keys ...string) (a, b *apitest.Project) {
+	t.Helper()
+	a, b = env.NewProject("build"), env.NewProject("build")
+	for _, p := range []*apitest.Project{a, b} {
+		for _, k := range keys {
+			env.Do("PUT", "/v1/content/"+k, p.Key, map[string]any{"value": k + " of " + p.ID}).Expect(t, 200)
+		}
+	}
+	return a, b
 }
