@@ -15,8 +15,11 @@ run: build ## start the server with embedded defaults (private Postgres, offline
 
 test: test-go test-sdk ## run every test: the Go tests, then the TypeScript SDK's
 
+# One throwaway cluster for every test binary (cmd/testdb sets
+# TEST_DATABASE_URL); go vet already ran in make lint, so go test's own
+# vet pass is off.
 test-go: ## run every Go test against a real PostgreSQL, with the race detector
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) run ./cmd/testdb $(GO) test -race -count=1 -vet=off -timeout 20m ./...
 
 # The SDK's tests start bin/plinth (built here) with its private cluster;
 # npm ci --prefix sdk/typescript installs their packages first (.ci/run does).

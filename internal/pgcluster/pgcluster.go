@@ -35,11 +35,13 @@ type Cluster struct {
 	// Without it the cluster trades them for speed: test clusters, whose
 	// data is thrown away.
 	Durable bool
-	bin     string
-	users   *os.File // held while attached (Attach)
-	cred    *syscall.Credential
-	uid     int
-	gid     int
+	// MaxConnections is the server's max_connections; 0 means 300.
+	MaxConnections int
+	bin            string
+	users          *os.File // held while attached (Attach)
+	cred           *syscall.Credential
+	uid            int
+	gid            int
 }
 
 // FindBin returns the directory holding initdb and pg_ctl: PATH first,
@@ -288,8 +290,12 @@ func (c *Cluster) Start(ctx context.Context) (started bool, err error) {
 	// minute that round alone was most of what an idle shard cost
 	// (docs/performance.md, issue 18); every 5 minutes it is a fifth, and
 	// a busy table waits at most 5 minutes longer for its vacuum.
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=128MB -c autovacuum_naptime=%s",
-		c.Port, c.Dir, AutovacuumNaptime)
+	maxConns := c.MaxConnections
+	if maxConns == 0 {
+		maxConns = 300
+	}
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=%d -c shared_buffers=128MB -c autovacuum_naptime=%s",
+		c.Port, c.Dir, maxConns, AutovacuumNaptime)
 	if !c.Durable {
 		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
 	}
