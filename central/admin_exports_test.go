@@ -214,7 +214,14 @@ func TestExportImportRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	env.Instance(apitest.WithWorkers())
 	waitExport(t, env, id, "running")
-	time.Sleep(200 * time.Millisecond)
+	// The job is blocked on the lock (not merely not there yet), and stays
+	// running while it waits.
+	pages := pgx.Identifier{src.Schema, "pages"}.Sanitize()
+	deadline := time.Now().Add(30 * time.Second)
+	for waiting := 0; waiting == 0; time.Sleep(20 * time.Millisecond) {
+		require.NoError(t, env.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE relation = to_regclass($1) AND NOT granted`, pages).Scan(&waiting))
+		require.False(t, time.Now().After(deadline), "the export job never waited for the lock on %s", pages)
+	}
 	require.Equal(t, "running", admin.adminSend(t, "GET", "/admin/api/exports/"+id, nil, "").Expect(t, 200).JSON(t)["status"])
 	require.NoError(t, lock.Rollback(ctx))
 	waitExport(t, env, id, "completed")

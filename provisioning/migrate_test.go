@@ -266,7 +266,17 @@ func TestMigrateAllWaitsForGooseLock(t *testing.T) {
 	var migrated int
 	var migErr error
 	wg.Go(func() { migrated, migErr = migrateAll(ctx, db.Pool, provisioning.Options{Migrations: fsys}) })
-	time.Sleep(300 * time.Millisecond)
+	// Wait until MigrateAll asks for the lock (a bigint advisory key is
+	// classid, objid and objsubid 1 in pg_locks), so the check below sees
+	// it waiting, not yet started.
+	deadline := time.Now().Add(30 * time.Second)
+	for count(t, db.Pool, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
+		AND ((classid::bigint << 32) | objid::bigint) = $1`, provisioning.LockID("project_1")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("MigrateAll did not wait for goose's lock within 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if c := count(t, db.Pool, `SELECT count(*) FROM project_1.goose_db_version WHERE version_id = 9950`); c != 0 {
 		t.Fatal("migrated while goose's lock was held")
 	}

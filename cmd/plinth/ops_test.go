@@ -202,12 +202,15 @@ func TestPortTaken(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
+			// What starting the binary costs on this machine now: "at once"
+			// is within a second of it, however loaded the machine is.
+			started := runBin(t, dir, nil, "version").took
 			r := runBin(t, dir, c.env, "serve")
 			if r.code == 0 || !strings.Contains(r.stderr, addr) || !strings.Contains(r.stderr, c.variable) {
 				t.Fatalf("serve on a taken address: exit %d\n%s", r.code, r.stderr)
 			}
-			if r.took > time.Second {
-				t.Fatalf("serve took %s to fail, want under 1 s", r.took)
+			if r.took > started+time.Second {
+				t.Fatalf("serve took %s to fail, want under 1 s more than plinth version (%s)", r.took, started)
 			}
 			empty(t, dir, "serve on a taken address")
 		})

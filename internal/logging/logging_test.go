@@ -89,15 +89,19 @@ func TestBuffered(t *testing.T) {
 	for i := range 100 {
 		logger.Info("request", "n", i)
 	}
+	logged := time.Since(start)
 	if s, _ := out.String(); s != "" && time.Since(start) < logging.Every {
 		t.Fatalf("lines written before the batch is due:\n%s", s)
 	}
+	// One write when the 100 lines came within Every; on a machine too
+	// loaded for that, one per Every they took, and one for the rest.
+	most := 1 + int(logged/logging.Every)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		s, n := out.String()
 		if strings.Count(s, `"msg":"request"`) == 100 {
-			if n != 1 {
-				t.Fatalf("100 lines took %d writes, want 1", n)
+			if n > most {
+				t.Fatalf("100 lines logged in %s took %d writes, want at most %d (one per %s)", logged, n, most, logging.Every)
 			}
 			break
 		}

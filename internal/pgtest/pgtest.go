@@ -49,12 +49,44 @@ var (
 // Docker.
 var private bool
 
+// mainRan is set by Main. New refuses to run without it: only Main stops
+// the cluster New starts, so a package without it left a PostgreSQL
+// cluster running after every run of its tests.
+var mainRan atomic.Bool
+
+// leakGrace is how long Main waits, after the tests and its own cleanup,
+// for the clusters the tests started to finish stopping before it calls
+// one left behind. A cleanup that stops a cluster waits for it (pg_ctl
+// -w), so this only covers a server exiting as the tests end.
+const leakGrace = 10 * time.Second
+
 // Main runs the package's tests and then stops a cluster it started.
-// Every package that uses pgtest calls it from TestMain.
+// Every package that uses pgtest, or whose tests start a cluster in any
+// other way (pgcluster, a plinth serve process), calls it from TestMain.
+//
+// It fails the run (exit status 1) when a PostgreSQL server the tests
+// started, directly or through a process they ran, still runs once they
+// and the cleanup are done (naming its data directory; it then stops it,
+// so that one failed run does not load the machine for the next), or
+// ended without being stopped (its directory removed under it).
+// (On Linux: the test binary becomes the subreaper of its descendants,
+// so every postmaster it or its children started is its child once
+// pg_ctl exits.)
 func Main(m *testing.M) {
+	mainRan.Store(true)
+	watching := watchClusters()
 	code := m.Run()
 	if srv != nil && srv.cleanup != nil {
 		srv.cleanup()
+	}
+	if watching {
+		if left := clustersLeft(leakGrace); len(left) > 0 {
+			fmt.Fprintf(os.Stderr, "pgtest: FAIL: %d PostgreSQL server(s) the tests started were not stopped (a test that starts a cluster, or runs a plinth serve that does, must stop it before its directory goes):\n", len(left))
+			for _, l := range left {
+				fmt.Fprintf(os.Stderr, "\t%s\n", l)
+			}
+			code = max(code, 1)
+		}
 	}
 	os.Exit(code)
 }
@@ -217,6 +249,9 @@ type DB struct {
 // when the test ends.
 func New(t testing.TB) *DB {
 	t.Helper()
+	if !mainRan.Load() {
+		t.Fatal("pgtest: this package's TestMain does not call pgtest.Main, so the PostgreSQL cluster its tests start would outlive them; add func TestMain(m *testing.M) { pgtest.Main(m) } (or MainPrivate)")
+	}
 	once.Do(func() {
 		srv, srvErr = start()
 		if srvErr == nil {

@@ -3,10 +3,10 @@ package jobs_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +15,7 @@ import (
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/internal/pgtest"
 	"github.com/plinth-dev/plinth/tenant/jobs"
 )
 
@@ -80,28 +81,13 @@ func TestStreamCap(t *testing.T) {
 	}
 }
 
-// statements counts the statements a pool sends, single or batched.
-type statements struct{ n atomic.Int64 }
-
-func (s *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	s.n.Add(1)
-	return ctx
-}
-
-func (s *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (s *statements) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
-
-func (s *statements) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) { s.n.Add(1) }
-
-func (s *statements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
-// An open stream of an idle job sends no statement to the database: the
-// hub's NOTIFY wakes it, and it still delivers the job's next event then.
-// The stream runs on a second instance whose pool counts what it sends; the
-// event is written through the first.
+// An open stream of an idle job sends nothing to the database: the hub's
+// NOTIFY wakes it, and it still delivers the job's next event then. The
+// stream runs on a second instance whose pool counts its round trips on
+// the wire (a tracer of pgx misses the reads, which run below it); the
+// event is written through the first. The idle window starts once that
+// instance's connections show, in pg_stat_activity, the stream's read of
+// the job's events finished and nothing running.
 func TestIdleStreamQueriesNothing(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t) // no workers: the job stays pending until cancelled
@@ -112,8 +98,9 @@ func TestIdleStreamQueriesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counter := &statements{}
-	cfg.ConnConfig.Tracer = counter
+	const app = "idle_stream_instance"
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	counter := pgtest.Count(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -133,19 +120,41 @@ func TestIdleStreamQueriesNothing(t *testing.T) {
 		hs.Close()
 		_ = srv.Stop(context.Background())
 	})
+	// The key's first use on this instance records last_used_at in the
+	// background; it is done before the stream opens (the next is a
+	// minute away).
+	var since time.Time
+	if err := env.DB.Pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&since); err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest("GET", hs.URL+"/v1/projects/me", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+p.Key)
+	me, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	me.Body.Close()
+	if me.StatusCode != 200 {
+		t.Fatalf("GET /v1/projects/me on the second instance: %d", me.StatusCode)
+	}
+	waitQuery(t, env, "the key's last use recorded", `SELECT count(*) FROM central.api_keys WHERE project_id = $1 AND last_used_at >= $2`, p.ID, since)
 
 	j := submit(t, env, p, jobs.Spec{Type: "test.none"})
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	live := make(chan sseEvent, 100)
-	// open: the stream has read the job's events so far (none while pending)
+	// open: the stream has read the job (its events come after the headers)
 	res := openStream(t, sctx, hs.URL, p.Key, j.ID, "")
 	go readEvents(t, res, live)
+	waitQuery(t, env, "the stream's read of the job's events to end", `SELECT count(*) FILTER (WHERE query LIKE '%FROM job_events%')
+		FROM pg_stat_activity WHERE application_name = $1 HAVING count(*) FILTER (WHERE state <> 'idle') = 0`, app)
 
-	time.Sleep(500 * time.Millisecond) // the request's own statements settle
-	before := counter.n.Load()
+	before := counter.Count()
 	time.Sleep(6 * time.Second) // longer than the 5 s poll streams once ran
-	idle := counter.n.Load() - before
+	idle := counter.Count() - before
 
 	env.Do("POST", "/v1/jobs/"+j.ID+"/cancel", p.Key, nil).Expect(t, 200)
 	for {
@@ -158,6 +167,27 @@ func TestIdleStreamQueriesNothing(t *testing.T) {
 		}
 	}
 	if idle != 0 {
-		t.Fatalf("an idle stream sent %d statements in 6 s", idle)
+		t.Fatalf("an idle stream made %d round trips to the database in 6 s", idle)
+	}
+}
+
+// waitQuery waits until sql, run on the test's own pool, counts at least
+// one row.
+func waitQuery(t *testing.T, env *apitest.Env, what, sql string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		err := env.DB.Pool.QueryRow(context.Background(), sql, args...).Scan(&n)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30 s for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -1,0 +1,9 @@
+package mcp_test
+
+import (
+	"testing"
+
+	"github.com/plinth-dev/plinth/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
