@@ -50,6 +50,10 @@ async function step(out, name, fn) {
   const out = {};
   await step(out, "content", async () => { const r = await call("GET", "/v1/public/content/home.title");
     return {status: r.status, value: r.body.value, etag: r.etag, remaining: r.remaining}; });
+  // A site revalidating what it read: If-None-Match is preflighted.
+  await step(out, "revalidate", async () => {
+    const r = await fetch(api + "/v1/public/content/home.title", {cache: "no-store", headers: {...headers, "If-None-Match": out.content.etag}});
+    return {status: r.status, value: r.headers.get("ETag") === out.content.etag ? "same etag" : "another etag"}; });
   await step(out, "blog", async () => { const r = await call("GET", "/v1/public/blog-posts/fresh-bread");
     return {status: r.status, value: r.body.title}; });
   await step(out, "gallery", async () => { const r = await call("GET", "/v1/public/galleries/shop");
@@ -154,6 +158,7 @@ func TestBrowserSite(t *testing.T) {
 
 	want := map[string]outcome{
 		"content":      {Status: 200, Value: "Welcome to the bakery"},
+		"revalidate":   {Status: 304, Value: "same etag"},
 		"blog":         {Status: 200, Value: "Fresh bread"},
 		"gallery":      {Status: 200, Value: "Shop"},
 		"catalogue":    {Status: 200, Value: "Sourdough loaf"},

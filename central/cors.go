@@ -51,6 +51,9 @@ func newPublicCORS() publicCORS {
 			AllowedHeaders: openapi.PublicRequestHeaders,
 			ExposedHeaders: openapi.PublicExposedHeaders, // the document lists what is configured here
 			MaxAge:         600,                          // browsers cap it lower (Chromium: 2 h)
+			// A preflight's 204 is written by answerPreflight, once Vary
+			// is right.
+			OptionsPassthrough: true,
 		}
 	}
 	anyOrigin := opts()
@@ -78,7 +81,10 @@ func restricts(s *tenant.Scope) bool { return s != nil && len(s.Project.AllowedO
 func (c *Central) PublicCORS(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if IsPublic(r.URL.Path) && !isPreflight(r) {
+			h := w.Header()
+			vary := len(h["Vary"])
 			c.cors.anyOrigin.HandlerFunc(w, r)
+			h["Vary"] = h["Vary"][:vary] // VaryPublic named Origin already
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -94,16 +100,57 @@ func (c *Central) PublicPreflight(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		r = withRequestHeadersAsBrowsersSend(r)
 		// A preflight names its project only in the URL; an unknown one
 		// gets the open answer, and its actual request a readable 404.
 		if pid := PublicProjectID(r); id.Valid("prj_", pid) {
 			if s, err := c.ScopeFor(r.Context(), pid); err == nil && restricts(s) {
-				c.cors.listed.HandlerFunc(w, r.WithContext(tenant.WithScope(r.Context(), s)))
+				answerPreflight(c.cors.listed, w, r.WithContext(tenant.WithScope(r.Context(), s)))
 				return
 			}
 		}
-		c.cors.anyOrigin.HandlerFunc(w, r)
+		answerPreflight(c.cors.anyOrigin, w, r)
 	})
+}
+
+// preflightVary is what a preflight's answer varies on besides
+// PublicVary.
+const preflightVary = "Access-Control-Request-Method, Access-Control-Request-Headers"
+
+// answerPreflight answers the preflight r with cc and 204. rs/cors adds
+// Origin to Vary again; the answer names it once, as VaryPublic did.
+func answerPreflight(cc *cors.Cors, w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	vary := len(h["Vary"])
+	cc.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		h["Vary"] = append(slices.Clip(h["Vary"][:vary]), preflightVary) // Clip: never write into rs/cors's own slice
+		w.WriteHeader(http.StatusNoContent)
+	})).ServeHTTP(w, r)
+}
+
+// withRequestHeadersAsBrowsersSend returns r with its
+// Access-Control-Request-Headers as the Fetch standard has browsers
+// write it: one list of lower-case names, sorted, each once. rs/cors
+// accepts only that form, so a preflight naming If-None-Match (or the
+// names in another order) would otherwise get no answer a client can
+// use. The names allowed are the same.
+func withRequestHeadersAsBrowsersSend(r *http.Request) *http.Request {
+	values := r.Header.Values("Access-Control-Request-Headers")
+	if len(values) == 0 {
+		return r
+	}
+	var names []string
+	for _, v := range values {
+		for n := range strings.SplitSeq(v, ",") {
+			if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	r = r.Clone(r.Context())
+	r.Header.Set("Access-Control-Request-Headers", strings.Join(slices.Compact(names), ","))
+	return r
 }
 
 // narrowCORS replaces the open answer PublicCORS gave r with the answer of

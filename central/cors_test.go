@@ -79,7 +79,7 @@ func TestPublicPreflights(t *testing.T) {
 		require.NotEmpty(t, r.Header.Get("Access-Control-Max-Age"), what)
 		require.NotEmpty(t, r.Header.Get("X-RateLimit-Remaining"), what)
 		require.NotEmpty(t, r.Header.Get("X-Request-Id"), what)
-		require.True(t, varies(r.Header, "Origin", "X-Service-Project-Key"), what)
+		require.True(t, varies(r.Header, "Origin", "X-Service-Project-Key", "Access-Control-Request-Method", "Access-Control-Request-Headers"), what)
 		families[strings.Split(path, "/")[3]] = true
 	}
 	for _, f := range []string{"content", "pages", "galleries", "components", "brand", "sitemap.xml", "media", "blog-posts", "products",
@@ -90,6 +90,52 @@ func TestPublicPreflights(t *testing.T) {
 	r := preflight(env, "DELETE", "/v1/public/bookings", "https://bakery.example").Expect(t, 204)
 	require.Empty(t, r.Header.Get("Access-Control-Allow-Origin"))
 	require.Empty(t, r.Header.Get("Access-Control-Allow-Methods"))
+}
+
+// TestPreflightHeaderNames: a preflight naming If-None-Match (a site
+// revalidating with an ETag from script) is allowed however it writes
+// the names: any case, any order, spaces, repeats, several header
+// lines; for the open surface and a project listing the origin alike.
+// A name the surface does not take is still refused.
+func TestPreflightHeaderNames(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	env.Do("PATCH", "/v1/projects/me", p.Key, map[string]any{"allowed_origins": []string{"https://bakery.example"}}).Expect(t, 200)
+	send := func(path string, names ...string) *apitest.Resp {
+		req, err := http.NewRequest("OPTIONS", env.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Origin", "https://bakery.example")
+		req.Header.Set("Access-Control-Request-Method", "GET")
+		for _, n := range names {
+			req.Header.Add("Access-Control-Request-Headers", n)
+		}
+		res, err := env.HTTP.Client().Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		require.Equal(t, 204, res.StatusCode)
+		return &apitest.Resp{Status: res.StatusCode, Header: res.Header}
+	}
+	for _, path := range []string{"/v1/public/content/home.title", "/v1/public/content/home.title?project_id=" + p.ID} {
+		for _, names := range [][]string{
+			{"if-none-match"},
+			{"If-None-Match"},
+			{"X-Service-Project-Key, If-None-Match"},
+			{"x-service-project-key,if-none-match"},
+			{" If-None-Match ,X-SERVICE-PROJECT-KEY,if-none-match"},
+			{"If-None-Match", "X-Service-Project-Key"},
+		} {
+			r := send(path, names...)
+			what := fmt.Sprintf("%s %q", path, names)
+			require.Equal(t, map[bool]string{true: "https://bakery.example", false: "*"}[strings.Contains(path, p.ID)],
+				r.Header.Get("Access-Control-Allow-Origin"), what)
+			require.Contains(t, strings.ToLower(r.Header.Get("Access-Control-Allow-Headers")), "if-none-match", what)
+		}
+		for _, names := range [][]string{{"If-None-Match, Authorization"}, {"if-none-match", "cookie"}} {
+			r := send(path, names...)
+			require.Empty(t, r.Header.Get("Access-Control-Allow-Origin"), "%s %q", path, names)
+		}
+	}
 }
 
 // TestPublicCORSOnEveryAnswer: successes and errors of the surface, those

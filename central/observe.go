@@ -85,19 +85,24 @@ func noteScope(next http.Handler) http.Handler {
 	})
 }
 
-// opsRoutes mounts the probes and, unless it has a listener of its own
-// (PLINTH_METRICS_ADDR), /metrics.
+// opsRoutes mounts the probes and, on the API listener, /metrics only
+// behind PLINTH_METRICS_TOKEN and only when the operators have no
+// listener of their own (PLINTH_METRICS_ADDR). The metrics show business
+// figures (projects, credits charged, requests by route): the API's
+// listener faces the world, so without a token there is no /metrics on
+// it at all (404), as if it did not exist.
 func (s *Server) opsRoutes(r chi.Router) {
 	r.Get("/livez", s.livez)
 	r.Get("/readyz", s.readyz)
-	if s.Config.MetricsAddr == "" {
+	if s.Config.MetricsAddr == "" && s.Config.MetricsToken != "" {
 		r.Method(http.MethodGet, "/metrics", s.Metrics.Handler(s.Config.MetricsToken))
 	}
 }
 
 // OpsHandler is what the operators' listener (PLINTH_METRICS_ADDR)
 // serves: /metrics, and Go's profiles under /debug/pprof/ (CPU, heap,
-// goroutines, trace), both behind PLINTH_METRICS_TOKEN when it is set.
+// goroutines, trace), open unless PLINTH_METRICS_TOKEN is set, then
+// both behind it: that listener is on a network only operators reach.
 // The API's listener never serves the profiles.
 func (s *Server) OpsHandler() http.Handler {
 	tok := s.Config.MetricsToken

@@ -51,8 +51,9 @@ func getBearer(t *testing.T, url, token string) (int, string) {
 }
 
 // TestMetrics: after a few requests, a refused login and a webhook
-// delivery job, /metrics shows every family the operator relies on, by
-// route pattern and never by raw path or project; promtool accepts it.
+// delivery job, /metrics of the operators' listener (open by default)
+// shows every family the operator relies on, by route pattern and never
+// by raw path or project; promtool accepts it.
 func TestMetrics(t *testing.T) {
 	t.Parallel()
 	rc := webhooktest.NewTLS(t, nil)
@@ -85,11 +86,13 @@ func TestMetrics(t *testing.T) {
 		`plinth_projects 1`,
 		`go_goroutines `,
 	}
+	ops := httptest.NewServer(env.Server.OpsHandler())
+	defer ops.Close()
 	var body string
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var st int
-		st, body = scrape(t, env.URL, "")
+		st, body = scrape(t, ops.URL, "")
 		if st != 200 {
 			t.Fatalf("GET /metrics: %d\n%s", st, body)
 		}
@@ -145,8 +148,8 @@ func promtool(t *testing.T, exposition string) {
 	}
 }
 
-// TestMetricsToken: with PLINTH_METRICS_TOKEN set, /metrics answers only
-// a request bearing it.
+// TestMetricsToken: with PLINTH_METRICS_TOKEN set, /metrics on the API
+// listener answers only a request bearing it.
 func TestMetricsToken(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t, apitest.WithEnv("PLINTH_METRICS_TOKEN", "scrape-token"))
@@ -157,6 +160,27 @@ func TestMetricsToken(t *testing.T) {
 		if st, body := scrape(t, env.URL, c.token); st != c.want {
 			t.Fatalf("token %q: %d, want %d\n%s", c.token, st, c.want, body)
 		}
+	}
+}
+
+// TestMetricsNotOnAPIByDefault: without PLINTH_METRICS_TOKEN the API
+// listener, which faces the world, has no /metrics (404, with or without
+// a bearer), while the operators' listener serves it openly.
+func TestMetricsNotOnAPIByDefault(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	env.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200)
+	for _, token := range []string{"", p.Key, "anything"} {
+		st, body := scrape(t, env.URL, token)
+		if st != 404 || strings.Contains(body, "plinth_") {
+			t.Fatalf("GET /metrics on the API listener with %q: %d\n%s", token, st, body)
+		}
+	}
+	ops := httptest.NewServer(env.Server.OpsHandler())
+	defer ops.Close()
+	if st, body := scrape(t, ops.URL, ""); st != 200 || !strings.Contains(body, "plinth_projects ") {
+		t.Fatalf("GET /metrics on the operators' listener: %d\n%s", st, body)
 	}
 }
 

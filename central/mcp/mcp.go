@@ -11,11 +11,13 @@
 package mcp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -26,6 +28,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/openapi"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
 )
@@ -264,9 +267,11 @@ func without(list []any, v any) []any {
 
 // Handler serves MCP over Streamable HTTP. It is stateless: each POST
 // carries its own tool call with the caller's key, so any instance can
-// answer it and no session outlives the request.
+// answer it and no session outlives the request. A request from a
+// browser page of another origin is refused (403), and so is a JSON-RPC
+// batch (400), before the SDK sees either.
 func (s *Server) Handler() http.Handler {
-	return problems(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.server }, &sdk.StreamableHTTPOptions{
+	h := problems(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.server }, &sdk.StreamableHTTPOptions{
 		Stateless: true,
 		Logger:    s.deps.Logger,
 		// The SDK refuses loopback connections whose Host is not
@@ -275,6 +280,52 @@ func (s *Server) Handler() http.Handler {
 		// reverse proxy on the same host every request arrives so.
 		DisableLocalhostProtection: true,
 	}))
+	// Agents are not browsers: a page of another origin never drives
+	// MCP, whatever its credentials. A client sending neither Origin
+	// nor Sec-Fetch-Site (every non-browser one) passes.
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpapi.WriteError(w, r, httpapi.NewError(http.StatusForbidden, httpapi.CodeForbidden,
+			"cross-origin requests from a browser are refused: MCP clients call /v1/mcp from outside a browser"))
+	}))
+	return cop.Handler(noBatches(h))
+}
+
+// noBatches refuses a JSON-RPC batch (a body that is a JSON array) with
+// 400. MCP 2025-06-18 removed batching, and the SDK refuses it only when
+// the request names that protocol version or a later one; without the
+// header a batch of thousands of tool calls would ride on one request of
+// the rate limit, which counts requests.
+func noBatches(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := bufio.NewReader(r.Body)
+		if first, err := firstByte(body); err == nil && first == '[' {
+			httpapi.WriteError(w, r, httpapi.BadRequest("JSON-RPC batches are not supported: send one message per request"))
+			return
+		}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{body, r.Body}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// firstByte reads b up to its first byte that is not JSON whitespace,
+// and returns that byte, left unread. The whitespace before it is
+// dropped: it means nothing in JSON.
+func firstByte(b *bufio.Reader) (byte, error) {
+	for {
+		c, err := b.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c, b.UnreadByte()
+	}
 }
 
 // SDK returns the MCP server, for transports other than HTTP.
@@ -548,7 +599,8 @@ func OpenAPI(d *openapi.Doc) {
 		Desc: "The MCP server of the project (docs/mcp.md): tools that run the API's routes with this key, within its scopes, " +
 			"and the documentation as resources. Stateless Streamable HTTP: send `Accept: application/json, text/event-stream`; " +
 			"a call's answer and its progress notifications come as Server-Sent Events. A tool call counts as one request " +
-			"against the rate limit whatever routes it runs; each route charges its credits.",
+			"against the rate limit whatever routes it runs; each route charges its credits. One message per request: " +
+			"a JSON-RPC batch (an array) is 400. A browser's request from a page of another origin is 403.",
 		Body: msg,
 		Errs: []int{400},
 		OK: []openapi.Resp{

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -41,8 +43,29 @@ func Proxy(ctx context.Context, cfg ProxyConfig, local sdk.Transport) error {
 	if next == nil {
 		next = http.DefaultTransport
 	}
+	base, err := url.Parse(strings.TrimSuffix(cfg.URL, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return fmt.Errorf("PLINTH_URL %q is not an http or https URL", cfg.URL)
+	}
+	// The key goes to PLINTH_URL's scheme and host only: a redirect
+	// elsewhere (another host, or http from https) is not followed, and
+	// the key is added to no request for another origin whatever the
+	// client follows.
+	origin := originOf(base)
 	authed := *hc
-	authed.Transport = withKey{key: cfg.Key, next: next}
+	authed.Transport = withKey{key: cfg.Key, origin: origin, next: next}
+	authed.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if originOf(req.URL) != origin {
+			return fmt.Errorf("redirected to %s://%s, not %s's scheme and host: not followed", req.URL.Scheme, req.URL.Host, cfg.URL)
+		}
+		if hc.CheckRedirect != nil {
+			return hc.CheckRedirect(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
 
 	// Progress of a remote call goes to the local session that made it,
 	// under the same token.
@@ -58,7 +81,7 @@ func Proxy(ctx context.Context, cfg ProxyConfig, local sdk.Transport) error {
 			}
 		},
 	})
-	remote, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: strings.TrimSuffix(cfg.URL, "/") + "/v1/mcp", HTTPClient: &authed}, nil)
+	remote, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: base.String() + "/v1/mcp", HTTPClient: &authed}, nil)
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", cfg.URL, err)
 	}
@@ -113,14 +136,28 @@ func Proxy(ctx context.Context, cfg ProxyConfig, local sdk.Transport) error {
 // notifications after its answer.
 const progressGrace = 10 * time.Second
 
-// withKey sends the project key with every request.
+// withKey sends the project key with every request to origin, and with
+// no other.
 type withKey struct {
-	key  string
-	next http.RoundTripper
+	key, origin string
+	next        http.RoundTripper
 }
 
 func (k withKey) RoundTrip(r *http.Request) (*http.Response, error) {
+	if originOf(r.URL) != k.origin {
+		return k.next.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+k.key)
 	return k.next.RoundTrip(r)
+}
+
+// originOf is u's scheme, host and port, the port written out when it
+// is the scheme's default, as one comparable string.
+func originOf(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }

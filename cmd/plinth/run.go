@@ -28,7 +28,7 @@ var version string
 // commands is the declaration of every command and flag: kong parses the
 // arguments with it and prints each command's --help from it.
 type commands struct {
-	Serve   serveCmd   `cmd:"" help:"Migrate, then serve the API (/v1), the dashboard API (/central/api), /metrics, /livez and /readyz, and run the job workers."`
+	Serve   serveCmd   `cmd:"" help:"Migrate, then serve the API (/v1), the dashboard API (/central/api), /livez, /readyz and /metrics (PLINTH_METRICS_ADDR, or PLINTH_METRICS_TOKEN), and run the job workers."`
 	Worker  workerCmd  `cmd:"" help:"Run only the job workers and schedulers (no listener); run as many as the jobs need."`
 	Migrate migrateCmd `cmd:"" help:"Migrate central, River and every project schema, then exit (run it before starting instances of a new release)."`
 	Tenant  struct {

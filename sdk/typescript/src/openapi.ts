@@ -1681,7 +1681,7 @@ export interface paths {
         put?: never;
         /**
          * Model Context Protocol (Streamable HTTP)
-         * @description The MCP server of the project (docs/mcp.md): tools that run the API's routes with this key, within its scopes, and the documentation as resources. Stateless Streamable HTTP: send `Accept: application/json, text/event-stream`; a call's answer and its progress notifications come as Server-Sent Events. A tool call counts as one request against the rate limit whatever routes it runs; each route charges its credits.
+         * @description The MCP server of the project (docs/mcp.md): tools that run the API's routes with this key, within its scopes, and the documentation as resources. Stateless Streamable HTTP: send `Accept: application/json, text/event-stream`; a call's answer and its progress notifications come as Server-Sent Events. A tool call counts as one request against the rate limit whatever routes it runs; each route charges its credits. One message per request: a JSON-RPC batch (an array) is 400. A browser's request from a page of another origin is 403.
          */
         post: operations["mcp"];
         delete?: never;
