@@ -25,19 +25,28 @@ import (
 
 // This file is the export and import of projects on the admin API
 // (provisioning/archive writes and reads the archives): an export is a
-// River job that stores its archive in the media store, and an import
-// creates a new project from an uploaded archive.
+// River job that stores its archive in the store, under
+// storage.ExportsPrefix, where no media code reaches; an import creates a
+// new project from an uploaded archive.
 
 // archives is what exports and imports need beyond the central pool.
 type archives struct {
 	queue *queue.Client
+	// store is the whole store: export archives under exports/.
+	store storage.Store
+	// media is its view of the projects' media (storage.ProjectMedia),
+	// which is all an archive's media are read from and written to.
 	media storage.Store
+	// mediaURL is the base of the media URLs an import writes into the
+	// rows (PLINTH_MEDIA_URL, else PLINTH_PUBLIC_URL).
+	mediaURL string
 }
 
-// UseArchives gives the export routes and job their queue and store;
-// NewServer calls it.
-func (c *Central) UseArchives(q *queue.Client, media storage.Store) {
-	c.archives = archives{queue: q, media: media}
+// UseArchives gives the export routes and job their queue and store (the
+// whole of PLINTH_STORAGE), and an import the base of the media URLs it
+// writes; NewServer calls it.
+func (c *Central) UseArchives(q *queue.Client, store storage.Store, mediaURL string) {
+	c.archives = archives{queue: q, store: store, media: storage.ProjectMedia(store), mediaURL: mediaURL}
 }
 
 // AdminExportRoutes registers the export and import routes on the admin
@@ -127,7 +136,7 @@ func (c *Central) Export(ctx context.Context, exportID string) (ExportJSON, erro
 
 // ExportWorker works ExportArgs: pending → running → completed (or
 // failed after the last attempt), the archive stored under
-// exports/{id}.tar.gz.
+// exports/{id}.tar.gz (storage.ExportsPrefix).
 type ExportWorker struct {
 	river.WorkerDefaults[ExportArgs]
 	c *Central
@@ -148,7 +157,7 @@ func (w *ExportWorker) Work(ctx context.Context, job *river.Job[ExportArgs]) err
 	if err != nil {
 		return err
 	}
-	key := "exports/" + job.Args.ExportID + ".tar.gz"
+	key := storage.ExportsPrefix + "/" + job.Args.ExportID + ".tar.gz"
 	m, size, err := c.exportTo(ctx, projectID, key)
 	if err != nil {
 		status := "pending" // River tries again
@@ -180,7 +189,7 @@ func (c *Central) exportTo(ctx context.Context, projectID, key string) (archive.
 		pw.CloseWithError(err)
 		done <- result{m, err}
 	}()
-	size, err := c.archives.media.Put(ctx, key, pr)
+	size, err := c.archives.store.Put(ctx, key, pr)
 	pr.CloseWithError(err) // stops the export when the store failed
 	res := <-done
 	if res.err != nil {
@@ -220,7 +229,7 @@ func (c *Central) downloadExport(w http.ResponseWriter, r *http.Request) error {
 	if e.Status != "completed" {
 		return httpapi.Conflict(httpapi.CodeConflict, "the export is "+e.Status+"; its archive can be downloaded once it is completed")
 	}
-	obj, err := c.archives.media.Open(r.Context(), key)
+	obj, err := c.archives.store.Open(r.Context(), key)
 	if errors.Is(err, storage.ErrNotFound) {
 		return httpapi.NotFound("the archive of this export is no longer stored")
 	}

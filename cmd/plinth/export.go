@@ -19,11 +19,11 @@ func (e *env) withMedia(do func(context.Context, *central.Central) (any, error))
 		if err != nil {
 			return nil, err
 		}
-		media, err := storage.Open(cfg.Storage, cfg.Getenv)
+		store, err := storage.Open(cfg.Storage, cfg.Getenv)
 		if err != nil {
 			return nil, err
 		}
-		cen.UseArchives(nil, media) // no job is enqueued here
+		cen.UseArchives(nil, store, cfg.MediaURL) // no job is enqueued here
 		return do(ctx, cen)
 	})
 }

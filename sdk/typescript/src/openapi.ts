@@ -2449,7 +2449,7 @@ export interface paths {
         };
         /**
          * A stored image
-         * @description Uploaded and generated images, and the brand logo (key _logo), of the project named in the path; conditional and range requests are honoured.
+         * @description Uploaded and generated images, and the brand logo (key _logo), of the project named in the path; conditional and range requests are honoured. The Content-Type is the image type the stored bytes show (PNG, JPEG, GIF or WebP), else application/octet-stream: never a type a row states; every answer is sandboxed (`Content-Security-Policy: sandbox; default-src 'none'`, `X-Content-Type-Options: nosniff`). Serve this path from a separate, cookieless origin (PLINTH_MEDIA_URL): docs/operations.md.
          */
         get: operations["getMedia"];
         put?: never;
@@ -3836,7 +3836,7 @@ export interface components {
             size_bytes: number | null;
             /** @enum {string} */
             source: "upload" | "url" | "ai";
-            /** @description Where /v1/public/media serves it. */
+            /** @description Where /v1/public/media serves it (under PLINTH_MEDIA_URL when the server sets one). */
             url: string;
             width: number | null;
         };
@@ -11823,9 +11823,11 @@ export interface operations {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": string;
+                    "Content-Security-Policy": "sandbox; default-src 'none'";
                     ETag: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": "nosniff";
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -11834,11 +11836,9 @@ export interface operations {
                 };
                 content: {
                     "application/octet-stream": string;
-                    "image/avif": string;
                     "image/gif": string;
                     "image/jpeg": string;
                     "image/png": string;
-                    "image/svg+xml": string;
                     "image/webp": string;
                 };
             };
@@ -11848,9 +11848,11 @@ export interface operations {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": string;
+                    "Content-Security-Policy": "sandbox; default-src 'none'";
                     ETag: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": "nosniff";
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -11859,11 +11861,9 @@ export interface operations {
                 };
                 content: {
                     "application/octet-stream": string;
-                    "image/avif": string;
                     "image/gif": string;
                     "image/jpeg": string;
                     "image/png": string;
-                    "image/svg+xml": string;
                     "image/webp": string;
                 };
             };
@@ -11873,9 +11873,11 @@ export interface operations {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": string;
+                    "Content-Security-Policy": "sandbox; default-src 'none'";
                     ETag: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": "nosniff";
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
