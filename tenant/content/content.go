@@ -38,12 +38,12 @@ type Deps struct {
 // Service is the content pillar.
 type Service struct {
 	tenant.Base
-	ai        ai.Provider
-	media     storage.Store
-	river     *queue.Client
-	events    tenant.Emitter
-	mediaURL  string
-	fetch     func(ctx context.Context, rawURL string) (*http.Response, error)
+	ai       ai.Provider
+	media    storage.Store
+	river    *queue.Client
+	events   tenant.Emitter
+	mediaURL string
+	fetch    func(ctx context.Context, rawURL string) (*http.Response, error)
 }
 
 // New builds the pillar and registers its job types with d.Jobs.

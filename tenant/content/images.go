@@ -115,7 +115,9 @@ func imageKey(prompt, jobID string) string {
 func mediaKey(projectID, key string) string { return projectID + "/" + key }
 
 // MediaURL is where the public surface serves a stored image.
-func (sv *Service) MediaURL(projectID, key string) string { return MediaURLAt(sv.mediaURL, projectID, key) }
+func (sv *Service) MediaURL(projectID, key string) string {
+	return MediaURLAt(sv.mediaURL, projectID, key)
+}
 
 // MediaURLAt is the URL of a project's media key under the media base
 // URL base (PLINTH_MEDIA_URL, else PLINTH_PUBLIC_URL).
