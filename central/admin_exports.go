@@ -21,6 +21,8 @@ import (
 	"github.com/plinth-dev/plinth/provisioning"
 	"github.com/plinth-dev/plinth/provisioning/archive"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/blog"
+	"github.com/plinth-dev/plinth/tenant/content"
 )
 
 // This file is the export and import of projects on the admin API
@@ -253,14 +255,57 @@ type ImportedProjectJSON struct {
 	RowCounts map[string]int64 `json:"row_counts"`
 }
 
+// ImportLimits are the limits of an import (archive.Limits): a media
+// object may be as large as an upload.
+var ImportLimits = func() archive.Limits {
+	l := archive.DefaultLimits
+	l.Media = content.MaxUpload
+	return l
+}()
+
 // ImportProject creates a project of tenantID from an archive (see
-// archive.Import).
-func (c *Central) ImportProject(ctx context.Context, tenantID int64, name string, r io.Reader) (ImportedProjectJSON, error) {
-	p, m, err := archive.Import(ctx, c, c.archives.media, tenantID, name, r, archive.DefaultLimits)
+// archive.Import). authorize, when set, may refuse what the manifest
+// asks for before anything is created (the admin API's scope of a plan);
+// the CLI, run by the operator, sets none. Each media object is inspected
+// as an upload is; once restored, the media rows are made to agree with
+// the objects stored (content.ReconcileImport) and the blog's texts go
+// through the blog's sanitisers (blog.SanitizeImported).
+func (c *Central) ImportProject(ctx context.Context, tenantID int64, name string, r io.Reader, authorize func(archive.Manifest) error) (ImportedProjectJSON, error) {
+	p, m, err := archive.Import(ctx, c, c.archives.media, tenantID, name, r, archive.Options{
+		Limits:    ImportLimits,
+		Authorize: authorize,
+		Inspect:   inspectMedia,
+		Fixups:    []archive.Fixup{c.reconcileMedia, sanitizeBlog},
+	})
 	if err != nil {
 		return ImportedProjectJSON{}, err
 	}
 	return ImportedProjectJSON{ProjectJSON: ToProjectJSON(p), TenantID: p.TenantID, SourceID: m.Project.ID, RowCounts: m.RowCounts()}, nil
+}
+
+// inspectMedia checks an archive's media object as an upload is checked.
+func inspectMedia(data []byte) (archive.MediaInfo, error) {
+	info, err := content.InspectImage(data)
+	return archive.MediaInfo{ContentType: info.ContentType, Width: info.Width, Height: info.Height}, err
+}
+
+// reconcileMedia is the content pillar's fixup of an import (an archive
+// whose rows name media outside the new project is refused).
+func (c *Central) reconcileMedia(ctx context.Context, tx pgx.Tx, p *tenant.Project, media map[string]archive.MediaInfo) error {
+	objects := make(map[string]content.ImportedObject, len(media))
+	for k, m := range media {
+		objects[k] = content.ImportedObject{ImageInfo: content.ImageInfo{ContentType: m.ContentType, Width: m.Width, Height: m.Height}, Size: m.Size}
+	}
+	err := content.ReconcileImport(ctx, tx, p.ID, c.archives.mediaURL, objects)
+	if errors.Is(err, httpapi.ErrInvalid) {
+		return fmt.Errorf("%w: %s", archive.ErrInvalid, err.Error())
+	}
+	return err
+}
+
+// sanitizeBlog is the blog pillar's fixup of an import.
+func sanitizeBlog(ctx context.Context, tx pgx.Tx, _ *tenant.Project, _ map[string]archive.MediaInfo) error {
+	return blog.SanitizeImported(ctx, tx)
 }
 
 func (c *Central) importProject(w http.ResponseWriter, r *http.Request) error {
@@ -303,7 +348,11 @@ func (c *Central) importProject(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer f.Close()
-	p, err := c.ImportProject(r.Context(), tenantID, name, f)
+	// The archive's plan is chosen as on create: a plan other than free
+	// needs projects:admin.
+	p, err := c.ImportProject(r.Context(), tenantID, name, f, func(m archive.Manifest) error {
+		return needPlanScope(r.Context(), m.Project.Plan, "the archive's project is on plan "+m.Project.Plan)
+	})
 	if errors.Is(err, archive.ErrInvalid) {
 		return httpapi.Invalid("file", strings.TrimPrefix(err.Error(), archive.ErrInvalid.Error()+": "))
 	}

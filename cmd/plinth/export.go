@@ -76,6 +76,6 @@ func (c *projectImportCmd) Run(e *env) error {
 			return nil, err
 		}
 		defer f.Close()
-		return cen.ImportProject(ctx, c.Tenant, c.Name, f)
+		return cen.ImportProject(ctx, c.Tenant, c.Name, f, nil) // the operator's: any plan
 	})
 }

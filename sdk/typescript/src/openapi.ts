@@ -85,9 +85,9 @@ export interface paths {
         put?: never;
         /**
          * Create a project from an archive
-         * @description A multipart/form-data body: `file` (an archive of an export), `tenant_id`, and optionally `name` (default: the archived project's). Creates a new project: its rows with their ids, and its media; API keys, webhooks, social and payment accounts and credits are not copied. An archive of an older release is migrated after import. An archive that is malformed, of an unknown format, or holds a path outside its place is a 422 on `file`; an unknown tenant a 404. The request body limit of the server applies: import larger archives with `plinth project import`.
+         * @description A multipart/form-data body: `file` (an archive of an export), `tenant_id`, and optionally `name` (default: the archived project's). Creates a new project on the archive's plan (a plan other than free needs projects:admin, 403, as on create): its rows with their ids, and its media; API keys, webhooks, social and payment accounts and credits are not copied. An archive of an older release is migrated after import. Each media object must be an image an upload would take (PNG, JPEG, GIF or WebP, at most 10 MiB); image rows and the logo must name objects of the archive's own project (their type, size and URL are then the server's); the blog's HTML is sanitised as on a write. An archive that is malformed, of an unknown format, holds a path outside its place, names media outside its project, holds a media object that is no such image, a row over 8 MiB, or entries inflating to more than 100 times its size (at least 16 MiB, at most 16 GiB) is a 422 on `file`; an unknown tenant a 404. The request body limit of the server applies: import larger archives with `plinth project import`.
          *
-         *     Scope: `exports:write and projects:write`.
+         *     Scope: `exports:write and projects:write (and projects:admin for a plan other than free)`.
          */
         post: operations["adminImportProject"];
         delete?: never;
