@@ -488,16 +488,29 @@ func (c *Central) adminCreateProject(w http.ResponseWriter, r *http.Request) err
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
 	}
-	// Creating a project on a plan other than free sets what it is
-	// allowed: the operator's scope, as for PATCH.
-	if req.Plan != "" && req.Plan != "free" && !AdminFrom(r.Context()).Allows("projects:admin") {
-		return httpapi.Fail(httpapi.ErrForbidden, "this admin token lacks the scope projects:admin (needed to choose a plan)")
+	if err := needPlanScope(r.Context(), req.Plan, ""); err != nil {
+		return err
 	}
 	p, err := c.CreateProject(r.Context(), ProjectParams(req))
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, 201, ToAdminProject(p))
+}
+
+// needPlanScope refuses a plan other than free to an admin token without
+// projects:admin: creating a project on a plan (POST /projects, an
+// import) sets what it is allowed, the operator's scope, as for PATCH.
+// why, when set, says where the plan comes from.
+func needPlanScope(ctx context.Context, plan, why string) error {
+	if plan == "" || plan == "free" || AdminFrom(ctx).Allows("projects:admin") {
+		return nil
+	}
+	msg := "this admin token lacks the scope projects:admin (needed to choose a plan)"
+	if why != "" {
+		msg = "this admin token lacks the scope projects:admin (needed to choose a plan; " + why + ")"
+	}
+	return httpapi.Fail(httpapi.ErrForbidden, msg)
 }
 
 // Opt is a field of a PATCH body that tells absent (Set false) from

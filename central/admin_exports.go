@@ -21,23 +21,34 @@ import (
 	"github.com/plinth-dev/plinth/provisioning"
 	"github.com/plinth-dev/plinth/provisioning/archive"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/blog"
+	"github.com/plinth-dev/plinth/tenant/content"
 )
 
 // This file is the export and import of projects on the admin API
 // (provisioning/archive writes and reads the archives): an export is a
-// River job that stores its archive in the media store, and an import
-// creates a new project from an uploaded archive.
+// River job that stores its archive in the store, under
+// storage.ExportsPrefix, where no media code reaches; an import creates a
+// new project from an uploaded archive.
 
 // archives is what exports and imports need beyond the central pool.
 type archives struct {
 	queue *queue.Client
+	// store is the whole store: export archives under exports/.
+	store storage.Store
+	// media is its view of the projects' media (storage.ProjectMedia),
+	// which is all an archive's media are read from and written to.
 	media storage.Store
+	// mediaURL is the base of the media URLs an import writes into the
+	// rows (PLINTH_MEDIA_URL, else PLINTH_PUBLIC_URL).
+	mediaURL string
 }
 
-// UseArchives gives the export routes and job their queue and store;
-// NewServer calls it.
-func (c *Central) UseArchives(q *queue.Client, media storage.Store) {
-	c.archives = archives{queue: q, media: media}
+// UseArchives gives the export routes and job their queue and store (the
+// whole of PLINTH_STORAGE), and an import the base of the media URLs it
+// writes; NewServer calls it.
+func (c *Central) UseArchives(q *queue.Client, store storage.Store, mediaURL string) {
+	c.archives = archives{queue: q, store: store, media: storage.ProjectMedia(store), mediaURL: mediaURL}
 }
 
 // AdminExportRoutes registers the export and import routes on the admin
@@ -127,7 +138,7 @@ func (c *Central) Export(ctx context.Context, exportID string) (ExportJSON, erro
 
 // ExportWorker works ExportArgs: pending → running → completed (or
 // failed after the last attempt), the archive stored under
-// exports/{id}.tar.gz.
+// exports/{id}.tar.gz (storage.ExportsPrefix).
 type ExportWorker struct {
 	river.WorkerDefaults[ExportArgs]
 	c *Central
@@ -148,7 +159,7 @@ func (w *ExportWorker) Work(ctx context.Context, job *river.Job[ExportArgs]) err
 	if err != nil {
 		return err
 	}
-	key := "exports/" + job.Args.ExportID + ".tar.gz"
+	key := storage.ExportsPrefix + "/" + job.Args.ExportID + ".tar.gz"
 	m, size, err := c.exportTo(ctx, projectID, key)
 	if err != nil {
 		status := "pending" // River tries again
@@ -180,7 +191,7 @@ func (c *Central) exportTo(ctx context.Context, projectID, key string) (archive.
 		pw.CloseWithError(err)
 		done <- result{m, err}
 	}()
-	size, err := c.archives.media.Put(ctx, key, pr)
+	size, err := c.archives.store.Put(ctx, key, pr)
 	pr.CloseWithError(err) // stops the export when the store failed
 	res := <-done
 	if res.err != nil {
@@ -220,7 +231,7 @@ func (c *Central) downloadExport(w http.ResponseWriter, r *http.Request) error {
 	if e.Status != "completed" {
 		return httpapi.Conflict(httpapi.CodeConflict, "the export is "+e.Status+"; its archive can be downloaded once it is completed")
 	}
-	obj, err := c.archives.media.Open(r.Context(), key)
+	obj, err := c.archives.store.Open(r.Context(), key)
 	if errors.Is(err, storage.ErrNotFound) {
 		return httpapi.NotFound("the archive of this export is no longer stored")
 	}
@@ -244,14 +255,57 @@ type ImportedProjectJSON struct {
 	RowCounts map[string]int64 `json:"row_counts"`
 }
 
+// ImportLimits are the limits of an import (archive.Limits): a media
+// object may be as large as an upload.
+var ImportLimits = func() archive.Limits {
+	l := archive.DefaultLimits
+	l.Media = content.MaxUpload
+	return l
+}()
+
 // ImportProject creates a project of tenantID from an archive (see
-// archive.Import).
-func (c *Central) ImportProject(ctx context.Context, tenantID int64, name string, r io.Reader) (ImportedProjectJSON, error) {
-	p, m, err := archive.Import(ctx, c, c.archives.media, tenantID, name, r, archive.DefaultLimits)
+// archive.Import). authorize, when set, may refuse what the manifest
+// asks for before anything is created (the admin API's scope of a plan);
+// the CLI, run by the operator, sets none. Each media object is inspected
+// as an upload is; once restored, the media rows are made to agree with
+// the objects stored (content.ReconcileImport) and the blog's texts go
+// through the blog's sanitisers (blog.SanitizeImported).
+func (c *Central) ImportProject(ctx context.Context, tenantID int64, name string, r io.Reader, authorize func(archive.Manifest) error) (ImportedProjectJSON, error) {
+	p, m, err := archive.Import(ctx, c, c.archives.media, tenantID, name, r, archive.Options{
+		Limits:    ImportLimits,
+		Authorize: authorize,
+		Inspect:   inspectMedia,
+		Fixups:    []archive.Fixup{c.reconcileMedia, sanitizeBlog},
+	})
 	if err != nil {
 		return ImportedProjectJSON{}, err
 	}
 	return ImportedProjectJSON{ProjectJSON: ToProjectJSON(p), TenantID: p.TenantID, SourceID: m.Project.ID, RowCounts: m.RowCounts()}, nil
+}
+
+// inspectMedia checks an archive's media object as an upload is checked.
+func inspectMedia(data []byte) (archive.MediaInfo, error) {
+	info, err := content.InspectImage(data)
+	return archive.MediaInfo{ContentType: info.ContentType, Width: info.Width, Height: info.Height}, err
+}
+
+// reconcileMedia is the content pillar's fixup of an import (an archive
+// whose rows name media outside the new project is refused).
+func (c *Central) reconcileMedia(ctx context.Context, tx pgx.Tx, p *tenant.Project, media map[string]archive.MediaInfo) error {
+	objects := make(map[string]content.ImportedObject, len(media))
+	for k, m := range media {
+		objects[k] = content.ImportedObject{ImageInfo: content.ImageInfo{ContentType: m.ContentType, Width: m.Width, Height: m.Height}, Size: m.Size}
+	}
+	err := content.ReconcileImport(ctx, tx, p.ID, c.archives.mediaURL, objects)
+	if errors.Is(err, httpapi.ErrInvalid) {
+		return fmt.Errorf("%w: %s", archive.ErrInvalid, err.Error())
+	}
+	return err
+}
+
+// sanitizeBlog is the blog pillar's fixup of an import.
+func sanitizeBlog(ctx context.Context, tx pgx.Tx, _ *tenant.Project, _ map[string]archive.MediaInfo) error {
+	return blog.SanitizeImported(ctx, tx)
 }
 
 func (c *Central) importProject(w http.ResponseWriter, r *http.Request) error {
@@ -294,7 +348,11 @@ func (c *Central) importProject(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer f.Close()
-	p, err := c.ImportProject(r.Context(), tenantID, name, f)
+	// The archive's plan is chosen as on create: a plan other than free
+	// needs projects:admin.
+	p, err := c.ImportProject(r.Context(), tenantID, name, f, func(m archive.Manifest) error {
+		return needPlanScope(r.Context(), m.Project.Plan, "the archive's project is on plan "+m.Project.Plan)
+	})
 	if errors.Is(err, archive.ErrInvalid) {
 		return httpapi.Invalid("file", strings.TrimPrefix(err.Error(), archive.ErrInvalid.Error()+": "))
 	}

@@ -42,12 +42,16 @@ func AdminExportsOpenAPI(d *openapi.Doc) {
 		OK: []openapi.Resp{{Status: 200, Desc: "The archive.", Content: openapi.M{"application/gzip": openapi.M{"type": "string", "contentMediaType": "application/gzip"}},
 			Headers: openapi.M{"Content-Disposition": openapi.M{"required": true, "schema": openapi.Str(), "description": "attachment; filename=\"{project}-{export}.tar.gz\""}}}}})
 	d.Add("POST", "/admin/api/projects/import", openapi.Op{ID: "adminImportProject", Summary: "Create a project from an archive", Tag: "admin", Auth: openapi.Admin,
-		Scope: "exports:write and projects:write", Errs: []int{404, 413, 422},
+		Scope: "exports:write and projects:write (and projects:admin for a plan other than free)", Errs: []int{404, 413, 422},
 		Desc: "A multipart/form-data body: `file` (an archive of an export), `tenant_id`, and optionally `name` (default: the archived project's). " +
-			"Creates a new project: its rows with their ids, and its media; API keys, webhooks, social and payment accounts and credits are not copied. " +
-			"An archive of an older release is migrated after import. An archive that is malformed, of an unknown format, or holds a path outside " +
-			"its place is a 422 on `file`; an unknown tenant a 404. The request body limit of the server applies: import larger archives with " +
-			"`plinth project import`.",
+			"Creates a new project on the archive's plan (a plan other than free needs projects:admin, 403, as on create): its rows with their ids, " +
+			"and its media; API keys, webhooks, social and payment accounts and credits are not copied. " +
+			"An archive of an older release is migrated after import. Each media object must be an image an upload would take (PNG, JPEG, GIF or WebP, " +
+			"at most 10 MiB); image rows and the logo must name objects of the archive's own project (their type, size and URL are then the server's); " +
+			"the blog's HTML is sanitised as on a write. An archive that is malformed, of an unknown format, holds a path outside its place, " +
+			"names media outside its project, holds a media object that is no such image, a row over 8 MiB, or entries inflating to more than " +
+			"100 times its size (at least 16 MiB, at most 16 GiB) is a 422 on `file`; an unknown tenant a 404. " +
+			"The request body limit of the server applies: import larger archives with `plinth project import`.",
 		Body: openapi.M{"multipart/form-data": d.Schema("ImportProjectRequest", openapi.Obj(openapi.M{
 			"file":      openapi.M{"type": "string", "contentMediaType": "application/gzip"},
 			"tenant_id": openapi.M{"type": "string", "pattern": "^[0-9]+$"},

@@ -27,8 +27,9 @@ import (
 )
 
 // adminAPI sends requests to the server's admin API with an admin token
-// holding what exports and imports need, and checks every exchange
-// against the OpenAPI document.
+// holding what exports and imports need (projects:admin: the archives'
+// projects are not on the free plan), and checks every exchange against
+// the OpenAPI document.
 type adminAPI struct {
 	env   *apitest.Env
 	token string
@@ -36,7 +37,7 @@ type adminAPI struct {
 
 func newAdminAPI(t *testing.T, env *apitest.Env) *adminAPI {
 	t.Helper()
-	return &adminAPI{env: env, token: adminToken(t, env, "exports:read", "exports:write", "projects:write")}
+	return &adminAPI{env: env, token: adminToken(t, env, "exports:read", "exports:write", "projects:write", "projects:admin")}
 }
 
 func (a *adminAPI) adminSend(t *testing.T, method, path string, body []byte, contentType string) *apitest.Resp {

@@ -26,6 +26,7 @@ import (
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/payments/stripetest"
+	"github.com/plinth-dev/plinth/provisioning/archive"
 )
 
 // The bad-input sweep sends every operation of the served OpenAPI document
@@ -83,6 +84,9 @@ type sweepRequest struct {
 	body        []byte
 	// documented holds the operation's responses by status.
 	documented map[string]any
+	// want, when set, is the one status the request may get (a crafted
+	// archive's refusal).
+	want int
 }
 
 // sweepOp is one operation of the document.
@@ -93,6 +97,7 @@ type sweepOp struct {
 	keyless      bool // security: [] (login, callbacks, the public surface)
 	dashboard    bool // a dashboard token, not an API key
 	public       bool // the project named by X-Service-Project-Key
+	admin        bool // an admin token (the import of archives)
 }
 
 func (o sweepOp) name() string { return o.method + " " + o.path }
@@ -109,7 +114,18 @@ type sweep struct {
 	seeds map[string]map[string]any
 	// clients counts the keyless requests built (each its own address).
 	clients int
+	// adminToken is the admin token of the import route (exports:write
+	// and projects:write), and crafted the archives it is sent besides
+	// the battery (craftedArchives).
+	adminToken string
+	crafted    []crafted
+	tenantID   int64
 }
+
+// importPath is the admin route of archive imports, which the sweep
+// sends with an admin token and crafted archives (issue 33); the other
+// admin routes get the battery with an API key (401).
+const importPath = "/admin/api/projects/import"
 
 func TestBadInputSweep(t *testing.T) {
 	t.Parallel()
@@ -130,9 +146,16 @@ func TestBadInputSweep(t *testing.T) {
 
 	var doc map[string]any
 	env.Do("GET", "/v1/openapi.json", "", nil).Expect(t, 200).Decode(t, &doc)
-	s := &sweep{t: t, env: env, doc: doc, key: p.Key, token: token, projectID: p.ID, seeds: map[string]map[string]any{}}
+	s := &sweep{t: t, env: env, doc: doc, key: p.Key, token: token, projectID: p.ID, seeds: map[string]map[string]any{},
+		adminToken: adminToken(t, env, "exports:write", "projects:write"), tenantID: tn.ID}
 	ops := s.operations()
 	s.seed(ops)
+	victim := newVictim(t, env)
+	source := newSource(t, env)
+	s.crafted = append(craftedArchives(t, source, victim), crafted{name: "a text/html image row (kept, neutralised)", status: 201,
+		archive: source.with(t, func(_ *archive.Manifest, files map[string][]byte) {
+			editRows(t, files, "images", func(row map[string]any) { row["content_type"] = "text/html" })
+		})})
 
 	var reqs []sweepRequest
 	for _, o := range ops {
@@ -145,6 +168,7 @@ func TestBadInputSweep(t *testing.T) {
 		sort.Strings(failures)
 		t.Errorf("%d of %d requests failed:\n%s", len(failures), len(reqs), strings.Join(failures, "\n"))
 	}
+	victim.intact(t, env)
 }
 
 // TestBadInputExamples: the requests of the review that answered 500
@@ -200,7 +224,7 @@ func (s *sweep) operations() []sweepOp {
 			if !ok {
 				continue
 			}
-			o := sweepOp{method: strings.ToUpper(method), path: path, op: op, public: central.IsPublic(path)}
+			o := sweepOp{method: strings.ToUpper(method), path: path, op: op, public: central.IsPublic(path), admin: path == importPath}
 			// No security: the document's default, an API key.
 			if sec, ok := op["security"].([]any); ok {
 				o.keyless = len(sec) == 0
@@ -340,6 +364,8 @@ func (s *sweep) request(o sweepOp, what, path, rawQuery string, header http.Head
 	r, err := http.NewRequest(o.method, u, rd)
 	require.NoError(s.t, err, what)
 	switch {
+	case o.admin:
+		r.Header.Set("Authorization", "Bearer "+s.adminToken)
 	case o.dashboard:
 		r.Header.Set("Authorization", "Bearer "+s.token)
 	case o.public:
@@ -419,6 +445,13 @@ func (s *sweep) battery(o sweepOp) []sweepRequest {
 	}
 	if s.bodySchema(o, "multipart/form-data") != nil {
 		s.multipart(good, add)
+	}
+	if o.admin {
+		for _, c := range s.crafted {
+			body, ct := importForm(c.archive, "tenant_id", strconv.FormatInt(s.tenantID, 10))
+			add("archive: "+c.name, good, "", nil, body, ct)
+			out[len(out)-1].want = c.status
+		}
 	}
 	return out
 }
@@ -544,6 +577,8 @@ func (s *sweep) one(client *http.Client, sr sweepRequest) (string, int) {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	switch {
+	case sr.want != 0 && res.StatusCode != sr.want:
+		return fmt.Sprintf("%d, want %d: %.200s", res.StatusCode, sr.want, b), res.StatusCode
 	case sr.documented[strconv.Itoa(res.StatusCode)] == nil:
 		return fmt.Sprintf("%d is not a status the document lists: %.200s", res.StatusCode, b), res.StatusCode
 	case res.StatusCode >= 500:

@@ -56,7 +56,7 @@ func OpenLifecycle(cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger) (
 	if err != nil {
 		return Lifecycle{}, err
 	}
-	return Lifecycle{Queue: q, Media: media, Grace: cfg.DeleteGrace}, nil
+	return Lifecycle{Queue: q, Media: storage.ProjectMedia(media), Grace: cfg.DeleteGrace}, nil
 }
 
 // SetLifecycle gives c what suspension and deletion need; NewServer and

@@ -88,7 +88,12 @@ type Server struct {
 	// JobEvents wakes SSE streams on job events from any instance.
 	JobEvents *jobs.Hub
 	AI        ai.Provider
-	Media     storage.Store
+	// Store is the whole of PLINTH_STORAGE; Media its view of the
+	// projects' media (storage.ProjectMedia), all the pillars and a
+	// project's deletion are given: export archives, stored beside them
+	// under exports/, are out of its reach.
+	Store storage.Store
+	Media storage.Store
 	// Outbox emits webhook events inside a pillar's transaction.
 	Outbox *webhook.Outbox
 	// prefetch is the Outbox's read of the endpoints, put in the context
@@ -128,9 +133,10 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 			return nil, err
 		}
 	}
-	if s.Media, err = storage.Open(cfg.Storage, cfg.Getenv); err != nil {
+	if s.Store, err = storage.Open(cfg.Storage, cfg.Getenv); err != nil {
 		return nil, err
 	}
+	s.Media = storage.ProjectMedia(s.Store)
 
 	// River: one client and one set of workers for the process. The
 	// pillars are built with the client and add their workers to the set
@@ -153,7 +159,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	c.SetLifecycle(Lifecycle{Queue: s.River, Media: s.Media, Grace: cfg.DeleteGrace})
 	river.AddWorker(workers, &DropWorker{Central: c})
 	hookSecrets := webhook.NewSecrets(c.Secret())
-	c.UseArchives(s.River, s.Media)
+	c.UseArchives(s.River, s.Store, cfg.MediaURL)
 	river.AddWorker(workers, NewExportWorker(c))
 	river.AddWorker(workers, &idempotency.ExpireWorker{Projects: c})
 	s.waker = queue.NewWaker(pool, webhook.Queue, logger)
@@ -164,7 +170,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	jobsSvc := jobs.New(jobs.Deps{Plane: c, Pool: pool, Queue: s.River, Logger: logger})
 	s.Jobs, s.JobEvents = jobsSvc.Runner(), jobsSvc.Hub()
 	contentSvc := content.New(content.Deps{AI: s.AI, Media: s.Media, Queue: s.River, Events: s.Outbox, Jobs: s.Jobs,
-		PublicURL: cfg.PublicURL, Fetch: content.GuardedFetch(cfg.Dev, opts.RootCAs)})
+		MediaURL: cfg.MediaURL, Fetch: content.GuardedFetch(cfg.Dev, opts.RootCAs)})
 	blogSvc := blog.New(blog.Deps{Queue: s.River, AI: s.AI, Media: s.Media, Plane: c, MediaURL: contentSvc.MediaURL,
 		Events: s.Outbox, Jobs: s.Jobs})
 	socialSvc := social.New(social.Deps{Config: cfg, Plane: c, Queue: s.River, AI: s.AI, Images: contentSvc,

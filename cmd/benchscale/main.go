@@ -822,7 +822,7 @@ func (b *bench) export(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.UseArchives(nil, media)
+	c.UseArchives(nil, media, "") // exports only: no media URL is written
 	start = time.Now()
 	m, err := c.ExportProject(ctx, project, io.Discard)
 	if err != nil {

@@ -19,11 +19,11 @@ func (e *env) withMedia(do func(context.Context, *central.Central) (any, error))
 		if err != nil {
 			return nil, err
 		}
-		media, err := storage.Open(cfg.Storage, cfg.Getenv)
+		store, err := storage.Open(cfg.Storage, cfg.Getenv)
 		if err != nil {
 			return nil, err
 		}
-		cen.UseArchives(nil, media) // no job is enqueued here
+		cen.UseArchives(nil, store, cfg.MediaURL) // no job is enqueued here
 		return do(ctx, cen)
 	})
 }
@@ -76,6 +76,6 @@ func (c *projectImportCmd) Run(e *env) error {
 			return nil, err
 		}
 		defer f.Close()
-		return cen.ImportProject(ctx, c.Tenant, c.Name, f)
+		return cen.ImportProject(ctx, c.Tenant, c.Name, f, nil) // the operator's: any plan
 	})
 }

@@ -4,6 +4,7 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,6 +61,12 @@ type Config struct {
 	// MetricsAddr moves /metrics to a listener of its own; MetricsToken
 	// makes it require that bearer token.
 	MetricsAddr, MetricsToken string
+
+	// MediaURL is the base of the public media URLs the API hands out
+	// (PLINTH_MEDIA_URL; default PublicURL): a separate, cookieless
+	// origin that serves /v1/public/media/ keeps an uploaded file away
+	// from the API's and the dashboard's origin.
+	MediaURL string
 	// Getenv is kept for settings read per platform (PLINTH_SOCIAL_*).
 	Getenv func(string) string
 }
@@ -78,6 +85,7 @@ var Vars = []Var{
 	{"DATABASE_URL", "", "central database and the default shard (unset: a private cluster under ./.plinth/pg)"},
 	{"PLINTH_ADDR", "127.0.0.1:8080", "listen address of the API"},
 	{"PLINTH_PUBLIC_URL", "", "externally visible base URL, for the URLs the server hands out (unset: http://PLINTH_ADDR)"},
+	{"PLINTH_MEDIA_URL", "", "base URL of the public media URLs the API hands out ({base}/v1/public/media/…); a separate, cookieless origin that reaches this server is recommended (unset: PLINTH_PUBLIC_URL)"},
 	{"PLINTH_SECRET", "", "server secret: key-hash pepper, JWT signing, token encryption (unset: generated once, kept in the central schema)"},
 	{"PLINTH_ERROR_BASE", "https://plinth.dev/errors", "namespace of the problem type URIs"},
 	{"PLINTH_DEV", "", "1 allows http:// and loopback webhook URLs and image fetches"},
@@ -145,6 +153,14 @@ func Load(getenv func(string) string) (Config, error) {
 		Getenv:           getenv,
 	}
 	c.PublicURL = strings.TrimRight(or(get("PLINTH_PUBLIC_URL"), "http://"+c.Addr), "/")
+	c.MediaURL = c.PublicURL
+	if v := get("PLINTH_MEDIA_URL"); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return c, fmt.Errorf("PLINTH_MEDIA_URL: want an http(s) base URL such as https://media.example.com, got %q", v)
+		}
+		c.MediaURL = strings.TrimRight(v, "/")
+	}
 	var err error
 	if c.WebhookRetry, err = durations(get("PLINTH_WEBHOOK_RETRY_DELAYS")); err != nil {
 		return c, fmt.Errorf("PLINTH_WEBHOOK_RETRY_DELAYS: %w", err)

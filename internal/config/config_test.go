@@ -52,3 +52,22 @@ func TestDashboardPlans(t *testing.T) {
 		}
 	}
 }
+
+// TestMediaURL: media URLs default to the public URL; PLINTH_MEDIA_URL
+// (a separate origin) replaces it, without its trailing slash; anything
+// but an http(s) base is refused at start.
+func TestMediaURL(t *testing.T) {
+	c, err := load(map[string]string{"PLINTH_PUBLIC_URL": "https://api.example.com/"})
+	if err != nil || c.MediaURL != "https://api.example.com" {
+		t.Fatalf("default: %q %v", c.MediaURL, err)
+	}
+	c, err = load(map[string]string{"PLINTH_PUBLIC_URL": "https://api.example.com", "PLINTH_MEDIA_URL": "https://media.example-cdn.com/"})
+	if err != nil || c.MediaURL != "https://media.example-cdn.com" || c.PublicURL != "https://api.example.com" {
+		t.Fatalf("set: %q %q %v", c.MediaURL, c.PublicURL, err)
+	}
+	for _, bad := range []string{"media.example.com", "ftp://media.example.com", "https://", "https://m.example.com/?a=1", "https://u:p@m.example.com", "javascript:alert(1)"} {
+		if _, err := load(map[string]string{"PLINTH_MEDIA_URL": bad}); err == nil || !strings.Contains(err.Error(), "PLINTH_MEDIA_URL") {
+			t.Errorf("%q: %v, want an error naming the variable", bad, err)
+		}
+	}
+}

@@ -99,3 +99,56 @@ func TestFileList(t *testing.T) {
 		t.Fatal("an invalid prefix is refused")
 	}
 }
+
+// TestProjectMedia: the media view reaches the keys below a project's
+// prefix and nothing else of the store: an export archive beside them is
+// neither opened, deleted, listed nor overwritten through it.
+func TestProjectMedia(t *testing.T) {
+	ctx := context.Background()
+	raw, err := NewFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pid = "prj_0123456789ABCDEFGHIJKLMN"
+	archive := ExportsPrefix + "/exp_0123456789ABCDEFGHIJKLMN.tar.gz"
+	if _, err := raw.Put(ctx, archive, strings.NewReader("archive")); err != nil {
+		t.Fatal(err)
+	}
+	m := ProjectMedia(raw)
+	if _, err := m.Put(ctx, pid+"/_u/hero.x", strings.NewReader("img")); err != nil {
+		t.Fatalf("put below the project: %v", err)
+	}
+	o, err := m.Open(ctx, pid+"/_u/hero.x")
+	if err != nil {
+		t.Fatalf("open below the project: %v", err)
+	}
+	o.Close()
+	for _, key := range []string{archive, "exports/x", pid, "prj_1/hero", "other/" + pid + "/x", pid + "/../exports/x"} {
+		if _, err := m.Open(ctx, key); !errors.Is(err, ErrNotFound) {
+			t.Errorf("open %q through the media view: %v", key, err)
+		}
+		if err := m.Delete(ctx, key); !errors.Is(err, ErrNotFound) {
+			t.Errorf("delete %q through the media view: %v", key, err)
+		}
+		if _, err := m.Put(ctx, key, strings.NewReader("x")); err == nil {
+			t.Errorf("put %q through the media view", key)
+		}
+	}
+	if _, err := m.List(ctx, ExportsPrefix+"/"); err == nil {
+		t.Error("list of exports/ through the media view")
+	}
+	if err := m.DeletePrefix(ctx, ExportsPrefix); err == nil {
+		t.Error("delete of exports/ through the media view")
+	}
+	if keys, err := m.List(ctx, pid+"/"); err != nil || len(keys) != 1 {
+		t.Fatalf("list of the project: %v %v", keys, err)
+	}
+	if o, err := raw.Open(ctx, archive); err != nil {
+		t.Fatalf("the archive is gone: %v", err)
+	} else {
+		o.Close()
+	}
+	if !InProject(pid, pid+"/_u/hero.x") || InProject(pid, pid+"/") || InProject(pid, "prj_0123456789ABCDEFGHIJKLMO/x") || InProject("prj_1", "prj_1/x") {
+		t.Error("InProject")
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -110,7 +112,7 @@ func archiveWith(t *testing.T, m Manifest, rest ...*tar.Header) []byte {
 func TestImportRefusals(t *testing.T) {
 	m := Manifest{Format: FormatName, FormatVersion: FormatVersion, Project: Project{ID: "prj_" + strings.Repeat("a", 24)},
 		Migrations: Migrations{Version: 1, Applied: []int64{1}}, Media: []Media{{Key: "big", File: "media/big", Size: 64 << 20}}}
-	lim := Limits{Archive: 1 << 20, Expanded: 1 << 20, Manifest: 1 << 20}
+	lim := Limits{Archive: 1 << 20, Expanded: 1 << 20, Manifest: 1 << 20, Media: 64 << 20, Row: 1 << 20}
 	for name, c := range map[string]struct {
 		archive []byte
 		want    string
@@ -127,7 +129,7 @@ func TestImportRefusals(t *testing.T) {
 		"row not object": {rowsArchive(t, "[1]\n", 1), "row 1 is not a JSON object"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, _, err := Import(context.Background(), refuse{t}, nil, 1, "", bytes.NewReader(c.archive), lim)
+			_, _, err := Import(context.Background(), refuse{t}, nil, 1, "", bytes.NewReader(c.archive), Options{Limits: lim, Inspect: noImage})
 			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want an ErrInvalid saying %q", err, c.want)
 			}
@@ -150,4 +152,101 @@ func rowsArchive(t *testing.T, rows string, n int64) []byte {
 	_ = tw.Close()
 	_ = gz.Close()
 	return b.Bytes()
+}
+
+// noImage is an Options.Inspect that accepts nothing.
+func noImage([]byte) (MediaInfo, error) { return MediaInfo{}, errors.New("is not an image") }
+
+// TestImportBounds: what a crafted archive can make the server read,
+// hold and store is bounded (issue 33), each refused before any project
+// is created: a media object larger than an upload, or not an image; a
+// row larger than the row limit; entries that inflate to more than the
+// ratio to the archive's size; and a manifest the caller refuses (the
+// plan), with the caller's error.
+func TestImportBounds(t *testing.T) {
+	id := "prj_" + strings.Repeat("a", 24)
+	base := Manifest{Format: FormatName, FormatVersion: FormatVersion, Project: Project{ID: id, Plan: "scale"},
+		Migrations: Migrations{Version: 1, Applied: []int64{1}}}
+	withMedia := func(size int64) Manifest {
+		m := base
+		m.Media = []Media{{Key: "_u/hero.x", File: "media/_u/hero.x", Size: size}}
+		return m
+	}
+	lim := Limits{Archive: 1 << 30, Expanded: 1 << 40, Manifest: 1 << 20, Media: 1 << 20, Row: 1 << 20}
+	ratio := lim
+	ratio.Ratio, ratio.MinExpanded = 100, 1<<20
+	forbidden := errors.New("the plan needs projects:admin")
+	for name, c := range map[string]struct {
+		archive []byte
+		opts    Options
+		want    string
+	}{
+		"media larger than an upload": {archiveWith(t, withMedia(1<<20+1), &tar.Header{Name: "media/_u/hero.x", Size: 1<<20 + 1}),
+			Options{Limits: lim, Inspect: noImage}, "media _u/hero.x: 1048577 bytes, more than the 1048576 an image may have"},
+		"media not an image": {archiveWith(t, withMedia(100), &tar.Header{Name: "media/_u/hero.x", Size: 100}),
+			Options{Limits: lim, Inspect: noImage}, "media/_u/hero.x: is not an image"},
+		"row larger than the limit": {rowsArchive(t, `{"a":"`+strings.Repeat(" ", 1<<20)+`"}`+"\n", 1),
+			Options{Limits: lim}, "tables/pages.ndjson: row 1 is larger than 1048576 bytes"},
+		"row larger than the limit, no line break": {rowsArchive(t, `{"a":"`+strings.Repeat(" ", 1<<20)+`"}`, 1),
+			Options{Limits: lim}, "row 1 is larger than 1048576 bytes"},
+		"inflated past the ratio": {rowsArchive(t, strings.Repeat(`{"a":"`+strings.Repeat(" ", 1000)+`"}`+"\n", 2000), 2000),
+			Options{Limits: ratio}, "inflates to more than 1048576 bytes"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := Import(context.Background(), refuse{t}, nil, 1, "", bytes.NewReader(c.archive), c.opts)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an ErrInvalid saying %q", err, c.want)
+			}
+		})
+	}
+	// The same rows within the ratio's floor pass the checks.
+	big := ratio
+	big.MinExpanded = 4 << 20
+	rows := rowsArchive(t, strings.Repeat(`{"a":"`+strings.Repeat(" ", 1000)+`"}`+"\n", 2000), 2000)
+	if _, _, err := check(spoolOf(t, rows), big, nil); err != nil {
+		t.Fatalf("within the floor: %v", err)
+	}
+	_, _, err := Import(context.Background(), refuse{t}, nil, 1, "", bytes.NewReader(rows), Options{Limits: big,
+		Authorize: func(m Manifest) error {
+			if m.Project.Plan != "free" {
+				return forbidden
+			}
+			return nil
+		}})
+	if !errors.Is(err, forbidden) {
+		t.Fatalf("a manifest the caller refuses: %v", err)
+	}
+}
+
+// TestImportRowMemory: one enormous row (64 MiB of spaces in a string,
+// 64 KiB compressed) is refused once the row limit is read, never held
+// whole: the import allocates a small part of it. (Reading it whole, as
+// a line, allocated several times its size.)
+func TestImportRowMemory(t *testing.T) {
+	archive := rowsArchive(t, `{"a":"`+strings.Repeat(" ", 64<<20)+`"}`+"\n", 1)
+	lim := Limits{Archive: 1 << 30, Expanded: 1 << 40, Manifest: 1 << 20, Media: 1 << 20, Row: 1 << 20}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, _, err := Import(context.Background(), refuse{t}, nil, 1, "", bytes.NewReader(archive), Options{Limits: lim})
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "row 1 is larger than 1048576 bytes") {
+		t.Fatalf("got %v", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Fatalf("the refused row allocated %d MiB", alloc>>20)
+	}
+}
+
+func spoolOf(t *testing.T, b []byte) *os.File {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "archive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -50,30 +50,84 @@ type Creator interface {
 }
 
 // Limits bound what Import reads, against a crafted archive (a gzip that
-// inflates a thousandfold): the archive's own size, the total size of its
-// entries once inflated, and the manifest's.
+// inflates a thousandfold, one enormous row, media that are not images of
+// an upload's size): the archive's own size; the total size of its
+// entries once inflated, at most Ratio times the archive's size (or
+// MinExpanded when that is more) and never more than Expanded; the
+// manifest's size; one media object's (an upload's limit); and one row's.
 type Limits struct {
-	Archive  int64
-	Expanded int64
-	Manifest int64
+	Archive     int64
+	Expanded    int64
+	Ratio       int64
+	MinExpanded int64
+	Manifest    int64
+	Media       int64
+	Row         int64
 }
 
-// DefaultLimits are the limits of the API and the CLI.
-var DefaultLimits = Limits{Archive: 4 << 30, Expanded: 16 << 30, Manifest: 8 << 20}
+// DefaultLimits are the limits of the API and the CLI. An archive of this
+// server inflates some 5 to 20 times (NDJSON rows; the media are images,
+// compressed already); 100 leaves room. A row of 8 MiB is eight times
+// the largest JSON body a write takes.
+var DefaultLimits = Limits{Archive: 4 << 30, Expanded: 16 << 30, Ratio: 100, MinExpanded: 16 << 20, Manifest: 8 << 20,
+	Media: 10 << 20, Row: 8 << 20}
+
+// expanded is how many inflated bytes an archive of size bytes may hold.
+func (l Limits) expanded(size int64) int64 {
+	n := l.Expanded
+	if l.Ratio > 0 && size <= n/l.Ratio {
+		n = min(n, max(size*l.Ratio, l.MinExpanded))
+	}
+	return n
+}
+
+// MediaInfo is what Options.Inspect finds in a media object: its type
+// and dimensions; Size is its size in bytes.
+type MediaInfo struct {
+	ContentType   string
+	Width, Height int
+	Size          int64
+}
+
+// Fixup is a pillar's pass over the project an import restored, run in
+// one transaction on its schema (search_path bound) once the schema is
+// migrated to this release: it checks and rewrites the rows the archive
+// stated (media columns, stored HTML). media holds the objects the import
+// stored, by their key below the new project's prefix. An error wrapping
+// ErrInvalid refuses the archive.
+type Fixup func(ctx context.Context, tx pgx.Tx, p *tenant.Project, media map[string]MediaInfo) error
+
+// Options are what Import is given besides the archive.
+type Options struct {
+	Limits Limits
+	// Authorize, when set, may refuse what the manifest asks for (the
+	// plan) before anything is created; its error is returned as is.
+	Authorize func(Manifest) error
+	// Inspect checks the bytes of each media object (at most
+	// Limits.Media) before anything is created, as an upload's are
+	// checked: an error refuses the archive. An archive with media
+	// needs it.
+	Inspect func(data []byte) (MediaInfo, error)
+	// Fixups run after the rows are restored and migrated (Fixup).
+	Fixups []Fixup
+}
 
 // Import creates a new project of tenantID from the archive r (named name,
 // or as the archive's project when name is empty) and returns it with
 // the archive's manifest. It spools r to a temporary file and checks the
-// whole archive before it creates anything (a refusal wraps ErrInvalid),
-// then restores, in one transaction, every table into a schema at the
-// archive's migration level (ids kept, sequences moved past the highest
-// id), copies the media under the new project's prefix, and migrates the
-// schema up to this release: an older archive's rows go through the same
-// migrations as a live schema's would. The source's project id, which
-// media keys and URLs hold, is replaced by the new one in every row. API
-// keys are not in an archive, nor are the tables of Skipped. A failure
-// after the project was created removes it again.
-func Import(ctx context.Context, c Creator, media storage.Store, tenantID int64, name string, r io.Reader, lim Limits) (*tenant.Project, Manifest, error) {
+// whole archive before it creates anything (a refusal wraps ErrInvalid):
+// its structure, its limits, and each media object (o.Inspect); then
+// o.Authorize sees the manifest. It then restores, in one transaction,
+// every table into a schema at the archive's migration level (ids kept,
+// sequences moved past the highest id), copies the media under the new
+// project's prefix, migrates the schema up to this release (an older
+// archive's rows go through the same migrations as a live schema's
+// would), and runs o.Fixups. The source's project id, which media keys
+// and URLs hold, is replaced by the new one in every row. API keys are
+// not in an archive, nor are the tables of Skipped. A failure after the
+// project was created removes it again.
+func Import(ctx context.Context, c Creator, media storage.Store, tenantID int64, name string, r io.Reader, o Options) (*tenant.Project, Manifest, error) {
+	lim := o.Limits
 	spool, err := os.CreateTemp("", "plinth-import-*.tar.gz")
 	if err != nil {
 		return nil, Manifest{}, err
@@ -87,9 +141,15 @@ func Import(ctx context.Context, c Creator, media storage.Store, tenantID int64,
 	if n > lim.Archive {
 		return nil, Manifest{}, invalid("larger than %d bytes", lim.Archive)
 	}
-	m, err := check(spool, lim)
+	lim.Expanded = lim.expanded(n)
+	m, inspected, err := check(spool, lim, o.Inspect)
 	if err != nil {
 		return nil, m, err
+	}
+	if o.Authorize != nil {
+		if err := o.Authorize(m); err != nil {
+			return nil, m, err
+		}
 	}
 	if name == "" {
 		name = m.Project.Name
@@ -100,7 +160,7 @@ func Import(ctx context.Context, c Creator, media storage.Store, tenantID int64,
 		return nil, m, err
 	}
 	var put []string
-	if err := restore(ctx, c, media, p, spool, m, &put); err != nil {
+	if err := restore(ctx, c, media, p, spool, m, inspected, o.Fixups, &put); err != nil {
 		bg := context.WithoutCancel(ctx)
 		for _, k := range put {
 			_ = media.Delete(bg, k)
@@ -194,11 +254,14 @@ func (l *limited) Read(p []byte) (int, error) {
 
 // check reads the whole archive once: the manifest, then every entry
 // against it (each expected file present once, row counts and sizes as
-// stated, each row a JSON object).
-func check(f *os.File, lim Limits) (Manifest, error) {
+// stated, each row a JSON object of at most lim.Row bytes, each media
+// object at most lim.Media bytes and accepted by inspect). It returns the
+// manifest and what inspect found in each media file.
+func check(f *os.File, lim Limits, inspect func([]byte) (MediaInfo, error)) (Manifest, map[string]MediaInfo, error) {
 	var m Manifest
 	want := map[string]int64{} // file -> rows (tables) or size (media)
 	isTable := map[string]bool{}
+	inspected := map[string]MediaInfo{}
 	err := entries(f, lim, func(h *tar.Header, r io.Reader) error {
 		if h.Name == ManifestName && len(want) == 0 && m.Format == "" {
 			if h.Size > lim.Manifest {
@@ -207,7 +270,7 @@ func check(f *os.File, lim Limits) (Manifest, error) {
 			if err := json.NewDecoder(io.LimitReader(r, lim.Manifest)).Decode(&m); err != nil {
 				return invalid("%s: %v", ManifestName, err)
 			}
-			return checkManifest(&m, want, isTable)
+			return checkManifest(&m, lim, want, isTable)
 		}
 		expect, ok := want[h.Name]
 		if !ok {
@@ -218,10 +281,25 @@ func check(f *os.File, lim Limits) (Manifest, error) {
 			if h.Size != expect {
 				return invalid("%s: %d bytes, the manifest says %d", h.Name, h.Size, expect)
 			}
-			_, err := io.Copy(io.Discard, r)
-			return err
+			if inspect == nil {
+				return errors.New("archive: no media inspector for " + h.Name)
+			}
+			data, err := io.ReadAll(io.LimitReader(r, lim.Media+1))
+			if err != nil {
+				return err
+			}
+			if int64(len(data)) != h.Size {
+				return invalid("%s: %d bytes, the manifest says %d", h.Name, len(data), h.Size)
+			}
+			info, err := inspect(data)
+			if err != nil {
+				return invalid("%s: %v", h.Name, err)
+			}
+			info.Size = h.Size
+			inspected[h.Name] = info
+			return nil
 		}
-		rows, err := eachRow(r, func([]byte) error { return nil })
+		rows, err := eachRow(r, h.Name, lim.Row, func([]byte) error { return nil })
 		if err != nil {
 			return err
 		}
@@ -231,7 +309,7 @@ func check(f *os.File, lim Limits) (Manifest, error) {
 		return nil
 	})
 	if err != nil {
-		return m, err
+		return m, nil, err
 	}
 	if len(want) > 0 {
 		missing := make([]string, 0, len(want))
@@ -239,14 +317,14 @@ func check(f *os.File, lim Limits) (Manifest, error) {
 			missing = append(missing, f)
 		}
 		slices.Sort(missing)
-		return m, invalid("missing entries: %s", strings.Join(missing, ", "))
+		return m, nil, invalid("missing entries: %s", strings.Join(missing, ", "))
 	}
-	return m, nil
+	return m, inspected, nil
 }
 
 // checkManifest checks the manifest's format and names and fills the
 // files it announces.
-func checkManifest(m *Manifest, want map[string]int64, isTable map[string]bool) error {
+func checkManifest(m *Manifest, lim Limits, want map[string]int64, isTable map[string]bool) error {
 	if m.Format != FormatName {
 		return invalid("unknown format %q (want %s)", m.Format, FormatName)
 	}
@@ -285,6 +363,9 @@ func checkManifest(m *Manifest, want map[string]int64, isTable map[string]bool) 
 		if !storage.ValidKey(md.Key) || md.File != "media/"+md.Key || md.Size < 0 {
 			return invalid("media key %q", md.Key)
 		}
+		if md.Size > lim.Media {
+			return invalid("media %s: %d bytes, more than the %d an image may have", md.Key, md.Size, lim.Media)
+		}
 		if _, dup := want[md.File]; dup {
 			return invalid("media %s named twice", md.Key)
 		}
@@ -293,23 +374,42 @@ func checkManifest(m *Manifest, want map[string]int64, isTable map[string]bool) 
 	return nil
 }
 
-// eachRow calls fn with every line of r, each checked to be a JSON
-// object, and counts them.
-func eachRow(r io.Reader, fn func(line []byte) error) (int64, error) {
+// eachRow calls fn with every line of r (the entry name), each checked
+// to be a JSON object of at most max bytes, and counts them. A line is read up to max
+// bytes and no further: one enormous row is refused, never held whole.
+// The line passed to fn is valid until fn returns.
+func eachRow(r io.Reader, name string, max int64, fn func(line []byte) error) (int64, error) {
 	br := bufio.NewReaderSize(r, 256<<10)
 	var rows int64
+	var long []byte // a line longer than br's buffer, gathered
 	for {
-		line, err := br.ReadBytes('\n')
+		chunk, err := br.ReadSlice('\n')
+		if int64(len(long)+len(chunk)) > max+1 { // +1: the line's '\n'
+			return rows, invalid("%s: row %d is larger than %d bytes", name, rows+1, max)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, chunk...)
+			continue
+		}
+		line := chunk
+		if len(long) > 0 {
+			long = append(long, chunk...)
+			line = long
+		}
 		if len(line) > 0 {
 			row := bytes.TrimSuffix(line, []byte{'\n'})
+			if int64(len(row)) > max {
+				return rows, invalid("%s: row %d is larger than %d bytes", name, rows+1, max)
+			}
 			if len(row) == 0 || row[0] != '{' || !json.Valid(row) {
-				return rows, invalid("row %d is not a JSON object", rows+1)
+				return rows, invalid("%s: row %d is not a JSON object", name, rows+1)
 			}
 			rows++
 			if err := fn(row); err != nil {
 				return rows, err
 			}
 		}
+		long = long[:0]
 		if err == io.EOF {
 			return rows, nil
 		}
@@ -321,7 +421,8 @@ func eachRow(r io.Reader, fn func(line []byte) error) (int64, error) {
 
 // restore loads the checked archive into p's new schema and media, then
 // migrates the schema up to date.
-func restore(ctx context.Context, c Creator, media storage.Store, p *tenant.Project, f *os.File, m Manifest, put *[]string) error {
+func restore(ctx context.Context, c Creator, media storage.Store, p *tenant.Project, f *os.File, m Manifest,
+	inspected map[string]MediaInfo, fixups []Fixup, put *[]string) error {
 	pool, err := c.ShardPool(p.Shard)
 	if err != nil {
 		return err
@@ -354,7 +455,10 @@ func restore(ctx context.Context, c Creator, media storage.Store, p *tenant.Proj
 		}
 	}
 	// Rows are staged as text first, as they come, and inserted in the
-	// order of the foreign keys at the end.
+	// order of the foreign keys at the end. Media are stored under the new
+	// project's prefix, whatever the rows say of them (the fixups make
+	// the rows agree).
+	stored := make(map[string]MediaInfo, len(inspected))
 	err = entries(f, Limits{Expanded: 1 << 62}, func(h *tar.Header, r io.Reader) error {
 		switch {
 		case strings.HasPrefix(h.Name, "tables/"):
@@ -364,7 +468,7 @@ func restore(ctx context.Context, c Creator, media storage.Store, p *tenant.Proj
 			go func() {
 				defer close(done)
 				bw := bufio.NewWriterSize(pw, 256<<10)
-				_, err := eachRow(r, func(row []byte) error {
+				_, err := eachRow(r, h.Name, 1<<62, func(row []byte) error { // checked already
 					if _, err := bw.Write(bytes.ReplaceAll(row, oldID, newID)); err != nil {
 						return err
 					}
@@ -388,6 +492,7 @@ func restore(ctx context.Context, c Creator, media storage.Store, p *tenant.Proj
 			if _, err := media.Put(ctx, key, r); err != nil {
 				return fmt.Errorf("store media %s: %w", key, err)
 			}
+			stored[key] = inspected[h.Name]
 		}
 		return nil
 	})
@@ -400,7 +505,23 @@ func restore(ctx context.Context, c Creator, media storage.Store, p *tenant.Proj
 	if err := tx.Commit(ctx); err != nil {
 		return err
 	}
-	return provisioning.MigrateProject(ctx, c.Pool(), pool, p.Schema)
+	if err := provisioning.MigrateProject(ctx, c.Pool(), pool, p.Schema); err != nil {
+		return err
+	}
+	if len(fixups) == 0 {
+		return nil
+	}
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('search_path', $1, true)`, provisioning.SearchPath(p.Schema)); err != nil {
+			return err
+		}
+		for _, fix := range fixups {
+			if err := fix(ctx, tx, p, stored); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // fill empties the tables (a migration may have seeded a row, such as

@@ -138,9 +138,9 @@ func (sv *Service) uploadLogo(w http.ResponseWriter, r *http.Request, s *tenant.
 		return b, credits.Charge(ctx, tx, s, "image_register", RegisterCost, "brand:logo")
 	})
 	if err != nil {
-		sv.dropObject(ctx, object)
+		sv.dropObject(ctx, pid, object)
 		return err
 	}
-	sv.dropObject(ctx, previous)
+	sv.dropObject(ctx, pid, previous)
 	return httpapi.JSON(w, http.StatusOK, b)
 }

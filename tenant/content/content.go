@@ -26,8 +26,10 @@ type Deps struct {
 	// Events receives content.changed and image.generated.
 	Events tenant.Emitter
 	// Jobs runs the pillar's job types.
-	Jobs      *jobs.Runner
-	PublicURL string // base of the URLs handed out, without /v1
+	Jobs *jobs.Runner
+	// MediaURL is the base of the media URLs handed out, without /v1
+	// (PLINTH_MEDIA_URL, else PLINTH_PUBLIC_URL).
+	MediaURL string
 	// Fetch gets a user-supplied URL for a URL swap; it must refuse
 	// private and loopback addresses (the SSRF guard: GuardedFetch).
 	Fetch func(ctx context.Context, rawURL string) (*http.Response, error)
@@ -36,17 +38,17 @@ type Deps struct {
 // Service is the content pillar.
 type Service struct {
 	tenant.Base
-	ai        ai.Provider
-	media     storage.Store
-	river     *queue.Client
-	events    tenant.Emitter
-	publicURL string
-	fetch     func(ctx context.Context, rawURL string) (*http.Response, error)
+	ai       ai.Provider
+	media    storage.Store
+	river    *queue.Client
+	events   tenant.Emitter
+	mediaURL string
+	fetch    func(ctx context.Context, rawURL string) (*http.Response, error)
 }
 
 // New builds the pillar and registers its job types with d.Jobs.
 func New(d Deps) *Service {
-	sv := &Service{ai: d.AI, media: d.Media, river: d.Queue, events: d.Events, publicURL: d.PublicURL, fetch: d.Fetch}
+	sv := &Service{ai: d.AI, media: d.Media, river: d.Queue, events: d.Events, mediaURL: d.MediaURL, fetch: d.Fetch}
 	d.Jobs.Handle(TypeTranslate, 30*time.Minute, sv.translateJob)
 	d.Jobs.Handle(TypeImage, 10*time.Minute, sv.imageJob)
 	return sv

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -115,7 +116,13 @@ func mediaKey(projectID, key string) string { return projectID + "/" + key }
 
 // MediaURL is where the public surface serves a stored image.
 func (sv *Service) MediaURL(projectID, key string) string {
-	return strings.TrimRight(sv.publicURL, "/") + "/v1/public/media/" + projectID + "/" + key
+	return MediaURLAt(sv.mediaURL, projectID, key)
+}
+
+// MediaURLAt is the URL of a project's media key under the media base
+// URL base (PLINTH_MEDIA_URL, else PLINTH_PUBLIC_URL).
+func MediaURLAt(base, projectID, key string) string {
+	return strings.TrimRight(base, "/") + "/v1/public/media/" + projectID + "/" + key
 }
 
 // imageJob generates the image, stores it under a key derived from the
@@ -153,27 +160,38 @@ func (sv *Service) imageJob(ctx context.Context, run *jobs.Run) (jobs.Commit, er
 	}, nil
 }
 
+// MediaCSP is the Content-Security-Policy of every media answer: a
+// stored file that a browser would render as a document (one an archive
+// or a direct write put there) runs in a sandbox, with no script, no
+// same-origin access and nothing loaded.
+const MediaCSP = "sandbox; default-src 'none'"
+
 // serveMedia serves a stored image (uploaded or generated) of the project
-// named in the path, with the public surface's caching headers.
+// named in the path, with the public surface's caching headers. Only an
+// object below the project's own prefix is served, whatever a row names,
+// and with a type of the fixed list the bytes show (mediaType), never
+// the type a row states.
 func (sv *Service) serveMedia(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	key := chi.URLParam(r, "key")
-	var img imageRow
+	var object string
 	var err error
 	switch {
 	case key == LogoKey: // the logo: only where its bytes are
-		img.Object, err = logoObject(r.Context(), s.Reader())
+		object, err = logoObject(r.Context(), s.Reader())
 	case !KeyPattern.MatchString(key):
 		err = httpapi.ErrNotFound
 	default:
+		var img imageRow
 		img, err = getImage(r.Context(), s.Reader(), key, false)
+		object = img.object(s.Project.ID)
 	}
-	if errors.Is(err, httpapi.ErrNotFound) || (err == nil && key == LogoKey && img.Object == "") {
+	if errors.Is(err, httpapi.ErrNotFound) || (err == nil && !storage.InProject(s.Project.ID, object)) {
 		return httpapi.NotFound("no such media")
 	}
 	if err != nil {
 		return err
 	}
-	obj, err := sv.media.Open(r.Context(), img.object(s.Project.ID))
+	obj, err := sv.media.Open(r.Context(), object)
 	if errors.Is(err, storage.ErrNotFound) {
 		return httpapi.NotFound("no such media")
 	}
@@ -181,12 +199,34 @@ func (sv *Service) serveMedia(w http.ResponseWriter, r *http.Request, s *tenant.
 		return err
 	}
 	defer obj.Close()
-	if img.ContentType != nil && *img.ContentType != "" {
-		w.Header().Set("Content-Type", *img.ContentType)
+	ct, err := mediaType(obj)
+	if err != nil {
+		return err
 	}
-	w.Header().Set("Cache-Control", httpapi.PublicCacheControl)
-	w.Header().Set("ETag", fmt.Sprintf(`"%x-%x"`, obj.Size(), obj.ModTime().UnixNano()))
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	h := w.Header()
+	h.Set("Content-Type", ct)
+	h.Set("Content-Security-Policy", MediaCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", httpapi.PublicCacheControl)
+	h.Set("ETag", fmt.Sprintf(`"%x-%x"`, obj.Size(), obj.ModTime().UnixNano()))
 	http.ServeContent(w, r, "", obj.ModTime(), obj)
 	return nil
+}
+
+// mediaType is the Content-Type a stored object is served with: the
+// image type its first bytes show when it is one of imageFormats (what
+// an upload accepts), else application/octet-stream.
+func mediaType(obj storage.Object) (string, error) {
+	var head [512]byte // what http.DetectContentType reads
+	n, err := io.ReadFull(obj, head[:])
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return "", err
+	}
+	if _, err := obj.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	if ct := http.DetectContentType(head[:n]); imageFormats[ct] != "" {
+		return ct, nil
+	}
+	return "application/octet-stream", nil
 }

@@ -35,10 +35,17 @@ func (sv *Service) postImage(w http.ResponseWriter, r *http.Request, s *tenant.S
 	return sv.submitImage(w, r, s)
 }
 
-// dropObject removes a stored object that no row refers to any more. A
-// failure only leaves an unreachable file behind, so it is logged.
-func (sv *Service) dropObject(ctx context.Context, object string) {
+// dropObject removes a stored object of the project that no row refers
+// to any more. A failure only leaves an unreachable file behind, so it is
+// logged. An object outside the project's prefix is never removed: a row
+// that names one (an imported archive's, issue 33) is not the project's
+// to delete.
+func (sv *Service) dropObject(ctx context.Context, projectID, object string) {
 	if object == "" {
+		return
+	}
+	if !storage.InProject(projectID, object) {
+		httpapi.Logger(ctx).WarnContext(ctx, "media object outside the project's prefix left alone", "project", projectID, "object", object)
 		return
 	}
 	if err := sv.media.Delete(context.WithoutCancel(ctx), object); err != nil && !errors.Is(err, storage.ErrNotFound) {
@@ -91,7 +98,7 @@ func (sv *Service) uploadImage(w http.ResponseWriter, r *http.Request, s *tenant
 		return img, credits.Charge(ctx, tx, s, "image_register", RegisterCost, "image:"+key)
 	})
 	if err != nil {
-		sv.dropObject(ctx, object)
+		sv.dropObject(ctx, pid, object)
 		return err
 	}
 	return httpapi.JSON(w, http.StatusCreated, img.Image)
@@ -182,10 +189,10 @@ func (sv *Service) swapImage(w http.ResponseWriter, r *http.Request, s *tenant.S
 		return putImage(ctx, tx, img)
 	})
 	if err != nil {
-		sv.dropObject(ctx, fetched.Object)
+		sv.dropObject(ctx, pid, fetched.Object)
 		return err
 	}
-	sv.dropObject(ctx, previous)
+	sv.dropObject(ctx, pid, previous)
 	return httpapi.JSON(w, http.StatusOK, img.Image)
 }
 
@@ -220,6 +227,6 @@ func (sv *Service) deleteImage(w http.ResponseWriter, r *http.Request, s *tenant
 	if err != nil {
 		return err
 	}
-	sv.dropObject(r.Context(), img.object(s.Project.ID))
+	sv.dropObject(r.Context(), s.Project.ID, img.object(s.Project.ID))
 	return httpapi.NoContent(w)
 }

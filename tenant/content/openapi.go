@@ -262,7 +262,7 @@ func openAPIGalleries(d *openapi.Doc) {
 func openAPIImages(d *openapi.Doc) {
 	image := d.Schema("Image", openapi.Obj(openapi.M{
 		"key": keySchema(),
-		"url": openapi.M{"type": "string", "description": "Where /v1/public/media serves it."},
+		"url": openapi.M{"type": "string", "description": "Where /v1/public/media serves it (under PLINTH_MEDIA_URL when the server sets one)."},
 		"alt": openapi.Str(), "width": openapi.M{"type": []any{"integer", "null"}}, "height": openapi.M{"type": []any{"integer", "null"}},
 		"content_type": openapi.Nullable(openapi.Str()), "size_bytes": openapi.M{"type": []any{"integer", "null"}},
 		"source":     openapi.M{"type": "string", "enum": []any{"upload", "url", "ai"}},
@@ -310,12 +310,17 @@ func openAPIImages(d *openapi.Doc) {
 		Params: keyParam, Idempotent: true, Errs: []int{404},
 		OK: []openapi.Resp{{Status: 204, Desc: "Deleted."}}})
 	media := openapi.M{}
-	for _, t := range []string{"image/png", "image/jpeg", "image/gif", "image/webp", "image/avif", "image/svg+xml", "application/octet-stream"} {
+	for _, t := range []string{"image/png", "image/jpeg", "image/gif", "image/webp", "application/octet-stream"} {
 		media[t] = openapi.M{"type": "string", "contentMediaType": t}
 	}
-	cache := openapi.M{"Cache-Control": openapi.M{"required": true, "schema": openapi.Str()}, "ETag": openapi.M{"required": true, "schema": openapi.Str()}}
+	cache := openapi.M{"Cache-Control": openapi.M{"required": true, "schema": openapi.Str()}, "ETag": openapi.M{"required": true, "schema": openapi.Str()},
+		"Content-Security-Policy": openapi.M{"required": true, "schema": openapi.M{"type": "string", "const": MediaCSP}},
+		"X-Content-Type-Options":  openapi.M{"required": true, "schema": openapi.M{"type": "string", "const": "nosniff"}}}
 	d.Add("GET", "/v1/public/media/{project}/{key}", openapi.Op{ID: "getMedia", Summary: "A stored image", Tag: "public", Auth: openapi.None,
-		Desc:   "Uploaded and generated images, and the brand logo (key _logo), of the project named in the path; conditional and range requests are honoured.",
+		Desc: "Uploaded and generated images, and the brand logo (key _logo), of the project named in the path; conditional and range requests are honoured. " +
+			"The Content-Type is the image type the stored bytes show (PNG, JPEG, GIF or WebP), else application/octet-stream: never a type a row states; " +
+			"every answer is sandboxed (`Content-Security-Policy: sandbox; default-src 'none'`, `X-Content-Type-Options: nosniff`). " +
+			"Serve this path from a separate, cookieless origin (PLINTH_MEDIA_URL): docs/operations.md.",
 		Params: openapi.M{"project": openapi.M{"type": "string", "pattern": "^prj_"}},
 		Errs:   []int{404},
 		OK: []openapi.Resp{{Status: 200, Desc: "The image.", Content: media, Headers: cache},

@@ -85,9 +85,9 @@ export interface paths {
         put?: never;
         /**
          * Create a project from an archive
-         * @description A multipart/form-data body: `file` (an archive of an export), `tenant_id`, and optionally `name` (default: the archived project's). Creates a new project: its rows with their ids, and its media; API keys, webhooks, social and payment accounts and credits are not copied. An archive of an older release is migrated after import. An archive that is malformed, of an unknown format, or holds a path outside its place is a 422 on `file`; an unknown tenant a 404. The request body limit of the server applies: import larger archives with `plinth project import`.
+         * @description A multipart/form-data body: `file` (an archive of an export), `tenant_id`, and optionally `name` (default: the archived project's). Creates a new project on the archive's plan (a plan other than free needs projects:admin, 403, as on create): its rows with their ids, and its media; API keys, webhooks, social and payment accounts and credits are not copied. An archive of an older release is migrated after import. Each media object must be an image an upload would take (PNG, JPEG, GIF or WebP, at most 10 MiB); image rows and the logo must name objects of the archive's own project (their type, size and URL are then the server's); the blog's HTML is sanitised as on a write. An archive that is malformed, of an unknown format, holds a path outside its place, names media outside its project, holds a media object that is no such image, a row over 8 MiB, or entries inflating to more than 100 times its size (at least 16 MiB, at most 16 GiB) is a 422 on `file`; an unknown tenant a 404. The request body limit of the server applies: import larger archives with `plinth project import`.
          *
-         *     Scope: `exports:write and projects:write`.
+         *     Scope: `exports:write and projects:write (and projects:admin for a plan other than free)`.
          */
         post: operations["adminImportProject"];
         delete?: never;
@@ -2449,7 +2449,7 @@ export interface paths {
         };
         /**
          * A stored image
-         * @description Uploaded and generated images, and the brand logo (key _logo), of the project named in the path; conditional and range requests are honoured.
+         * @description Uploaded and generated images, and the brand logo (key _logo), of the project named in the path; conditional and range requests are honoured. The Content-Type is the image type the stored bytes show (PNG, JPEG, GIF or WebP), else application/octet-stream: never a type a row states; every answer is sandboxed (`Content-Security-Policy: sandbox; default-src 'none'`, `X-Content-Type-Options: nosniff`). Serve this path from a separate, cookieless origin (PLINTH_MEDIA_URL): docs/operations.md.
          */
         get: operations["getMedia"];
         put?: never;
@@ -3836,7 +3836,7 @@ export interface components {
             size_bytes: number | null;
             /** @enum {string} */
             source: "upload" | "url" | "ai";
-            /** @description Where /v1/public/media serves it. */
+            /** @description Where /v1/public/media serves it (under PLINTH_MEDIA_URL when the server sets one). */
             url: string;
             width: number | null;
         };
@@ -11823,9 +11823,11 @@ export interface operations {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": string;
+                    "Content-Security-Policy": "sandbox; default-src 'none'";
                     ETag: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": "nosniff";
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -11834,11 +11836,9 @@ export interface operations {
                 };
                 content: {
                     "application/octet-stream": string;
-                    "image/avif": string;
                     "image/gif": string;
                     "image/jpeg": string;
                     "image/png": string;
-                    "image/svg+xml": string;
                     "image/webp": string;
                 };
             };
@@ -11848,9 +11848,11 @@ export interface operations {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": string;
+                    "Content-Security-Policy": "sandbox; default-src 'none'";
                     ETag: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": "nosniff";
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -11859,11 +11861,9 @@ export interface operations {
                 };
                 content: {
                     "application/octet-stream": string;
-                    "image/avif": string;
                     "image/gif": string;
                     "image/jpeg": string;
                     "image/png": string;
-                    "image/svg+xml": string;
                     "image/webp": string;
                 };
             };
@@ -11873,9 +11873,11 @@ export interface operations {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     "Cache-Control": string;
+                    "Content-Security-Policy": "sandbox; default-src 'none'";
                     ETag: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": "nosniff";
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
