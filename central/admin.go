@@ -316,7 +316,8 @@ func (c *Central) adminRemoveUser(w http.ResponseWriter, r *http.Request) error 
 }
 
 // ResetPassword sets a user's password; an empty password is replaced by
-// a generated one, returned (shown once).
+// a generated one, returned (shown once). It ends every dashboard session
+// of the user at once (the session epoch goes up).
 func (c *Central) ResetPassword(ctx context.Context, tenantID, userID int64, password string) (string, error) {
 	if password == "" {
 		b := make([]byte, 20)
@@ -330,7 +331,7 @@ func (c *Central) ResetPassword(ctx context.Context, tenantID, userID int64, pas
 	if err != nil {
 		return "", err
 	}
-	tag, err := c.pool.Exec(ctx, `UPDATE central.users SET password_hash = $3 WHERE id = $1 AND tenant_id = $2`, userID, tenantID, hash)
+	tag, err := c.pool.Exec(ctx, `UPDATE central.users SET password_hash = $3, session_epoch = session_epoch + 1 WHERE id = $1 AND tenant_id = $2`, userID, tenantID, hash)
 	if err != nil {
 		return "", err
 	}

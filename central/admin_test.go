@@ -21,7 +21,7 @@ import (
 // adminToken mints an admin token with scopes.
 func adminToken(t *testing.T, env *apitest.Env, scopes ...string) string {
 	t.Helper()
-	tok, err := env.Server.Central.MintAdminToken(context.Background(), "test", scopes)
+	tok, err := env.Server.Central.MintAdminToken(context.Background(), "test", scopes, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,12 @@ type AdminToken struct {
 	Secret     string     `json:"secret,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	// ExpiresAt, when set, is when the token stops working.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
+
+// MaxAdminTokenLife bounds an admin token's expiry.
+const MaxAdminTokenLife = 10 * 365 * 24 * time.Hour
 
 // Allows reports whether the token holds scope (or a wildcard of it).
 func (t *AdminToken) Allows(scope string) bool { return tenant.Grants(t.Scopes, scope) }
@@ -78,14 +83,20 @@ func parseAdminToken(s string) bool {
 	return true
 }
 
-// MintAdminToken creates an admin token; its secret is returned once and
-// stored only as its hash (HashKey, like API keys).
-func (c *Central) MintAdminToken(ctx context.Context, name string, scopes []string) (AdminToken, error) {
+// MintAdminToken creates an admin token that works until it is revoked
+// and, when expiresAt is not nil, until then (in the future, within
+// MaxAdminTokenLife). Its secret is returned once and stored only as its
+// hash (HashKey, like API keys).
+func (c *Central) MintAdminToken(ctx context.Context, name string, scopes []string, expiresAt *time.Time) (AdminToken, error) {
 	var v httpapi.Validator
 	v.Check(strings.TrimSpace(name) != "" && len(name) <= 100, "name", "must be 1 to 100 characters")
 	v.Check(len(scopes) > 0 && len(scopes) <= 32, "scopes", "must list 1 to 32 scopes")
 	for _, s := range scopes {
 		v.Check(ValidAdminScope(s), "scopes", "unknown scope "+s)
+	}
+	if expiresAt != nil {
+		in := time.Until(*expiresAt)
+		v.Check(in > 0 && in <= MaxAdminTokenLife, "expires_at", "must be in the future, within ten years")
 	}
 	if err := v.Err(); err != nil {
 		return AdminToken{}, err
@@ -94,23 +105,34 @@ func (c *Central) MintAdminToken(ctx context.Context, name string, scopes []stri
 	id.Random(b)
 	secret := AdminPrefix + string(b)
 	t := AdminToken{ID: id.New("adm_"), Name: name, Scopes: scopes, Secret: secret}
-	err := c.pool.QueryRow(ctx, `INSERT INTO central.admin_tokens (id, name, scopes, hash) VALUES ($1, $2, $3, $4) RETURNING created_at`,
-		t.ID, name, scopes, HashKey(c.secret, secret)).Scan(&t.CreatedAt)
-	t.CreatedAt = t.CreatedAt.UTC()
+	err := c.pool.QueryRow(ctx, `INSERT INTO central.admin_tokens (id, name, scopes, hash, expires_at) VALUES ($1, $2, $3, $4, $5)
+		RETURNING created_at, expires_at`, t.ID, name, scopes, HashKey(c.secret, secret), expiresAt).Scan(&t.CreatedAt, &t.ExpiresAt)
+	utcTimes(&t)
 	return t, err
 }
 
-// AdminTokens lists the unrevoked admin tokens, newest first, without secrets.
+// utcTimes writes a token's times in UTC, as every answer does.
+func utcTimes(t *AdminToken) {
+	t.CreatedAt = t.CreatedAt.UTC()
+	for _, p := range []*time.Time{t.LastUsedAt, t.ExpiresAt} {
+		if p != nil {
+			*p = p.UTC()
+		}
+	}
+}
+
+// AdminTokens lists the active admin tokens (neither revoked nor
+// expired), newest first, without secrets.
 func (c *Central) AdminTokens(ctx context.Context) ([]AdminToken, error) {
-	rows, err := c.pool.Query(ctx, `SELECT id, name, scopes, created_at, last_used_at FROM central.admin_tokens
-		WHERE revoked_at IS NULL ORDER BY created_at DESC, id DESC`)
+	rows, err := c.pool.Query(ctx, `SELECT id, name, scopes, created_at, last_used_at, expires_at FROM central.admin_tokens
+		WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) ORDER BY created_at DESC, id DESC`)
 	if err != nil {
 		return nil, err
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AdminToken, error) {
 		var t AdminToken
-		err := r.Scan(&t.ID, &t.Name, &t.Scopes, &t.CreatedAt, &t.LastUsedAt)
-		t.CreatedAt = t.CreatedAt.UTC()
+		err := r.Scan(&t.ID, &t.Name, &t.Scopes, &t.CreatedAt, &t.LastUsedAt, &t.ExpiresAt)
+		utcTimes(&t)
 		return t, err
 	})
 	if out == nil {
@@ -134,24 +156,33 @@ func (c *Central) RevokeAdminToken(ctx context.Context, tokenID string) error {
 
 // resolveAdmin maps a presented admin token to its row. It reads the
 // database on every request: the admin API is low traffic, and a
-// revocation then needs no cache invalidation.
+// revocation then needs no cache invalidation. A revoked or expired
+// token is refused before its use is recorded: last_used_at tells when
+// the token last got in, never when it was last tried.
 func (c *Central) resolveAdmin(ctx context.Context, secret string) (*AdminToken, error) {
 	if !parseAdminToken(secret) {
 		return nil, httpapi.Unauthorized("an admin token is required: Authorization: Bearer pln_admin_…")
 	}
 	t := &AdminToken{}
-	var revoked *time.Time
-	err := c.pool.QueryRow(ctx, `UPDATE central.admin_tokens SET last_used_at = now()
-		WHERE hash = $1 RETURNING id, name, scopes, created_at, revoked_at`, HashKey(c.secret, secret)).
-		Scan(&t.ID, &t.Name, &t.Scopes, &t.CreatedAt, &revoked)
-	if errors.Is(err, pgx.ErrNoRows) {
+	var revoked, expired bool
+	err := c.pool.QueryRow(ctx, `WITH t AS (
+			SELECT id, name, scopes, created_at, revoked_at IS NOT NULL AS revoked, expires_at <= now() AS expired
+			FROM central.admin_tokens WHERE hash = $1
+		), used AS (
+			UPDATE central.admin_tokens a SET last_used_at = now() FROM t
+			WHERE a.id = t.id AND NOT t.revoked AND t.expired IS NOT TRUE
+		)
+		SELECT id, name, scopes, created_at, revoked, COALESCE(expired, false) FROM t`, HashKey(c.secret, secret)).
+		Scan(&t.ID, &t.Name, &t.Scopes, &t.CreatedAt, &revoked, &expired)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
 		return nil, httpapi.Unauthorized("the admin token is not valid")
-	}
-	if err != nil {
+	case err != nil:
 		return nil, err
-	}
-	if revoked != nil {
+	case revoked:
 		return nil, httpapi.Unauthorized("the admin token has been revoked")
+	case expired:
+		return nil, httpapi.Unauthorized("the admin token has expired")
 	}
 	return t, nil
 }

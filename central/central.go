@@ -50,6 +50,8 @@ type Central struct {
 	dashboardPlans []string
 	// archives runs exports and imports (admin_exports.go).
 	archives archives
+	// projectCap is the most projects of one workspace (SetProjectCap).
+	projectCap int
 }
 
 // Open loads (or, on first start, generates and stores) the server secret.
@@ -233,7 +235,9 @@ func (p *ProjectParams) check() error {
 }
 
 // insertProject writes the project and its placement row in one
-// transaction of three round trips. The placement takes a current spare
+// transaction of three round trips (four under a project cap), refusing
+// a project beyond the workspace's cap (every way of creating one comes
+// here: the dashboard, the admin API and CLI, imports). The placement takes a current spare
 // schema when one is ready (spare is then true, and the placement is
 // already migrated) when allowSpare is set; otherwise it names a new
 // schema for the caller to provision.
@@ -247,9 +251,13 @@ func (c *Central) insertProject(ctx context.Context, p ProjectParams, allowSpare
 	}
 	// Projects of one workspace are inserted one at a time (the tenant row
 	// lock, sent with BEGIN; the id is an integer), so two of one name
-	// created at once cannot both pick the same free slug.
+	// created at once cannot both pick the same free slug, and two
+	// created at once cannot both take the workspace's last place.
 	begin := fmt.Sprintf("BEGIN; SELECT 1 FROM central.tenants WHERE id = %d FOR NO KEY UPDATE", p.TenantID)
 	err = pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{BeginQuery: begin}, func(tx pgx.Tx) error {
+		if err := c.checkProjectCap(ctx, tx, p.TenantID); err != nil {
+			return err
+		}
 		s, err := slug.Unique(ctx, slug.Make(p.Name), func(ctx context.Context, cand string) (bool, error) {
 			var exists bool
 			err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM central.projects WHERE tenant_id = $1 AND slug = $2)`, p.TenantID, cand).Scan(&exists)
@@ -286,6 +294,33 @@ func (c *Central) insertProject(ctx context.Context, p ProjectParams, allowSpare
 		return nil, false, httpapi.NotFound(fmt.Sprintf("no tenant %d", p.TenantID))
 	}
 	return created, spare, err
+}
+
+// SetProjectCap sets the most projects one workspace may have, those
+// being deleted aside (PLINTH_MAX_PROJECTS_PER_TENANT); 0, the default of
+// a Central, is no cap. NewServer and the CLI set it from the config.
+func (c *Central) SetProjectCap(n int) { c.projectCap = n }
+
+// checkProjectCap refuses a new project of a workspace that has
+// projectCap projects already (403 project_limit_reached). The caller
+// holds the tenant row's lock, so concurrent creations count one after
+// another. A project being deleted does not count: it is on its way out
+// and its keys no longer work.
+func (c *Central) checkProjectCap(ctx context.Context, tx pgx.Tx, tenantID int64) error {
+	if c.projectCap <= 0 {
+		return nil
+	}
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM central.projects WHERE tenant_id = $1 AND status <> 'deleting'`, tenantID).Scan(&n); err != nil {
+		return err
+	}
+	if n >= c.projectCap {
+		return &httpapi.Failure{Kind: httpapi.ErrForbidden, Code: httpapi.CodeProjectLimitReached,
+			Detail: fmt.Sprintf("this workspace has reached its limit of %d projects (PLINTH_MAX_PROJECTS_PER_TENANT); "+
+				"a new one needs the platform operator to raise the limit or delete a project", c.projectCap),
+			Extra: map[string]any{"limit": c.projectCap}}
+	}
+	return nil
 }
 
 const projectColumns = `p.id, p.tenant_id, p.name, p.slug, p.industry, p.default_language, p.target_languages, p.timezone, p.plan,

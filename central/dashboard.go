@@ -5,11 +5,11 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/id"
@@ -18,25 +18,36 @@ import (
 	"github.com/plinth-dev/plinth/tenant/usage"
 )
 
+// DashboardLimits are the rate limits of the dashboard API: Login per
+// client IP on each login endpoint; IP per client IP and User per
+// signed-in user on every other route (the in-process requests of one
+// page are one request to both: ratelimit.Bundle).
+type DashboardLimits struct {
+	Login    *ratelimit.PerIP
+	IP, User *ratelimit.PerKey
+}
+
 // DashboardRoutes mounts the central routes (served under /central/api):
-// the two login endpoints, each limited per client IP by perIP, and the
-// dashboard API behind a dashboard token. A path or query that is not
-// text reaches no handler (httpapi.ValidURL), and is refused after the
-// per-IP limit, so its 400 carries the limit's headers like any answer.
-// The project routes that mirror a /v1 route are served by api, the
-// server's router of /v1; projects created here get one of plans (the
-// first by default).
-func (c *Central) DashboardRoutes(r chi.Router, perIP *ratelimit.PerIP, api http.Handler, plans []string) {
+// the two login endpoints, each limited per client IP, and the dashboard
+// API behind a dashboard token, limited per client IP before the token
+// is checked and per user after. A path or query that is not text
+// reaches no handler (httpapi.ValidURL), and is refused after the per-IP
+// limit, so its 400 carries the limit's headers like any answer. The
+// project routes that mirror a /v1 route are served by api, the server's
+// router of /v1; projects created here get one of plans (the first by
+// default).
+func (c *Central) DashboardRoutes(r chi.Router, limits DashboardLimits, api http.Handler, plans []string) {
 	c.dashboardPlans = plans
 	// Hash the dummy password now, so the first unknown-email login costs
 	// one verification like every other.
 	go func() { _, _ = c.dummyHash() }()
 
-	r.With(perIP.Handler("tenants-for-email"), httpapi.ValidURL).Get("/tenants-for-email", httpapi.H(c.tenantsForEmail))
-	r.With(perIP.Handler("login"), httpapi.ValidURL).Post("/login", httpapi.H(c.postLogin))
+	r.With(limits.Login.Handler("tenants-for-email"), httpapi.ValidURL).Get("/tenants-for-email", httpapi.H(c.tenantsForEmail))
+	r.With(limits.Login.Handler("login"), httpapi.ValidURL).Post("/login", httpapi.H(c.postLogin))
 	r.Group(func(r chi.Router) {
-		r.Use(httpapi.ValidURL, c.DashboardAuth)
+		r.Use(limits.IP.Handler, httpapi.ValidURL, c.DashboardAuth, limits.User.Handler)
 		r.Get("/me", httpapi.H(c.dashboardMe))
+		r.Post("/logout", httpapi.H(c.postLogout))
 		r.Get("/projects", httpapi.H(c.dashboardProjects))
 		r.Post("/projects", httpapi.H(c.dashboardCreateProject))
 		r.Get("/projects/{id}", httpapi.H(c.dashboardProject))
@@ -88,6 +99,11 @@ func (c *Central) postLogin(w http.ResponseWriter, r *http.Request) error {
 type Session struct {
 	User   User   `json:"user"`
 	Tenant Tenant `json:"tenant"`
+
+	// id names the session of the request's token (sign-out records
+	// it); expires is when the token expires.
+	id      []byte
+	expires time.Time
 }
 
 // sessionJSON is GET /central/api/me: the session and the plans its user
@@ -106,8 +122,8 @@ func SessionFrom(ctx context.Context) (*Session, bool) {
 }
 
 // DashboardAuth verifies the dashboard token (Authorization: Bearer) and
-// puts the session of its user on the context; anything else is 401 with
-// the Bearer challenge.
+// puts the session of its user on the context; anything else, a token
+// whose session has ended included, is 401 with the Bearer challenge.
 func (c *Central) DashboardAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := BearerToken(r)
@@ -120,10 +136,7 @@ func (c *Central) DashboardAuth(next http.Handler) http.Handler {
 			httpapi.WriteError(w, r, err)
 			return
 		}
-		s, err := c.session(r.Context(), claims.UserID(), claims.TenantID)
-		if errors.Is(err, httpapi.ErrNotFound) {
-			err = httpapi.Unauthorized("the user of this dashboard token no longer exists")
-		}
+		s, err := c.session(r.Context(), claims)
 		if err != nil {
 			httpapi.WriteError(w, r, err)
 			return
@@ -132,17 +145,13 @@ func (c *Central) DashboardAuth(next http.Handler) http.Handler {
 	})
 }
 
-// session loads a user of a tenant (ErrNotFound when it is gone).
-func (c *Central) session(ctx context.Context, userID, tenantID int64) (*Session, error) {
-	s := &Session{}
-	u, t := &s.User, &s.Tenant
-	err := c.pool.QueryRow(ctx, `SELECT u.id, u.tenant_id, u.name, u.email, u.created_at, t.id, t.name, t.domain, t.created_at
-		FROM central.users u JOIN central.tenants t ON t.id = u.tenant_id WHERE u.id = $1 AND u.tenant_id = $2`, userID, tenantID).
-		Scan(&u.ID, &u.TenantID, &u.Name, &u.Email, &u.CreatedAt, &t.ID, &t.Name, &t.Domain, &t.CreatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, httpapi.ErrNotFound
+// dashboardUser is the bucket of a request's user (DashboardLimits.User,
+// behind DashboardAuth).
+func dashboardUser(r *http.Request) string {
+	if s, ok := SessionFrom(r.Context()); ok {
+		return strconv.FormatInt(s.User.ID, 10)
 	}
-	return s, err
+	return ""
 }
 
 func mustSession(r *http.Request) (*Session, error) {
@@ -161,15 +170,29 @@ func (c *Central) dashboardMe(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.JSON(w, 200, sessionJSON{Session: s, ProjectPlans: c.dashboardPlans})
 }
 
-// ListProjects pages through a tenant's projects, newest first.
-func (c *Central) ListProjects(ctx context.Context, tenantID int64, page httpapi.Page) (httpapi.List[ProjectJSON], error) {
+// DashboardProject is a project as the dashboard API shows it: the
+// Project resource and its status (active, suspended, or deleting: being
+// deleted, its data no longer readable, until the drop removes it).
+type DashboardProject struct {
+	ProjectJSON
+	Status string `json:"status"`
+}
+
+// ToDashboardProject converts a project to the dashboard API's shape.
+func ToDashboardProject(p *tenant.Project) DashboardProject {
+	return DashboardProject{ProjectJSON: ToProjectJSON(p), Status: p.Status}
+}
+
+// ListProjects pages through a tenant's projects, newest first, those
+// being deleted included (with their status).
+func (c *Central) ListProjects(ctx context.Context, tenantID int64, page httpapi.Page) (httpapi.List[DashboardProject], error) {
 	var after *time.Time
 	afterID := ""
 	if page.Cursor != "" {
 		ts, pid, ok := strings.Cut(page.Cursor, "|")
 		t, err := time.Parse(time.RFC3339Nano, ts)
 		if !ok || err != nil || !id.Valid("prj_", pid) {
-			return httpapi.List[ProjectJSON]{}, httpapi.BadCursor()
+			return httpapi.List[DashboardProject]{}, httpapi.BadCursor()
 		}
 		after, afterID = &t, pid
 	}
@@ -177,26 +200,26 @@ func (c *Central) ListProjects(ctx context.Context, tenantID int64, page httpapi
 		WHERE p.tenant_id = $1 AND ($2::timestamptz IS NULL OR (p.created_at, p.id) < ($2, $3))
 		ORDER BY p.created_at DESC, p.id DESC LIMIT $4`, tenantID, after, afterID, page.Limit+1)
 	if err != nil {
-		return httpapi.List[ProjectJSON]{}, err
+		return httpapi.List[DashboardProject]{}, err
 	}
 	defer rows.Close()
 	var out []*tenant.Project
 	for rows.Next() {
 		p, err := scanProject(rows)
 		if err != nil {
-			return httpapi.List[ProjectJSON]{}, err
+			return httpapi.List[DashboardProject]{}, err
 		}
 		out = append(out, p)
 	}
 	if err := rows.Err(); err != nil {
-		return httpapi.List[ProjectJSON]{}, err
+		return httpapi.List[DashboardProject]{}, err
 	}
 	list := httpapi.NewList(out, page.Limit, func(p *tenant.Project) string {
 		return p.CreatedAt.UTC().Format(time.RFC3339Nano) + "|" + p.ID
 	})
-	res := httpapi.List[ProjectJSON]{Data: make([]ProjectJSON, 0, len(list.Data)), HasMore: list.HasMore, NextCursor: list.NextCursor}
+	res := httpapi.List[DashboardProject]{Data: make([]DashboardProject, 0, len(list.Data)), HasMore: list.HasMore, NextCursor: list.NextCursor}
 	for _, p := range list.Data {
-		res.Data = append(res.Data, ToProjectJSON(p))
+		res.Data = append(res.Data, ToDashboardProject(p))
 	}
 	return res, nil
 }
@@ -267,7 +290,7 @@ func (c *Central) dashboardCreateProject(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, 201, ToProjectJSON(p))
+	return httpapi.JSON(w, 201, ToDashboardProject(p))
 }
 
 // tenantProject is the project of the path if it belongs to the session's
@@ -289,18 +312,65 @@ func (c *Central) tenantProject(r *http.Request) (*tenant.Project, error) {
 	return p, err
 }
 
+// What a project's status lets a workspace user do, as it does a key:
+// an active project anything; a suspended one is read, not changed (its
+// keys answer 403 project suspended); a deleting one is listed and shown
+// with its status, and otherwise gone (its keys are revoked, its data
+// about to be dropped). Revoking a key is never refused for the status:
+// it only takes access away, and a suspended project's leaked key would
+// otherwise work again when the project is resumed.
+
+// readableProject is the project of the path, for a route that reads its
+// data (usage, the mirrored reads): 404 while it is being deleted.
+func (c *Central) readableProject(r *http.Request) (*tenant.Project, error) {
+	p, err := c.tenantProject(r)
+	if err == nil && p.Status == StatusDeleting {
+		return nil, httpapi.NotFound("project " + p.ID + " is being deleted")
+	}
+	return p, err
+}
+
+// writableProject is the project of the path, for a route that changes
+// it: 403 forbidden naming the status unless it is active.
+func (c *Central) writableProject(r *http.Request) (*tenant.Project, error) {
+	p, err := c.tenantProject(r)
+	if err != nil {
+		return nil, err
+	}
+	return p, statusRefusal(p)
+}
+
+// statusRefusal is the 403 of a change to a project that is not active:
+// code forbidden, the detail the /v1 routes give a suspended project's
+// keys, and project_status naming the status for clients to branch on.
+func statusRefusal(p *tenant.Project) error {
+	var detail string
+	switch p.Status {
+	case StatusActive:
+		return nil
+	case StatusSuspended:
+		detail = "project suspended"
+	case StatusDeleting:
+		detail = "project being deleted"
+	default:
+		detail = "project " + p.Status
+	}
+	return &httpapi.Failure{Kind: httpapi.ErrForbidden, Detail: detail + ": it can be read, not changed",
+		Extra: map[string]any{"project_status": p.Status}}
+}
+
 func (c *Central) dashboardProject(w http.ResponseWriter, r *http.Request) error {
 	p, err := c.tenantProject(r)
 	if err != nil {
 		return err
 	}
-	return httpapi.JSON(w, 200, ToProjectJSON(p))
+	return httpapi.JSON(w, 200, ToDashboardProject(p))
 }
 
 // dashboardUsage is the project's usage report, by the handler keys call
 // (usage.Get), over a scope without a key: the live pool.
 func (c *Central) dashboardUsage(w http.ResponseWriter, r *http.Request) error {
-	p, err := c.tenantProject(r)
+	p, err := c.readableProject(r)
 	if err != nil {
 		return err
 	}
@@ -311,6 +381,8 @@ func (c *Central) dashboardUsage(w http.ResponseWriter, r *http.Request) error {
 	return usage.Get(w, r, sc)
 }
 
+// dashboardKeys lists the project's active keys (none once it is being
+// deleted: its keys were revoked with it).
 func (c *Central) dashboardKeys(w http.ResponseWriter, r *http.Request) error {
 	p, err := c.tenantProject(r)
 	if err != nil {
@@ -332,7 +404,7 @@ type DashboardKeyRequest struct {
 }
 
 func (c *Central) dashboardCreateKey(w http.ResponseWriter, r *http.Request) error {
-	p, err := c.tenantProject(r)
+	p, err := c.writableProject(r)
 	if err != nil {
 		return err
 	}
@@ -353,7 +425,7 @@ func (c *Central) dashboardCreateKey(w http.ResponseWriter, r *http.Request) err
 }
 
 func (c *Central) dashboardRevokeKey(w http.ResponseWriter, r *http.Request) error {
-	p, err := c.tenantProject(r)
+	p, err := c.tenantProject(r) // whatever its status: see readableProject
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,8 @@ type loginState struct {
 	dummy     string
 	dummyErr  error
 	lastPrune atomic.Int64 // unix seconds of the last prune of old failures
+	// lastSessionPrune is that of the revoked sessions past their expiry.
+	lastSessionPrune atomic.Int64
 	// slots bounds the logins verifying passwords at once. Each argon2id
 	// verification holds 19 MiB and a CPU for tens of milliseconds, so
 	// unbounded concurrent logins (distinct emails pass the per-email
@@ -138,6 +140,7 @@ type loginCandidate struct {
 	user   User
 	tenant Tenant
 	hash   string
+	epoch  int64 // the user's session epoch, which its token carries
 }
 
 // Login checks an email and password, in the workspace tenantID or, when
@@ -196,7 +199,7 @@ func (c *Central) Login(ctx context.Context, email, password string, tenantID *i
 		if _, err := c.pool.Exec(ctx, `DELETE FROM central.login_failures WHERE email = $1`, key); err != nil {
 			return LoginResult{}, err
 		}
-		tok, err := c.IssueToken(cand.user.ID, cand.tenant.ID, time.Now())
+		tok, err := c.IssueToken(cand.user.ID, cand.tenant.ID, cand.epoch, time.Now())
 		if err != nil {
 			return LoginResult{}, err
 		}
@@ -206,7 +209,7 @@ func (c *Central) Login(ctx context.Context, email, password string, tenantID *i
 }
 
 func (c *Central) loginCandidates(ctx context.Context, email string, tenantID *int64) ([]loginCandidate, error) {
-	rows, err := c.pool.Query(ctx, `SELECT u.id, u.tenant_id, u.name, u.email, u.created_at, u.password_hash, t.id, t.name, t.domain, t.created_at
+	rows, err := c.pool.Query(ctx, `SELECT u.id, u.tenant_id, u.name, u.email, u.created_at, u.password_hash, u.session_epoch, t.id, t.name, t.domain, t.created_at
 		FROM central.users u JOIN central.tenants t ON t.id = u.tenant_id
 		WHERE lower(u.email) = lower($1) AND ($2::bigint IS NULL OR u.tenant_id = $2) ORDER BY t.id`,
 		email, tenantID)
@@ -216,7 +219,7 @@ func (c *Central) loginCandidates(ctx context.Context, email string, tenantID *i
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (loginCandidate, error) {
 		var lc loginCandidate
 		u, t := &lc.user, &lc.tenant
-		return lc, r.Scan(&u.ID, &u.TenantID, &u.Name, &u.Email, &u.CreatedAt, &lc.hash, &t.ID, &t.Name, &t.Domain, &t.CreatedAt)
+		return lc, r.Scan(&u.ID, &u.TenantID, &u.Name, &u.Email, &u.CreatedAt, &lc.hash, &lc.epoch, &t.ID, &t.Name, &t.Domain, &t.CreatedAt)
 	})
 }
 
@@ -246,20 +249,26 @@ func (c *Central) reserveLoginAttempt(ctx context.Context, key string) error {
 	})
 }
 
-// pruneLoginFailures deletes failures older than the window, at most once
-// a minute per process and off the request path.
+// pruneLoginFailures deletes failures older than the window.
 func (c *Central) pruneLoginFailures(ctx context.Context) {
+	c.pruneOld(ctx, &c.login.lastPrune, "login failures",
+		`DELETE FROM central.login_failures WHERE failed_at < now() - $1 * interval '1 second'`, LoginFailureWindow.Seconds())
+}
+
+// pruneOld runs del, a DELETE of rows that no longer count, at most once
+// a minute per process (last holds the unix seconds of the last run) and
+// off the request path.
+func (c *Central) pruneOld(ctx context.Context, last *atomic.Int64, what, del string, args ...any) {
 	now := time.Now().Unix()
-	last := c.login.lastPrune.Load()
-	if now-last < 60 || !c.login.lastPrune.CompareAndSwap(last, now) {
+	prev := last.Load()
+	if now-prev < 60 || !last.CompareAndSwap(prev, now) {
 		return
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		_, err := c.pool.Exec(ctx, `DELETE FROM central.login_failures WHERE failed_at < now() - $1 * interval '1 second'`, LoginFailureWindow.Seconds())
-		if err != nil && !errors.Is(err, context.Canceled) {
-			c.logger.WarnContext(ctx, "pruning login failures", "err", err)
+		if _, err := c.pool.Exec(ctx, del, args...); err != nil && !errors.Is(err, context.Canceled) {
+			c.logger.WarnContext(ctx, "pruning "+what, "err", err)
 		}
 	}()
 }

@@ -65,8 +65,15 @@ var mirrorHeaders = []string{"Content-Type", "Accept", "User-Agent", "X-Forwarde
 // that project holding m's scope only, live (not test). It goes through
 // the /v1 router whole, so the project's rate limit counts it and a
 // route that charges credits charges them, as for any key.
+//
+// The project's status applies as it does to keys: a read of a project
+// being deleted is 404, a change of a project that is not active 403.
 func (c *Central) serveMirror(w http.ResponseWriter, r *http.Request, api http.Handler, m mirror) error {
-	p, err := c.tenantProject(r)
+	project := c.writableProject
+	if m.method == http.MethodGet {
+		project = c.readableProject
+	}
+	p, err := project(r)
 	if err != nil {
 		return err
 	}

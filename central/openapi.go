@@ -3,6 +3,7 @@ package central
 import (
 	_ "embed"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/plinth-dev/plinth/internal/openapi"
@@ -38,6 +39,11 @@ func OpenAPI(d *openapi.Doc) {
 	}
 	plan := d.Schema("Plan", openapi.M{"type": "string", "enum": plans})
 	project := openapi.JSON(d.Schema("Project", openapi.Obj(projectProps(plan), projectRequired...)))
+	dashProject := d.Schema("DashboardProject", openapi.Obj(openapi.With(projectProps(plan), openapi.M{
+		"status": openapi.M{"type": "string", "enum": []any{StatusActive, StatusSuspended, StatusDeleting},
+			"description": "active; suspended by the platform operator (read, not changed); or deleting: being deleted, its data no longer " +
+				"readable (usage and the project's lists are 404), until it is dropped and leaves the list."}}),
+		append(slices.Clone(projectRequired), "status")...))
 	keyFields := openapi.M{
 		"id": openapi.Prefixed("key_"), "name": openapi.Str(), "prefix": openapi.M{"type": "string", "enum": []any{"pln_live_", "pln_test_"}},
 		"masked": openapi.Str(), "scopes": openapi.Arr(openapi.Str()), "last_used_at": openapi.Nullable(openapi.Timestamp()), "created_at": openapi.Timestamp(),
@@ -95,9 +101,13 @@ func OpenAPI(d *openapi.Doc) {
 			openapi.Obj(openapi.M{"tenant": tenant, "user": user, "project_plans": openapi.With(openapi.M{"type": "array", "minItems": 1, "items": plan},
 				openapi.M{"description": "The plans this user may give a new project (PLINTH_DASHBOARD_PLANS), the default first."})},
 				"tenant", "user", "project_plans")))}}})
+	d.Add("POST", "/central/api/logout", openapi.Op{ID: "logout", Summary: "Sign out", Tag: "dashboard", Auth: openapi.JWT,
+		Desc: "Ends the session of the token at once, on every instance: the same token is 401 from the next request on. " +
+			"Other sessions of the user go on; a password change or reset ends all of them.",
+		OK: []openapi.Resp{{Status: 204, Desc: "Signed out."}}})
 	d.Add("GET", "/central/api/projects", openapi.Op{ID: "dashboardListProjects", Summary: "Projects of the workspace", Tag: "dashboard", Auth: openapi.JWT,
 		Query: openapi.PageParams(), Errs: []int{422},
-		OK: []openapi.Resp{{Status: 200, Desc: "Newest first.", Content: openapi.JSON(d.List("Project"))}}})
+		OK: []openapi.Resp{{Status: 200, Desc: "Newest first, with their status (those being deleted included).", Content: openapi.JSON(d.List("DashboardProject"))}}})
 	d.Add("POST", "/central/api/projects", openapi.Op{ID: "dashboardCreateProject", Summary: "Create and provision a project", Tag: "dashboard", Auth: openapi.JWT,
 		Body: openapi.JSON(d.Schema("CreateProjectRequest", openapi.Obj(openapi.M{
 			"name": openapi.M{"type": "string", "minLength": 1, "maxLength": 255}, "plan": plan,
@@ -105,8 +115,10 @@ func OpenAPI(d *openapi.Doc) {
 			"timezone": openapi.M{"type": "string", "minLength": 1}, "industry": openapi.M{"type": "string", "maxLength": 100},
 		}, "name"))),
 		Desc: "plan defaults to the first of the plans the operator lets dashboard users choose (PLINTH_DASHBOARD_PLANS, default free; " +
-			"GET /central/api/me lists them); another plan is 403 forbidden, naming the allowed ones.",
-		OK:   []openapi.Resp{{Status: 201, Desc: "The project.", Content: project}},
+			"GET /central/api/me lists them); another plan is 403 forbidden, naming the allowed ones. A workspace may have at most " +
+			"PLINTH_MAX_PROJECTS_PER_TENANT projects (default 100; those being deleted aside): one more is 403 project_limit_reached, " +
+			"the detail and limit naming the cap.",
+		OK:   []openapi.Resp{{Status: 201, Desc: "The project.", Content: openapi.JSON(dashProject)}},
 		Errs: []int{403, 409, 422}})
 	projectID := openapi.M{"id": openapi.M{"type": "string", "pattern": "^prj_"}}
 	keyBody := func(required ...string) openapi.M {
@@ -114,10 +126,10 @@ func OpenAPI(d *openapi.Doc) {
 			"scopes": openapi.M{"type": "array", "minItems": 1, "maxItems": 64, "items": openapi.Str()}, "test": openapi.M{"type": "boolean"}}, required...)
 	}
 	d.Add("GET", "/central/api/projects/{id}", openapi.Op{ID: "dashboardGetProject", Summary: "A project of the workspace", Tag: "dashboard", Auth: openapi.JWT,
-		Params: projectID, Desc: "Another workspace's project is 404, like an unknown one.", Errs: []int{404},
-		OK: []openapi.Resp{{Status: 200, Desc: "The project.", Content: project}}})
+		Params: projectID, Desc: "Another workspace's project is 404, like an unknown one. A project being deleted is shown, with its status.", Errs: []int{404},
+		OK: []openapi.Resp{{Status: 200, Desc: "The project.", Content: openapi.JSON(dashProject)}}})
 	d.Add("GET", "/central/api/projects/{id}/usage", openapi.Op{ID: "dashboardGetUsage", Summary: "Credit usage of a project", Tag: "dashboard", Auth: openapi.JWT,
-		Params: projectID, Desc: "The live pool's usage, as GET /v1/projects/me/usage reports it to a live key.",
+		Params: projectID, Desc: "The live pool's usage, as GET /v1/projects/me/usage reports it to a live key. 404 while the project is being deleted.",
 		Query: []openapi.M{{"name": "period", "in": "query", "schema": openapi.M{"type": "string", "enum": []any{"current", "previous"}}}},
 		Errs:  []int{404, 422},
 		OK:    []openapi.Resp{{Status: 200, Desc: "The usage report.", Content: openapi.JSON(openapi.Ref("Usage"))}}})
@@ -125,19 +137,25 @@ func OpenAPI(d *openapi.Doc) {
 		Params: projectID, Errs: []int{404},
 		OK: []openapi.Resp{{Status: 200, Desc: "Masked keys, never secret.", Content: openapi.JSON(d.List("APIKey"))}}})
 	d.Add("POST", "/central/api/projects/{id}/api-keys", openapi.Op{ID: "dashboardCreateKey", Summary: "Mint a key", Tag: "dashboard", Auth: openapi.JWT,
-		Params: projectID, Desc: "Scopes default to the dashboard's default set. The secret is shown once.",
+		Params: projectID, Desc: "Scopes default to the dashboard's default set. The secret is shown once. " +
+			"A project that is not active (suspended, deleting) is 403 forbidden, project_status naming its status.",
 		Body: openapi.JSON(d.Schema("DashboardCreateKeyRequest", keyBody("name"))),
 		OK:   []openapi.Resp{{Status: 201, Desc: "The key with its secret.", Content: openapi.JSON(keyWithSecret)}},
-		Errs: []int{404, 409, 422}})
+		Errs: []int{403, 404, 409, 422}})
 	d.Add("DELETE", "/central/api/projects/{id}/api-keys/{key_id}", openapi.Op{ID: "dashboardRevokeKey", Summary: "Revoke a key", Tag: "dashboard", Auth: openapi.JWT,
-		Params: projectID, Errs: []int{404},
+		Params: projectID, Desc: "Allowed whatever the project's status: revoking only takes access away.", Errs: []int{404},
 		OK: []openapi.Resp{{Status: 204, Desc: "Revoked."}}})
 
 	// The project routes served by the /v1 route they mirror (mirror.go).
 	mirrored := func(method, path, v1 string, o openapi.Op) {
-		o.Tag, o.Auth, o.Params, o.ProjectLimited = "dashboard", openapi.JWT, projectID, true
+		o.Tag, o.Auth, o.Params = "dashboard", openapi.JWT, projectID
+		status := "A project being deleted is 404."
+		if method != "GET" {
+			status = "A project that is not active (suspended, deleting) is 403 forbidden, project_status naming its status."
+			o.Errs = append(o.Errs, 403)
+		}
 		o.Desc = strings.TrimSpace("Served by " + method + " " + v1 + " for the project, as a live key holding only that route's scope: " +
-			"the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. " + o.Desc)
+			"the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. " + status + " " + o.Desc)
 		o.Errs = append(o.Errs, 404)
 		d.Add(method, "/central/api/projects/{id}"+path, o)
 	}

@@ -157,6 +157,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	s.Outbox = webhook.NewOutbox(s.River)
 	s.prefetch = s.Outbox.Prefetch()
 	c.SetLifecycle(Lifecycle{Queue: s.River, Media: s.Media, Grace: cfg.DeleteGrace})
+	c.SetProjectCap(cfg.MaxProjectsPerTenant)
 	river.AddWorker(workers, &DropWorker{Central: c})
 	hookSecrets := webhook.NewSecrets(c.Secret())
 	c.UseArchives(s.River, s.Store, cfg.MediaURL)
@@ -205,6 +206,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	root := httpapi.NewRouter()
 	root.Use(s.observe)                                   // access log and metrics, of everything below
 	root.Use(httpapi.Base(cfg.ErrorBase, logger, 11<<20)) // request id, panics, body size
+	root.Use(httpapi.StrictTransport(cfg.TrustedProxies)) // HSTS over HTTPS, directly or through a trusted proxy
 	s.opsRoutes(root)
 	r := httpapi.NewRouter()
 	// The MCP tools run the API's routes in the process, through r; the
@@ -267,13 +269,22 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		})
 	})
 	// Dashboard login and the dashboard API (JWT, not API keys). The
-	// limiter above skips them; the login endpoints have a per-IP limit
-	// of their own, in the same store.
-	loginLimits := &ratelimit.PerIP{Store: s.Limits.Store, Limit: ratelimit.Limit{RPM: cfg.LoginRPM, Burst: cfg.LoginBurst},
-		Trusted: cfg.TrustedProxies, Clock: s.Limits.Clock, Logger: logger, Rejected: s.Metrics.RateLimited}
+	// limiter above skips them; they have limits of their own, in the
+	// same store: the login endpoints per client IP, the rest per client
+	// IP and per user.
+	dashLimits := DashboardLimits{
+		Login: &ratelimit.PerIP{Store: s.Limits.Store, Limit: ratelimit.Limit{RPM: cfg.LoginRPM, Burst: cfg.LoginBurst},
+			Trusted: cfg.TrustedProxies, Clock: s.Limits.Clock, Logger: logger, Rejected: s.Metrics.RateLimited},
+		IP: &ratelimit.PerKey{Store: s.Limits.Store, Limit: ratelimit.Limit{RPM: cfg.DashboardIPRPM, Burst: cfg.DashboardIPBurst},
+			Key:  func(r *http.Request) string { return ratelimit.ClientIP(r, cfg.TrustedProxies) },
+			Name: "dashboard-ip", Clock: s.Limits.Clock, Logger: logger, Rejected: s.Metrics.RateLimited},
+		User: &ratelimit.PerKey{Store: s.Limits.Store, Limit: ratelimit.Limit{RPM: cfg.DashboardRPM, Burst: cfg.DashboardBurst},
+			Key:  dashboardUser,
+			Name: "dashboard-user", Clock: s.Limits.Clock, Logger: logger, Rejected: s.Metrics.RateLimited},
+	}
 	// Its project routes that mirror a /v1 route (mirror.go) are served
 	// by r, so through the limiter and the /v1 router.
-	r.Route("/central/api", func(cr chi.Router) { c.DashboardRoutes(cr, loginLimits, r, cfg.DashboardPlans) })
+	r.Route("/central/api", func(cr chi.Router) { c.DashboardRoutes(cr, dashLimits, r, cfg.DashboardPlans) })
 	// The admin API: admin tokens only (a project key is 401 here, as an
 	// admin token is on /v1), each limited in a bucket of its own.
 	adminLimits := &ratelimit.PerKey{Store: s.Limits.Store, Limit: ratelimit.Limit{RPM: cfg.AdminRPM, Burst: cfg.AdminBurst},
@@ -289,7 +300,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		c.AdminExportRoutes(r, c.RequireAdmin)
 	})
 	// The web dashboard: its pages call /central/api through this router.
-	dash, err := dashboard.New(r, logger)
+	dash, err := dashboard.New(r, logger, cfg.TrustedProxies)
 	if err != nil {
 		return nil, err
 	}

@@ -111,9 +111,11 @@ func New(t testing.TB, opts ...Option) *Env {
 	// No spare schemas: a test's few projects are created inline, and the
 	// filler's background work would only load the machine (the spares'
 	// own tests turn them on). Tests log in from one address far more
-	// often than a person would: the login limit's own tests set it.
+	// often, and call the dashboard API faster, than a person would: the
+	// login and dashboard limits' own tests set them.
 	base := map[string]string{"PLINTH_DEV": "1", "PLINTH_SECRET": "test-secret-" + db.Name, "PLINTH_STORAGE": "file://" + t.TempDir(),
-		"PLINTH_SPARE_SCHEMAS": "0", "PLINTH_LOGIN_RATE": "1000000/1000000"}
+		"PLINTH_SPARE_SCHEMAS": "0", "PLINTH_LOGIN_RATE": "1000000/1000000",
+		"PLINTH_DASHBOARD_RATE": "1000000/1000000", "PLINTH_DASHBOARD_IP_RATE": "1000000/1000000"}
 	cfg, err := config.Load(func(k string) string { return base[k] })
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,9 @@ type problem struct {
 	Detail  string              `json:"detail"`
 	Message string              `json:"message"`
 	Errors  map[string][]string `json:"errors"`
+	// ProjectStatus names the status of the project that refused a
+	// change (403).
+	ProjectStatus string `json:"project_status"`
 	// RetryAfter is the Retry-After of a 429, in seconds.
 	RetryAfter int `json:"-"`
 }
@@ -147,6 +150,8 @@ type (
 		Timezone        string    `json:"timezone"`
 		Plan            string    `json:"plan"`
 		CreatedAt       time.Time `json:"created_at"`
+		// Status is active, suspended or deleting.
+		Status string `json:"status"`
 	}
 	apiKey struct {
 		ID         string     `json:"id"`

@@ -22,8 +22,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"strconv"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/ratelimit"
 )
 
 //go:embed templates/*.html
@@ -46,12 +51,16 @@ type Dashboard struct {
 	api    http.Handler
 	pages  map[string]*template.Template
 	logger *slog.Logger
+	// trusted are the proxies whose X-Forwarded-Proto makes the cookies
+	// Secure (PLINTH_TRUSTED_PROXIES).
+	trusted []netip.Prefix
 }
 
 // New builds the dashboard over api, the server's whole handler: the
-// pages reach /central/api through it.
-func New(api http.Handler, logger *slog.Logger) (*Dashboard, error) {
-	d := &Dashboard{api: api, pages: map[string]*template.Template{}, logger: logger}
+// pages reach /central/api through it. trusted are the proxies whose
+// X-Forwarded-Proto is believed.
+func New(api http.Handler, logger *slog.Logger, trusted []netip.Prefix) (*Dashboard, error) {
+	d := &Dashboard{api: api, pages: map[string]*template.Template{}, logger: logger, trusted: trusted}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -72,7 +81,7 @@ func New(api http.Handler, logger *slog.Logger) (*Dashboard, error) {
 
 // Routes mounts the pages on r (the router at Prefix).
 func (d *Dashboard) Routes(r chi.Router) {
-	r.Use(secureHeaders, d.csrf)
+	r.Use(secureHeaders, d.csrf, onePage)
 	static, _ := fs.Sub(staticFS, "static")
 	r.Get("/static/*", http.StripPrefix(Prefix+"/static/", staticHandler(http.FileServerFS(static))).ServeHTTP)
 	r.Get("/", d.h(d.projects))
@@ -115,6 +124,15 @@ func secureHeaders(next http.Handler) http.Handler {
 	})
 }
 
+// onePage makes the requests a page sends to the dashboard API one
+// request to its rate limits (ratelimit.Bundle): a list of 25 projects
+// reads the API 51 times, and costs the user one request like any page.
+func onePage(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(ratelimit.Bundle(r.Context())))
+	})
+}
+
 func staticHandler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
@@ -144,24 +162,27 @@ func (d *Dashboard) csrf(next http.Handler) http.Handler {
 			b := make([]byte, 32)
 			_, _ = rand.Read(b)
 			tok = base64.RawURLEncoding.EncodeToString(b)
-			http.SetCookie(w, cookie(r, csrfCookie, tok, 0))
+			http.SetCookie(w, d.cookie(r, csrfCookie, tok, 0))
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), csrfKey{}, tok)))
 	})
 }
 
 // cookie is one of the dashboard's cookies: HttpOnly, SameSite=Strict,
-// Secure when the page came over HTTPS (directly or through a proxy).
-// maxAge < 0 deletes it; 0 makes it last the browser session.
-func cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
+// Secure when the page came over HTTPS, directly or through a trusted
+// proxy (httpapi.OverHTTPS: a client's own X-Forwarded-Proto does not
+// count). maxAge < 0 deletes it; 0 makes it last the browser session.
+func (d *Dashboard) cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: name, Value: value, Path: Prefix, MaxAge: maxAge, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"}
+		SameSite: http.SameSiteStrictMode, Secure: httpapi.OverHTTPS(r, d.trusted)}
 }
 
 // pageError is a failure shown as a page with its status.
 type pageError struct {
 	status int
 	msg    string
+	// retryAfter is the Retry-After of a 429 page, in seconds.
+	retryAfter int
 }
 
 func (e *pageError) Error() string { return e.msg }
@@ -184,14 +205,17 @@ func (d *Dashboard) h(fn func(w http.ResponseWriter, r *http.Request) error) htt
 
 func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, errSignedOut) {
-		http.SetCookie(w, cookie(r, sessionCookie, "", -1))
+		http.SetCookie(w, d.cookie(r, sessionCookie, "", -1))
 		http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
 		return
 	}
 	var pe *pageError
-	if !errors.As(err, &pe) {
+	if !errors.As(pageOf(err), &pe) {
 		d.logger.ErrorContext(r.Context(), "dashboard page", "path", r.URL.Path, "err", err)
 		pe = &pageError{status: 500, msg: "Something went wrong on our side. Try again in a moment."}
+	}
+	if pe.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(pe.retryAfter))
 	}
 	data := map[string]any{"Title": http.StatusText(pe.status), "Message": pe.msg}
 	// A signed-in user keeps the header (workspace, sign out) on an error page.

@@ -47,10 +47,15 @@ func cursorQuery(r *http.Request) string {
 }
 
 // formProblem reports whether err is a refusal of what the user typed,
-// to be shown on the form rather than as an error page.
+// or of a change the project's status does not allow, to be shown on the
+// form rather than as an error page.
 func formProblem(err error) (*problem, bool) {
 	var pr *problem
-	if errors.As(err, &pr) && (pr.Status == 400 || pr.Status == 409 || pr.Status == 422 || pr.Status == 402) {
+	if errors.As(err, &pr) && (pr.Status == 400 || pr.Status == 409 || pr.Status == 422 || pr.Status == 402 ||
+		pr.Status == 403 && pr.ProjectStatus != "") {
+		if pr.ProjectStatus != "" {
+			pr.Detail = statusText(pr.ProjectStatus)
+		}
 		return pr, true
 	}
 	return nil, false

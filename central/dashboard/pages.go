@@ -78,7 +78,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
 	if err := d.call(r, "POST", "/central/api/login", map[string]any{"email": email, "password": password, "tenant_id": tenantID}, &res); err != nil {
 		return d.loginProblem(w, r, data, err)
 	}
-	http.SetCookie(w, cookie(r, sessionCookie, res.Token, 0))
+	http.SetCookie(w, d.cookie(r, sessionCookie, res.Token, 0))
 	http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
 	return nil
 }
@@ -117,8 +117,16 @@ func wait(s int) string {
 	}
 }
 
+// logout ends the session on the server (its token is refused from now
+// on, wherever it was copied) and drops the cookie. A session that had
+// already ended is signed out all the same.
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) error {
-	http.SetCookie(w, cookie(r, sessionCookie, "", -1))
+	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		if err := d.call(r, "POST", "/central/api/logout", nil, nil); err != nil && !errors.Is(err, errSignedOut) {
+			return err
+		}
+	}
+	http.SetCookie(w, d.cookie(r, sessionCookie, "", -1))
 	http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
 	return nil
 }
@@ -144,6 +152,10 @@ func (d *Dashboard) projectsPage(w http.ResponseWriter, r *http.Request, s *sess
 	rows := make([]projectRow, 0, len(ps.Data))
 	for _, p := range ps.Data {
 		row := projectRow{project: p}
+		if p.Status == "deleting" {
+			rows = append(rows, row) // shown as such; nothing of it is left to read
+			continue
+		}
 		u, err := d.usage(r, p.ID)
 		if err != nil {
 			return err
@@ -239,6 +251,13 @@ func (d *Dashboard) projectPage(w http.ResponseWriter, r *http.Request, status i
 	if err := d.call(r, "GET", base, nil, &p); err != nil {
 		return pageOf(err)
 	}
+	data["Title"], data["Session"], data["Project"], data["Tab"] = p.Name, s, p, "overview"
+	if p.Status == "deleting" {
+		// Its keys are revoked and its usage gone with its data: the
+		// page shows what it was and that it is going.
+		d.render(w, r, status, "project", data)
+		return nil
+	}
 	var keys list[apiKey]
 	if err := d.call(r, "GET", base+"/api-keys", nil, &keys); err != nil {
 		return pageOf(err)
@@ -251,23 +270,41 @@ func (d *Dashboard) projectPage(w http.ResponseWriter, r *http.Request, status i
 	if _, ok := data["Checked"]; !ok {
 		data["Checked"] = defaultScopes
 	}
-	data["Title"], data["Session"], data["Project"], data["Keys"], data["Scopes"], data["Tab"] = p.Name, s, p, keys.Data, scopeChoices, "overview"
+	data["Keys"], data["Scopes"] = keys.Data, scopeChoices
 	d.render(w, r, status, "project", data)
 	return nil
 }
 
-// pageOf turns the API's 404 into the page's, and the project's rate
-// limit (the mirrored routes count in it like the API's) into a page
-// saying when to retry.
+// pageOf turns the API's 404 into the page's; a rate limit (the user's,
+// the address's, or the project's, which the mirrored routes count in
+// like the API's) into a page saying when to retry; and a change the
+// project's status refuses into a page saying so.
 func pageOf(err error) error {
 	var p *problem
+	if !errors.As(err, &p) {
+		return err
+	}
 	switch {
-	case errors.As(err, &p) && p.Status == 404:
+	case p.Status == 404:
 		return errNotFound
-	case errors.As(err, &p) && p.Status == 429:
-		return &pageError{status: 429, msg: fmt.Sprintf("This project has made too many requests. Try again in %s.", wait(max(p.RetryAfter, 1)))}
+	case p.Status == 429:
+		retry := max(p.RetryAfter, 1)
+		return &pageError{status: 429, msg: fmt.Sprintf("Too many requests. Try again in %s.", wait(retry)), retryAfter: retry}
+	case p.Status == 403 && p.ProjectStatus != "":
+		return &pageError{status: 403, msg: statusText(p.ProjectStatus)}
 	}
 	return err
+}
+
+// statusText says what a project's status lets a user do.
+func statusText(status string) string {
+	switch status {
+	case "suspended":
+		return "This project is suspended by the platform operator: you can look at it, but not change it."
+	case "deleting":
+		return "This project is being deleted: its data is no longer available."
+	}
+	return "This project is " + status + ": it cannot be changed."
 }
 
 // createKey mints a key and shows its secret on this answer only: the
@@ -280,8 +317,7 @@ func (d *Dashboard) createKey(w http.ResponseWriter, r *http.Request) error {
 	body := map[string]any{"name": strings.TrimSpace(r.PostFormValue("name")), "scopes": scopes}
 	var k apiKey
 	err := d.call(r, "POST", "/central/api/projects/"+url.PathEscape(chi.URLParam(r, "id"))+"/api-keys", body, &k)
-	var pr *problem
-	if errors.As(err, &pr) && (pr.Status == 422 || pr.Status == 409 || pr.Status == 400) {
+	if pr, ok := formProblem(err); ok {
 		return d.projectPage(w, r, pr.Status, map[string]any{"Problem": pr, "Checked": scopes, "KeyName": body["name"]})
 	}
 	if err != nil {

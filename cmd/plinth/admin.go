@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -15,14 +18,44 @@ import (
 // {data, has_more, next_cursor} as the API does.
 
 type adminTokenCreateCmd struct {
-	Name   string `required:"" help:"Token name, to tell tokens apart."`
-	Scopes string `required:"" help:"Comma-separated scopes: tenants:read|write, users:read|write, projects:read|write|admin, credits:write, exports:read|write, resource:* or *."`
+	Name      string `required:"" help:"Token name, to tell tokens apart."`
+	Scopes    string `required:"" help:"Comma-separated scopes: tenants:read|write, users:read|write, projects:read|write|admin, credits:write, exports:read|write, resource:* or *."`
+	ExpiresIn string `name:"expires-in" help:"Lifetime, after which the token is refused: days (90d) or a Go duration (12h); unset: until revoked."`
 }
 
 func (c *adminTokenCreateCmd) Run(e *env) error {
+	var expires *time.Time
+	if c.ExpiresIn != "" {
+		d, err := lifetime(c.ExpiresIn)
+		if err != nil {
+			return err
+		}
+		at := time.Now().Add(d)
+		expires = &at
+	}
 	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
-		return cen.MintAdminToken(ctx, c.Name, list(c.Scopes))
+		return cen.MintAdminToken(ctx, c.Name, list(c.Scopes), expires)
 	})
+}
+
+// lifetime reads --expires-in: whole days written Nd, or a Go duration.
+func lifetime(s string) (time.Duration, error) {
+	var d time.Duration
+	var err error
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		var n int
+		n, err = strconv.Atoi(days)
+		d = time.Duration(n) * 24 * time.Hour
+		if n > 100_000 {
+			err = errors.New("too long")
+		}
+	} else {
+		d, err = time.ParseDuration(s)
+	}
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("--expires-in: want days (90d) or a duration (12h) above zero, got %q", s)
+	}
+	return d, nil
 }
 
 type adminTokenListCmd struct{}

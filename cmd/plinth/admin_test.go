@@ -68,6 +68,17 @@ func TestAdminAPICommands(t *testing.T) {
 	if l := cli("admin-token", "list"); len(l["data"].([]any)) != 1 {
 		t.Fatalf("admin-token list %v", l)
 	}
+	// --expires-in: days or a duration; the token shows when it expires.
+	short := cli("admin-token", "create", "--name", "audit", "--scopes", "tenants:read", "--expires-in", "90d")
+	until, err := time.Parse(time.RFC3339Nano, fmt.Sprint(short["expires_at"]))
+	if want := time.Now().Add(90 * 24 * time.Hour); err != nil || until.Before(want.Add(-time.Minute)) || until.After(want) {
+		t.Fatalf("admin-token create --expires-in 90d printed %v", short)
+	}
+	env.Do("GET", "/admin/api/tenants", short["secret"].(string), nil).Expect(t, 200)
+	for _, bad := range []string{"0d", "-3h", "soon", "90", "99999999d"} {
+		fails("admin-token", "create", "--name", "bad", "--scopes", "tenants:read", "--expires-in", bad)
+	}
+	cli("admin-token", "revoke", "--id", short["id"].(string))
 
 	// Limits set by the CLI show on the next request.
 	if got := cli("project", "set", "--project", p.ID, "--rate-rpm", "9"); got["rate_rpm"] != float64(9) {

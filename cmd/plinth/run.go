@@ -190,6 +190,7 @@ func (e *env) admin(do func(context.Context, *central.Central) (any, error)) err
 		return err
 	}
 	c.SetLifecycle(life)
+	c.SetProjectCap(cfg.MaxProjectsPerTenant) // the operator's commands are held to it too
 	out, err := do(e.ctx, c)
 	if err != nil {
 		return err

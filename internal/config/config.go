@@ -38,6 +38,17 @@ type Config struct {
 	// AdminRPM and AdminBurst limit each admin token on /admin/api
 	// (PLINTH_ADMIN_RATE, default 120/60).
 	AdminRPM, AdminBurst int
+	// DashboardRPM and DashboardBurst limit each dashboard user on the
+	// dashboard API (/central/api) and the pages over it
+	// (PLINTH_DASHBOARD_RATE, default 120/60); DashboardIPRPM and
+	// DashboardIPBurst each client IP there, signed in or not
+	// (PLINTH_DASHBOARD_IP_RATE, default 600/300).
+	DashboardRPM, DashboardBurst     int
+	DashboardIPRPM, DashboardIPBurst int
+	// MaxProjectsPerTenant caps the projects of one workspace, those
+	// being deleted aside (PLINTH_MAX_PROJECTS_PER_TENANT, default 100;
+	// 0: no cap).
+	MaxProjectsPerTenant int
 	// DeleteGrace is how long a deleted project's renamed schema is kept
 	// before a job drops it (PLINTH_DELETE_GRACE, default 7 days).
 	DeleteGrace time.Duration
@@ -97,10 +108,13 @@ var Vars = []Var{
 	{"PLINTH_WEBHOOK_TIMEOUT", "30s", "webhook receiver timeout"},
 	{"PLINTH_KEY_CACHE_TTL", "30s", "how long a resolved key is cached (bounds the revocation delay)"},
 	{"PLINTH_SPARE_SCHEMAS", "4", "project schemas kept created ahead of new projects, 0 to 100"},
-	{"PLINTH_TRUSTED_PROXIES", "127.0.0.0/8,::1/128", "CIDRs whose X-Forwarded-For is honoured"},
+	{"PLINTH_TRUSTED_PROXIES", "127.0.0.0/8,::1/128", "CIDRs of the proxies whose X-Forwarded-For and X-Forwarded-Proto are honoured (from the direct peer only)"},
 	{"PLINTH_PUBLIC_RATE", "120/240", "per-IP limit on /v1/public/*, RPM/BURST"},
 	{"PLINTH_LOGIN_RATE", "10/20", "per-IP limit on each dashboard login endpoint, RPM/BURST"},
 	{"PLINTH_ADMIN_RATE", "120/60", "per-token limit on the admin API (/admin/api), RPM/BURST"},
+	{"PLINTH_DASHBOARD_RATE", "120/60", "per-user limit on the dashboard API (/central/api) and pages (one page counts once), RPM/BURST"},
+	{"PLINTH_DASHBOARD_IP_RATE", "600/300", "per-IP limit on the dashboard API (/central/api) and pages, signed in or not, RPM/BURST"},
+	{"PLINTH_MAX_PROJECTS_PER_TENANT", "100", "most projects one workspace may have, those being deleted aside (every way of creating one); 0: no cap"},
 	{"PLINTH_DELETE_GRACE", "168h", "how long a deleted project's data is kept (schema renamed) before a job drops it"},
 	{"PLINTH_DASHBOARD_PLANS", "free", "comma list of the plans dashboard users may choose for a new project, the first the default (others: plinth project plan)"},
 	{"PLINTH_AI_PROVIDER", "offline", "offline (deterministic, built in) or openai (any OpenAI-compatible API)"},
@@ -192,6 +206,15 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.AdminRPM, c.AdminBurst, err = rate(get, "PLINTH_ADMIN_RATE"); err != nil {
 		return c, err
+	}
+	if c.DashboardRPM, c.DashboardBurst, err = rate(get, "PLINTH_DASHBOARD_RATE"); err != nil {
+		return c, err
+	}
+	if c.DashboardIPRPM, c.DashboardIPBurst, err = rate(get, "PLINTH_DASHBOARD_IP_RATE"); err != nil {
+		return c, err
+	}
+	if c.MaxProjectsPerTenant, err = strconv.Atoi(get("PLINTH_MAX_PROJECTS_PER_TENANT")); err != nil || c.MaxProjectsPerTenant < 0 {
+		return c, fmt.Errorf("PLINTH_MAX_PROJECTS_PER_TENANT: want 0 (no cap) or a number of projects, got %q", getenv("PLINTH_MAX_PROJECTS_PER_TENANT"))
 	}
 	if c.DeleteGrace, err = time.ParseDuration(get("PLINTH_DELETE_GRACE")); err != nil || c.DeleteGrace < 0 {
 		return c, fmt.Errorf("PLINTH_DELETE_GRACE: want a Go duration such as 168h, got %q", getenv("PLINTH_DELETE_GRACE"))

@@ -25,7 +25,10 @@ func TestRates(t *testing.T) {
 	if err != nil || c.LoginRPM != 3 || c.LoginBurst != 5 || c.PublicRPM != 60 || c.PublicBurst != 90 {
 		t.Fatalf("set: login %d/%d, public %d/%d, %v", c.LoginRPM, c.LoginBurst, c.PublicRPM, c.PublicBurst, err)
 	}
-	for _, name := range []string{"PLINTH_LOGIN_RATE", "PLINTH_PUBLIC_RATE"} {
+	if c.DashboardRPM != 120 || c.DashboardBurst != 60 || c.DashboardIPRPM != 600 || c.DashboardIPBurst != 300 {
+		t.Fatalf("dashboard defaults: user %d/%d, ip %d/%d", c.DashboardRPM, c.DashboardBurst, c.DashboardIPRPM, c.DashboardIPBurst)
+	}
+	for _, name := range []string{"PLINTH_LOGIN_RATE", "PLINTH_PUBLIC_RATE", "PLINTH_DASHBOARD_RATE", "PLINTH_DASHBOARD_IP_RATE"} {
 		for _, bad := range []string{"10", "10/", "/20", "0/20", "10/0", "ten/20", "10/20/30"} {
 			if _, err := load(map[string]string{name: bad}); err == nil || !strings.Contains(err.Error(), name) {
 				t.Errorf("%s=%q: %v, want an error naming it", name, bad, err)
@@ -67,6 +70,22 @@ func TestMediaURL(t *testing.T) {
 	}
 	for _, bad := range []string{"media.example.com", "ftp://media.example.com", "https://", "https://m.example.com/?a=1", "https://u:p@m.example.com", "javascript:alert(1)"} {
 		if _, err := load(map[string]string{"PLINTH_MEDIA_URL": bad}); err == nil || !strings.Contains(err.Error(), "PLINTH_MEDIA_URL") {
+			t.Errorf("%q: %v, want an error naming the variable", bad, err)
+		}
+	}
+}
+
+// TestMaxProjects: 100 projects per workspace by default, 0 for no cap; a
+// negative or malformed value is refused at start, naming the variable.
+func TestMaxProjects(t *testing.T) {
+	for env, want := range map[string]int{"": 100, "0": 0, "25": 25} {
+		c, err := load(map[string]string{"PLINTH_MAX_PROJECTS_PER_TENANT": env})
+		if err != nil || c.MaxProjectsPerTenant != want {
+			t.Errorf("%q: %d %v, want %d", env, c.MaxProjectsPerTenant, err, want)
+		}
+	}
+	for _, bad := range []string{"-1", "ten", "1.5"} {
+		if _, err := load(map[string]string{"PLINTH_MAX_PROJECTS_PER_TENANT": bad}); err == nil || !strings.Contains(err.Error(), "PLINTH_MAX_PROJECTS_PER_TENANT") {
 			t.Errorf("%q: %v, want an error naming the variable", bad, err)
 		}
 	}

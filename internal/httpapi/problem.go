@@ -29,6 +29,9 @@ const (
 	CodeIdempotencyConflict = "idempotency_conflict"
 	CodeConnectNotReady     = "connect_not_ready"
 	CodeKeyLimitReached     = "key_limit_reached"
+	// CodeProjectLimitReached: the workspace has as many projects as the
+	// operator allows (403).
+	CodeProjectLimitReached = "project_limit_reached"
 	CodeValidationFailed    = "validation_failed"
 	CodeRateLimited         = "rate_limited"
 	CodeInternal            = "internal_error"
@@ -189,6 +192,7 @@ var titles = map[string]string{
 	CodeIdempotencyConflict: "Idempotency key reused",
 	CodeConnectNotReady:     "Payment account not ready",
 	CodeKeyLimitReached:     "Key limit reached",
+	CodeProjectLimitReached: "Project limit reached",
 	CodeValidationFailed:    "Validation failed",
 	CodeRateLimited:         "Too many requests",
 	CodeInternal:            "Internal error",

@@ -46,16 +46,11 @@ type Op struct {
 	Errs             []int // problem+json statuses beyond those Add adds
 	Idempotent       bool  // accepts Idempotency-Key
 	Uncharged        bool  // the limiter shows the caller's bucket without charging it: never 429
-	// IPLimited marks a /central/ route with a per-IP limit of its own
-	// (the login endpoints): like /v1, it carries the rate-limit headers
-	// and may answer 429.
+	// IPLimited marks a keyless /central/ route with a per-IP limit of
+	// its own (the login endpoints): like /v1, it carries the rate-limit
+	// headers and may answer 429. The dashboard API's routes (JWT) are
+	// limited per client IP and per user, so they are too.
 	IPLimited bool
-	// ProjectLimited marks a /central/ route served by a project's /v1
-	// route in process (the dashboard's mirrors): its answers from that
-	// route carry the project's rate-limit headers and may be 429, while
-	// the refusals before it (no token, another workspace's project) do
-	// not.
-	ProjectLimited bool
 }
 
 // Resp is one answer of an operation other than a problem.
@@ -101,7 +96,7 @@ func Build(parts ...func(*Doc)) M {
 				"apiKey": M{"type": "http", "scheme": "bearer", "bearerFormat": "pln_live_… / pln_test_… API key",
 					"description": "A project API key: `Authorization: Bearer pln_live_<32 base62>`."},
 				"dashboardJWT": M{"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
-					"description": "The token of POST /central/api/login (HS256, 12 h)."},
+					"description": "The token of POST /central/api/login (HS256, 12 h), until POST /central/api/logout or a change of the user's password ends its session."},
 				"adminToken": M{"type": "http", "scheme": "bearer", "bearerFormat": "pln_admin_… admin token",
 					"description": "A platform admin token of the admin API (/admin/api): `Authorization: Bearer pln_admin_<32 base62>`, " +
 						"minted by `plinth admin-token create`, with scopes such as tenants:read or projects:*."},
@@ -148,8 +143,11 @@ func (d *Doc) Add(method, path string, o Op) {
 		panic("openapi: " + strings.ToUpper(method) + " " + path + " added twice")
 	}
 	d.tag(o.Tag)
+	// The API's limiter skips /central/, whose routes have limits of
+	// their own: the login endpoints per IP, the dashboard API per IP and
+	// per user (its mirrors of /v1 routes the project's limit as well).
 	central := strings.HasPrefix(path, "/central/")
-	rateLimited := !central || o.IPLimited // the API's limiter skips /central/
+	rateLimited := !central || o.IPLimited || o.Auth == JWT
 	out := M{"operationId": o.ID, "summary": o.Summary, "tags": []any{o.Tag}}
 	desc := o.Desc
 	if o.Scope != "" {
@@ -200,7 +198,7 @@ func (d *Doc) Add(method, path string, o Op) {
 	if pathParam.MatchString(path) {
 		errs[404] = true
 	}
-	if (rateLimited || o.ProjectLimited) && !o.Uncharged {
+	if rateLimited && !o.Uncharged {
 		errs[429] = true
 	}
 	if o.Body != nil {
@@ -224,7 +222,7 @@ func (d *Doc) Add(method, path string, o Op) {
 	public := strings.HasPrefix(path, PublicPrefix)
 	responses := M{}
 	for _, r := range o.OK {
-		h := headers(rateLimited || o.ProjectLimited, r.Status, r.Headers)
+		h := headers(rateLimited, r.Status, r.Headers)
 		if public {
 			h["Vary"] = headerRef("Vary")
 			h["Access-Control-Allow-Origin"] = headerRef("Access-Control-Allow-Origin")
@@ -382,7 +380,7 @@ var problemText = map[int]string{
 	400: "`bad_request`: invalid JSON, wrong content type, a missing required or unknown field, a bad Idempotency-Key header, or a known route called with another method (with Allow).",
 	401: "`unauthorized`: missing, malformed, unknown or revoked credentials.",
 	402: "`insufficient_credits`: the credits left do not cover the cost (cost and balance in the body).",
-	403: "`forbidden`: the key lacks the scope the detail names.",
+	403: "`forbidden`: the key lacks the scope the detail names (on the dashboard API: the project's status, project_status, refuses the change); `project_limit_reached`: the workspace has as many projects as the operator allows.",
 	404: "`not_found`: no such resource (or project, on the public surface).",
 	409: "`conflict` (e.g. a request with this Idempotency-Key still running, Retry-After: 1) or `idempotency_conflict` (the key was used with another request).",
 	413: "`bad_request`: the body is larger than allowed (1 MiB of JSON).",
@@ -403,13 +401,16 @@ func problemSchema() M {
 			"type":     M{"type": "string", "format": "uri", "description": "{error_base}/{code}"},
 			"title":    M{"type": "string", "minLength": 1},
 			"status":   M{"type": "integer", "minimum": 400, "maximum": 599},
-			"code":     M{"type": "string", "enum": []any{"bad_request", "unauthorized", "insufficient_credits", "forbidden", "not_found", "conflict", "slot_unavailable", "idempotency_conflict", "connect_not_ready", "key_limit_reached", "validation_failed", "rate_limited", "internal_error", "upstream_unavailable", "service_unavailable"}},
+			"code":     M{"type": "string", "enum": []any{"bad_request", "unauthorized", "insufficient_credits", "forbidden", "not_found", "conflict", "slot_unavailable", "idempotency_conflict", "connect_not_ready", "key_limit_reached", "project_limit_reached", "validation_failed", "rate_limited", "internal_error", "upstream_unavailable", "service_unavailable"}},
 			"detail":   Str(),
 			"instance": M{"type": "string", "description": "Equals the X-Request-Id header."},
 			"errors":   M{"type": "object", "additionalProperties": Arr(Str()), "description": "validation_failed: messages by field."},
 			"cost":     M{"type": "integer", "description": "insufficient_credits: credits the request needs."},
 			"balance":  M{"type": "integer", "description": "insufficient_credits: credits left."},
 			"message":  M{"type": "string", "description": "Login failure: auth.failed."},
+			"project_status": M{"type": "string", "enum": []any{"suspended", "deleting"},
+				"description": "forbidden, on the dashboard API: the project's status, which refuses the change."},
+			"limit": M{"type": "integer", "description": "project_limit_reached: the most projects the workspace may have."},
 		},
 		"additionalProperties": false,
 	}

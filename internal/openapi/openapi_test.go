@@ -30,6 +30,8 @@ func gadgets(d *openapi.Doc) {
 		OK: []openapi.Resp{{Status: 200, Desc: "The widgets.", Content: openapi.JSON(d.List("Widget"))}}})
 	d.Add("GET", "/central/api/gadgets", openapi.Op{ID: "listGadgets", Summary: "Gadgets", Tag: "widgets", Auth: openapi.JWT,
 		OK: []openapi.Resp{{Status: 204, Desc: "None."}}})
+	d.Add("GET", "/central/api/gadget-count", openapi.Op{ID: "countGadgets", Summary: "Gadget count", Tag: "widgets", Auth: openapi.None,
+		OK: []openapi.Resp{{Status: 204, Desc: "None."}}})
 }
 
 // roundTrip is doc as a client reads it.
@@ -61,7 +63,7 @@ func TestDocumentAssemblesParts(t *testing.T) {
 	require.Equal(t, "3.1.0", doc["openapi"])
 	require.Equal(t, openapi.Version, at(t, doc, "info", "version"))
 	require.Equal(t, []any{M{"name": "widgets"}, M{"name": "public"}}, doc["tags"], "in the order of first use")
-	require.Equal(t, []string{"GET /central/api/gadgets", "GET /v1/public/widgets", "GET /v1/widgets", "OPTIONS /v1/public/widgets", "POST /v1/widgets/{id}/rename"},
+	require.Equal(t, []string{"GET /central/api/gadget-count", "GET /central/api/gadgets", "GET /v1/public/widgets", "GET /v1/widgets", "OPTIONS /v1/public/widgets", "POST /v1/widgets/{id}/rename"},
 		openapi.Operations(doc), "a public path gets its CORS preflight")
 
 	list := at(t, doc, "paths", "/v1/widgets", "get").(M)
@@ -98,8 +100,13 @@ func TestDocumentAssemblesParts(t *testing.T) {
 
 	dash := at(t, doc, "paths", "/central/api/gadgets", "get").(M)
 	require.Equal(t, []any{M{"dashboardJWT": []any{}}}, dash["security"])
-	require.ElementsMatch(t, []string{"204", "400", "401", "500", "503"}, keys(dash["responses"].(M)), "the limiter skips /central: no 429")
-	require.NotContains(t, at(t, doc, "components", "responses", "CentralProblem401", "headers"), "X-RateLimit-Limit")
+	require.ElementsMatch(t, []string{"204", "400", "401", "429", "500", "503"}, keys(dash["responses"].(M)), "the dashboard API is limited per IP and per user")
+	require.Contains(t, at(t, dash, "responses", "204", "headers"), "X-RateLimit-Remaining")
+	require.Equal(t, M{"$ref": "#/components/responses/Problem401"}, at(t, dash, "responses", "401"), "refused after the per-IP limit: with its headers")
+	count := at(t, doc, "paths", "/central/api/gadget-count", "get").(M)
+	require.ElementsMatch(t, []string{"204", "400", "500", "503"}, keys(count["responses"].(M)), "the API's limiter skips /central: no 429")
+	require.NotContains(t, at(t, count, "responses", "204", "headers"), "X-RateLimit-Remaining")
+	require.NotContains(t, at(t, doc, "components", "responses", "CentralProblem400", "headers"), "X-RateLimit-Limit")
 	require.Contains(t, at(t, doc, "components", "responses", "Problem401", "headers"), "WWW-Authenticate")
 
 	require.ElementsMatch(t, []string{"Problem", "Widget", "WidgetList", "RenameWidgetRequest"}, keys(at(t, doc, "components", "schemas").(M)))

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -57,6 +58,40 @@ type chargedKey struct{}
 // process can set it; no header or client input does.
 func Charged(ctx context.Context) context.Context {
 	return context.WithValue(ctx, chargedKey{}, true)
+}
+
+type bundleKey struct{}
+
+// bundle records the buckets the requests of one Bundle were charged to.
+type bundle struct {
+	mu      sync.Mutex
+	charged map[string]bool
+}
+
+// Bundle returns ctx marking the requests made with it as parts of one
+// client request: a dashboard page, which reads the dashboard API several
+// times in process (a project list costs two reads a row). A PerKey limit
+// charges its bucket for the first part and shows it to the rest without
+// charging it, so a page costs one request, whatever it shows. Only code
+// in the process can set it; no header or client input does.
+func Bundle(ctx context.Context) context.Context {
+	return context.WithValue(ctx, bundleKey{}, &bundle{charged: map[string]bool{}})
+}
+
+// firstOf reports whether this is the first charge of bucket in the
+// Bundle of ctx, and notes it; outside a bundle every charge is a first.
+func firstOf(ctx context.Context, bucket string) bool {
+	b, _ := ctx.Value(bundleKey{}).(*bundle)
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.charged[bucket] {
+		return false
+	}
+	b.charged[bucket] = true
+	return true
 }
 
 // Handler wraps next.
@@ -148,7 +183,9 @@ func (p *PerIP) Handler(name string) func(http.Handler) http.Handler {
 }
 
 // PerKey limits the routes it wraps per bucket Key(r) (the admin API:
-// per admin token), in buckets of their own.
+// per admin token; the dashboard API: per user and per client IP), in
+// buckets of their own. Of the requests of one Bundle, only the first
+// is charged to a bucket.
 type PerKey struct {
 	Store  Store
 	Limit  Limit
@@ -163,7 +200,11 @@ type PerKey struct {
 // Handler wraps next.
 func (p *PerKey) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if charge(w, r, p.Store, p.Name+":"+p.Key(r), p.Limit, 1, p.Clock, p.Logger) {
+		bucket, n := p.Name+":"+p.Key(r), 1
+		if !firstOf(r.Context(), bucket) {
+			n = 0 // shown, not charged: the bundle paid once
+		}
+		if charge(w, r, p.Store, bucket, p.Limit, n, p.Clock, p.Logger) {
 			next.ServeHTTP(w, r)
 		} else if p.Rejected != nil {
 			p.Rejected(p.Name)
