@@ -36,7 +36,9 @@ import (
 //     grants nothing by itself, as the actual answer's
 //     Access-Control-Allow-Origin is what the browser enforces.
 //
-// No credentials are ever allowed: the surface takes none.
+// No credentials are ever allowed: the surface takes none. Vary names
+// Origin once: VaryPublic writes it on every answer of the surface, and
+// what rs/cors adds again is trimmed.
 
 // publicCORS holds the two configurations of the surface: any origin, and
 // the origins of the project on the request's context.

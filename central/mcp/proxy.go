@@ -56,7 +56,7 @@ func Proxy(ctx context.Context, cfg ProxyConfig, local sdk.Transport) error {
 	authed.Transport = withKey{key: cfg.Key, origin: origin, next: next}
 	authed.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if originOf(req.URL) != origin {
-			return fmt.Errorf("redirected to %s://%s, not %s's scheme and host: not followed", req.URL.Scheme, req.URL.Host, cfg.URL)
+			return fmt.Errorf("redirected to %s://%s, outside PLINTH_URL (%s): not followed, the key goes nowhere else", req.URL.Scheme, req.URL.Host, cfg.URL)
 		}
 		if hc.CheckRedirect != nil {
 			return hc.CheckRedirect(req, via)
