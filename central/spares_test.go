@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/provisioning"
 )
@@ -120,5 +121,34 @@ func TestSpareSchemas(t *testing.T) {
 	// Two projects that each got a schema of their own.
 	if p.Schema == q.Schema {
 		t.Errorf("two projects share schema %s", p.Schema)
+	}
+}
+
+// TestSpareClaimSkipsLocked: a creation claims a spare no other creation
+// is claiming. With the first spare's row locked, as a claim in progress
+// holds it, for longer than the creation is given (20 s, ample on a
+// loaded machine), a new project is created with the other spare, at
+// once, instead of waiting for that claim.
+func TestSpareClaimSkipsLocked(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, apitest.WithEnv("PLINTH_SPARE_SCHEMAS", "2"))
+	ctx := context.Background()
+	spares := waitSpares(t, env, 2) // in the order claims take them
+	claim, err := env.DB.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claim.Rollback(ctx) // held until the creation has returned
+	if _, err := claim.Exec(ctx, `SELECT 1 FROM central.spare_schemas WHERE schema_name = $1 FOR UPDATE`, spares[0]); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	p, err := env.Server.Central.CreateProject(cctx, central.ProjectParams{TenantID: env.TenantID(), Name: "Beside a claim", Plan: "build"})
+	if err != nil {
+		t.Fatalf("creating a project while another claim holds a spare: %v (it waited for that claim)", err)
+	}
+	if p.Schema != spares[1] {
+		t.Fatalf("project schema %s, want the spare nobody was claiming, %s (spares %v)", p.Schema, spares[1], spares)
 	}
 }

@@ -293,9 +293,16 @@ func TestLeaseRenewal(t *testing.T) {
 	env, p := setup(t, nil)
 	m := &idempotency.Middleware{Logger: slog.New(slog.DiscardHandler), Lease: time.Second, Queue: env.Server.River}
 	var runs atomic.Int32
+	// The handler runs until the test lets it end (a fixed 3 s run ended
+	// before the second request on a loaded machine, which then replayed).
+	entered, release := make(chan struct{}), make(chan struct{})
+	end := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(end)
 	slow := m.Handler(tenant.Handle(func(w http.ResponseWriter, r *http.Request, _ *tenant.Scope) error {
-		runs.Add(1)
-		time.Sleep(3 * time.Second)
+		if runs.Add(1) == 1 { // a second run (a takeover) ends at once
+			close(entered)
+			<-release
+		}
 		return httpapi.JSON(w, 201, map[string]string{"ok": "yes"})
 	}))
 	serve := func() *httptest.ResponseRecorder {
@@ -308,10 +315,12 @@ func TestLeaseRenewal(t *testing.T) {
 	}
 	first := make(chan *httptest.ResponseRecorder)
 	go func() { first <- serve() }()
-	time.Sleep(2500 * time.Millisecond) // past two leases
+	<-entered                           // the key is reserved and the request runs
+	time.Sleep(2500 * time.Millisecond) // past two leases: what is tested is that time
 	if w := serve(); w.Code != 409 {
 		t.Fatalf("a running request's key was taken over: %d %s", w.Code, w.Body)
 	}
+	end()
 	if w := <-first; w.Code != 201 {
 		t.Fatalf("first: %d", w.Code)
 	}

@@ -123,3 +123,22 @@ func TestSitemap(t *testing.T) {
 	env.Do("PATCH", "/v1/projects/me", p.Key, map[string]any{"site_url": ""}).Expect(t, 200)
 	get(env, p).Problem(t, 409, "conflict")
 }
+
+// TestSitemapEscapesPaths: a page path may hold & and ' (sub-delimiters
+// of RFC 3986); the sitemap escapes them, so a crawler's XML parser reads
+// each address back whole, in <loc> and in the alternates' href.
+func TestSitemapEscapesPaths(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build") // default language en
+	env.Do("PATCH", "/v1/projects/me", p.Key, map[string]any{"site_url": "https://bakery.example"}).Expect(t, 200)
+	const path = "/bread&butter/o'clock"
+	env.Do("POST", "/v1/pages", p.Key, map[string]any{"title": "Bread", "path": path, "status": "published",
+		"translations": []any{map[string]any{"lang": "fr", "title": "Pain"}}}).Expect(t, 201)
+
+	r := get(env, p).Expect(t, 200)
+	require.NotContains(t, string(r.Body), "&butter", "a bare & in the XML")
+	const base = "https://bakery.example"
+	alts := []string{"en=" + base + path, "fr=" + base + "/fr" + path, "x-default=" + base + path}
+	require.Equal(t, map[string][]string{base + path: alts, base + "/fr" + path: alts}, parse(t, r).alternates())
+}
