@@ -63,7 +63,7 @@ export interface paths {
         put?: never;
         /**
          * Create and provision a project
-         * @description A plan other than free needs projects:admin as well (403).
+         * @description A plan other than free needs projects:admin as well (403). A tenant with PLINTH_MAX_PROJECTS_PER_TENANT projects (default 100; those being deleted aside) is 403 project_limit_reached, the detail and limit naming the cap.
          *
          *     Scope: `projects:write`.
          */
@@ -331,7 +331,7 @@ export interface paths {
         put?: never;
         /**
          * Reset a user's password
-         * @description Sets password, or a generated one when the body is empty or has none; the password is shown once.
+         * @description Sets password, or a generated one when the body is empty or has none; the password is shown once. Every dashboard session of the user ends at once: its tokens are 401 from the next request on.
          *
          *     Scope: `users:write`.
          */
@@ -356,6 +356,26 @@ export interface paths {
          * @description Wrong credentials: 422 validation_failed with message auth.failed and errors.email [auth.failed]. Five failures per email per 15 minutes slow further attempts (429). Limited per client IP as well (PLINTH_LOGIN_RATE, default 10 per minute, burst 20: 429). When more logins are being verified at once than the server checks together, one that waited a second for its turn is 503 service_unavailable with Retry-After, and does not count as a failure.
          */
         post: operations["login"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/central/api/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign out
+         * @description Ends the session of the token at once, on every instance: the same token is 401 from the next request on. Other sessions of the user go on; a password change or reset ends all of them.
+         */
+        post: operations["logout"];
         delete?: never;
         options?: never;
         head?: never;
@@ -391,7 +411,7 @@ export interface paths {
         put?: never;
         /**
          * Create and provision a project
-         * @description plan defaults to the first of the plans the operator lets dashboard users choose (PLINTH_DASHBOARD_PLANS, default free; GET /central/api/me lists them); another plan is 403 forbidden, naming the allowed ones.
+         * @description plan defaults to the first of the plans the operator lets dashboard users choose (PLINTH_DASHBOARD_PLANS, default free; GET /central/api/me lists them); another plan is 403 forbidden, naming the allowed ones. A workspace may have at most PLINTH_MAX_PROJECTS_PER_TENANT projects (default 100; those being deleted aside): one more is 403 project_limit_reached, the detail and limit naming the cap.
          */
         post: operations["dashboardCreateProject"];
         delete?: never;
@@ -409,7 +429,7 @@ export interface paths {
         };
         /**
          * A project of the workspace
-         * @description Another workspace's project is 404, like an unknown one.
+         * @description Another workspace's project is 404, like an unknown one. A project being deleted is shown, with its status.
          */
         get: operations["dashboardGetProject"];
         put?: never;
@@ -432,7 +452,7 @@ export interface paths {
         put?: never;
         /**
          * Mint a key
-         * @description Scopes default to the dashboard's default set. The secret is shown once.
+         * @description Scopes default to the dashboard's default set. The secret is shown once. A project that is not active (suspended, deleting) is 403 forbidden, project_status naming its status.
          */
         post: operations["dashboardCreateKey"];
         delete?: never;
@@ -451,7 +471,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a key */
+        /**
+         * Revoke a key
+         * @description Allowed whatever the project's status: revoking only takes access away.
+         */
         delete: operations["dashboardRevokeKey"];
         options?: never;
         head?: never;
@@ -467,7 +490,7 @@ export interface paths {
         };
         /**
          * Form submissions of a project
-         * @description Served by GET /v1/form-submissions for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. With `Accept: text/csv` the newsletter subscribers are exported as CSV.
+         * @description Served by GET /v1/form-submissions for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. A project being deleted is 404. With `Accept: text/csv` the newsletter subscribers are exported as CSV.
          */
         get: operations["dashboardListFormSubmissions"];
         put?: never;
@@ -487,7 +510,7 @@ export interface paths {
         };
         /**
          * Jobs of a project
-         * @description Served by GET /v1/jobs for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404.
+         * @description Served by GET /v1/jobs for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. A project being deleted is 404.
          */
         get: operations["dashboardListJobs"];
         put?: never;
@@ -507,7 +530,7 @@ export interface paths {
         };
         /**
          * Credit usage of a project
-         * @description The live pool's usage, as GET /v1/projects/me/usage reports it to a live key.
+         * @description The live pool's usage, as GET /v1/projects/me/usage reports it to a live key. 404 while the project is being deleted.
          */
         get: operations["dashboardGetUsage"];
         put?: never;
@@ -527,13 +550,13 @@ export interface paths {
         };
         /**
          * Webhook endpoints of a project
-         * @description Served by GET /v1/webhook-endpoints for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404.
+         * @description Served by GET /v1/webhook-endpoints for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. A project being deleted is 404.
          */
         get: operations["dashboardListWebhookEndpoints"];
         put?: never;
         /**
          * Create a webhook endpoint
-         * @description Served by POST /v1/webhook-endpoints for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404.
+         * @description Served by POST /v1/webhook-endpoints for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. A project that is not active (suspended, deleting) is 403 forbidden, project_status naming its status.
          */
         post: operations["dashboardCreateWebhookEndpoint"];
         delete?: never;
@@ -551,7 +574,7 @@ export interface paths {
         };
         /**
          * A webhook endpoint
-         * @description Served by GET /v1/webhook-endpoints/{id} for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404.
+         * @description Served by GET /v1/webhook-endpoints/{id} for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. A project being deleted is 404.
          */
         get: operations["dashboardGetWebhookEndpoint"];
         put?: never;
@@ -561,7 +584,7 @@ export interface paths {
         head?: never;
         /**
          * Update a webhook endpoint (enable, disable)
-         * @description Served by PATCH /v1/webhook-endpoints/{id} for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404.
+         * @description Served by PATCH /v1/webhook-endpoints/{id} for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. A project that is not active (suspended, deleting) is 403 forbidden, project_status naming its status.
          */
         patch: operations["dashboardUpdateWebhookEndpoint"];
         trace?: never;
@@ -575,7 +598,7 @@ export interface paths {
         };
         /**
          * Deliveries of a webhook endpoint
-         * @description Served by GET /v1/webhook-endpoints/{id}/deliveries for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404.
+         * @description Served by GET /v1/webhook-endpoints/{id}/deliveries for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. A project being deleted is 404.
          */
         get: operations["dashboardListWebhookDeliveries"];
         put?: never;
@@ -597,7 +620,7 @@ export interface paths {
         put?: never;
         /**
          * Deliver a webhook event again
-         * @description Served by POST /v1/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404.
+         * @description Served by POST /v1/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. A project that is not active (suspended, deleting) is 403 forbidden, project_status naming its status.
          */
         post: operations["dashboardRedeliverWebhook"];
         delete?: never;
@@ -617,7 +640,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate a webhook endpoint's signing secret
-         * @description Served by POST /v1/webhook-endpoints/{id}/rotate-secret for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. The old secret also signs for 24 h.
+         * @description Served by POST /v1/webhook-endpoints/{id}/rotate-secret for the project, as a live key holding only that route's scope: the same answers, the project's rate limit (429), credits charged alike. Another workspace's project is 404. A project that is not active (suspended, deleting) is 403 forbidden, project_status naming its status. The old secret also signs for 24 h.
          */
         post: operations["dashboardRotateWebhookSecret"];
         delete?: never;
@@ -3673,6 +3696,35 @@ export interface components {
             scopes?: string[];
             test?: boolean;
         };
+        DashboardProject: {
+            /** @description The browser origins the public surface answers (Access-Control-Allow-Origin); empty: any origin. */
+            allowed_origins: string[];
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            default_language: string;
+            id: string;
+            industry: string;
+            name: string;
+            plan: components["schemas"]["Plan"];
+            /** @description The public address of the project's website, the base of its sitemap; null until set. */
+            site_url: string | null;
+            slug: string;
+            /**
+             * @description active; suspended by the platform operator (read, not changed); or deleting: being deleted, its data no longer readable (usage and the project's lists are 404), until it is dropped and leaves the list.
+             * @enum {string}
+             */
+            status: "active" | "suspended" | "deleting";
+            target_languages: string[];
+            timezone: string;
+        };
+        DashboardProjectList: {
+            data: components["schemas"]["DashboardProject"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
         DeletedProject: {
             allowed_origins: string[];
             /**
@@ -4143,7 +4195,7 @@ export interface components {
             /** @description insufficient_credits: credits left. */
             balance?: number;
             /** @enum {string} */
-            code: "bad_request" | "unauthorized" | "insufficient_credits" | "forbidden" | "not_found" | "conflict" | "slot_unavailable" | "idempotency_conflict" | "connect_not_ready" | "key_limit_reached" | "validation_failed" | "rate_limited" | "internal_error" | "upstream_unavailable" | "service_unavailable";
+            code: "bad_request" | "unauthorized" | "insufficient_credits" | "forbidden" | "not_found" | "conflict" | "slot_unavailable" | "idempotency_conflict" | "connect_not_ready" | "key_limit_reached" | "project_limit_reached" | "validation_failed" | "rate_limited" | "internal_error" | "upstream_unavailable" | "service_unavailable";
             /** @description insufficient_credits: credits the request needs. */
             cost?: number;
             detail?: string;
@@ -4153,8 +4205,15 @@ export interface components {
             };
             /** @description Equals the X-Request-Id header. */
             instance: string;
+            /** @description project_limit_reached: the most projects the workspace may have. */
+            limit?: number;
             /** @description Login failure: auth.failed. */
             message?: string;
+            /**
+             * @description forbidden, on the dashboard API: the project's status, which refuses the change.
+             * @enum {string}
+             */
+            project_status?: "suspended" | "deleting";
             status: number;
             title: string;
             /**
@@ -4363,11 +4422,6 @@ export interface components {
             slug: string;
             target_languages: string[];
             timezone: string;
-        };
-        ProjectList: {
-            data: components["schemas"]["Project"][];
-            has_more: boolean;
-            next_cursor: string | null;
         };
         PublicBrand: {
             colors: {
@@ -4816,126 +4870,6 @@ export interface components {
     };
     responses: {
         /** @description `bad_request`: invalid JSON, wrong content type, a missing required or unknown field, a bad Idempotency-Key header, or a known route called with another method (with Allow). */
-        CentralProblem400: {
-            headers: {
-                /** @description On a known route called with a method it does not serve: the methods it does. */
-                Allow?: string;
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description `unauthorized`: missing, malformed, unknown or revoked credentials. */
-        CentralProblem401: {
-            headers: {
-                /** @description Bearer realm="plinth" */
-                "WWW-Authenticate"?: string;
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description `insufficient_credits`: the credits left do not cover the cost (cost and balance in the body). */
-        CentralProblem402: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description `forbidden`: the key lacks the scope the detail names. */
-        CentralProblem403: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description `not_found`: no such resource (or project, on the public surface). */
-        CentralProblem404: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description `conflict` (e.g. a request with this Idempotency-Key still running, Retry-After: 1) or `idempotency_conflict` (the key was used with another request). */
-        CentralProblem409: {
-            headers: {
-                /** @description Seconds to wait before retrying (always on 429). */
-                "Retry-After"?: number;
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description `bad_request`: the body is larger than allowed (1 MiB of JSON). */
-        CentralProblem413: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description `validation_failed`: a present field has a bad value; `errors` maps fields to messages. */
-        CentralProblem422: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description `rate_limited`: the rate limit or the AI cost ceiling is exceeded; honour Retry-After. */
-        CentralProblem429: {
-            headers: {
-                /** @description Seconds to wait before retrying (always on 429). */
-                "Retry-After": number;
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description `internal_error`: an unexpected failure (logged; no detail). */
-        CentralProblem500: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description `service_unavailable`: a transient database condition or timeout; honour Retry-After. */
-        CentralProblem503: {
-            headers: {
-                /** @description Seconds to wait before retrying (always on 429). */
-                "Retry-After"?: number;
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description `bad_request`: invalid JSON, wrong content type, a missing required or unknown field, a bad Idempotency-Key header, or a known route called with another method (with Allow). */
         Problem400: {
             headers: {
                 /** @description On a known route called with a method it does not serve: the methods it does. */
@@ -4978,7 +4912,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `forbidden`: the key lacks the scope the detail names. */
+        /** @description `forbidden`: the key lacks the scope the detail names (on the dashboard API: the project's status, project_status, refuses the change); `project_limit_reached`: the workspace has as many projects as the operator allows. */
         Problem403: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5956,6 +5890,34 @@ export interface operations {
             503: components["responses"]["Problem503"];
         };
     };
+    logout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out. */
+            204: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
     dashboardMe: {
         parameters: {
             query?: never;
@@ -5969,6 +5931,9 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5976,10 +5941,11 @@ export interface operations {
                     "application/json": components["schemas"]["Session"];
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardListProjects: {
@@ -5995,22 +5961,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Newest first. */
+            /** @description Newest first, with their status (those being deleted included). */
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ProjectList"];
+                    "application/json": components["schemas"]["DashboardProjectList"];
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            422: components["responses"]["CentralProblem422"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardCreateProject: {
@@ -6030,21 +6000,25 @@ export interface operations {
             201: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Project"];
+                    "application/json": components["schemas"]["DashboardProject"];
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            403: components["responses"]["CentralProblem403"];
-            409: components["responses"]["CentralProblem409"];
-            413: components["responses"]["CentralProblem413"];
-            422: components["responses"]["CentralProblem422"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardGetProject: {
@@ -6062,18 +6036,22 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Project"];
+                    "application/json": components["schemas"]["DashboardProject"];
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            404: components["responses"]["CentralProblem404"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardListKeys: {
@@ -6091,6 +6069,9 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6098,11 +6079,12 @@ export interface operations {
                     "application/json": components["schemas"]["APIKeyList"];
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            404: components["responses"]["CentralProblem404"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardCreateKey: {
@@ -6124,6 +6106,9 @@ export interface operations {
             201: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6131,14 +6116,16 @@ export interface operations {
                     "application/json": components["schemas"]["APIKeyWithSecret"];
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            404: components["responses"]["CentralProblem404"];
-            409: components["responses"]["CentralProblem409"];
-            413: components["responses"]["CentralProblem413"];
-            422: components["responses"]["CentralProblem422"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardRevokeKey: {
@@ -6157,16 +6144,20 @@ export interface operations {
             204: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            404: components["responses"]["CentralProblem404"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardListFormSubmissions: {
@@ -6200,13 +6191,13 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            404: components["responses"]["CentralProblem404"];
-            422: components["responses"]["CentralProblem422"];
-            429: components["responses"]["CentralProblem429"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardListJobs: {
@@ -6240,13 +6231,13 @@ export interface operations {
                     "application/json": components["schemas"]["JobList"];
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            404: components["responses"]["CentralProblem404"];
-            422: components["responses"]["CentralProblem422"];
-            429: components["responses"]["CentralProblem429"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardGetUsage: {
@@ -6266,6 +6257,9 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6273,12 +6267,13 @@ export interface operations {
                     "application/json": components["schemas"]["Usage"];
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            404: components["responses"]["CentralProblem404"];
-            422: components["responses"]["CentralProblem422"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardListWebhookEndpoints: {
@@ -6310,13 +6305,13 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointList"];
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            404: components["responses"]["CentralProblem404"];
-            422: components["responses"]["CentralProblem422"];
-            429: components["responses"]["CentralProblem429"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardCreateWebhookEndpoint: {
@@ -6348,14 +6343,15 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointWithSecret"];
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            404: components["responses"]["CentralProblem404"];
-            413: components["responses"]["CentralProblem413"];
-            422: components["responses"]["CentralProblem422"];
-            429: components["responses"]["CentralProblem429"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardGetWebhookEndpoint: {
@@ -6384,12 +6380,12 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            404: components["responses"]["CentralProblem404"];
-            429: components["responses"]["CentralProblem429"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardUpdateWebhookEndpoint: {
@@ -6422,14 +6418,15 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            404: components["responses"]["CentralProblem404"];
-            413: components["responses"]["CentralProblem413"];
-            422: components["responses"]["CentralProblem422"];
-            429: components["responses"]["CentralProblem429"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardListWebhookDeliveries: {
@@ -6463,13 +6460,13 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryList"];
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            404: components["responses"]["CentralProblem404"];
-            422: components["responses"]["CentralProblem422"];
-            429: components["responses"]["CentralProblem429"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardRedeliverWebhook: {
@@ -6499,15 +6496,16 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            402: components["responses"]["CentralProblem402"];
-            404: components["responses"]["CentralProblem404"];
-            409: components["responses"]["CentralProblem409"];
-            422: components["responses"]["CentralProblem422"];
-            429: components["responses"]["CentralProblem429"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            402: components["responses"]["Problem402"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     dashboardRotateWebhookSecret: {
@@ -6536,12 +6534,13 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointWithSecret"];
                 };
             };
-            400: components["responses"]["CentralProblem400"];
-            401: components["responses"]["CentralProblem401"];
-            404: components["responses"]["CentralProblem404"];
-            429: components["responses"]["CentralProblem429"];
-            500: components["responses"]["CentralProblem500"];
-            503: components["responses"]["CentralProblem503"];
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     tenantsForEmail: {
