@@ -79,7 +79,8 @@ func AdminOpenAPI(d *openapi.Doc) {
 		Desc: "The tenant's last user stays (409).", Params: userIDs, Errs: []int{409},
 		OK: []openapi.Resp{{Status: 204, Desc: "Removed."}}}))
 	d.Add("POST", "/admin/api/tenants/{id}/users/{user_id}/reset-password", op(openapi.Op{ID: "adminResetPassword", Summary: "Reset a user's password",
-		Scope: "users:write", Desc: "Sets password, or a generated one when the body is empty or has none; the password is shown once.",
+		Scope: "users:write", Desc: "Sets password, or a generated one when the body is empty or has none; the password is shown once. " +
+			"Every dashboard session of the user ends at once: its tokens are 401 from the next request on.",
 		Params: userIDs, Errs: []int{422}, BodyOptional: true,
 		Body: openapi.JSON(d.Schema("AdminResetPasswordRequest", openapi.Obj(openapi.M{"password": openapi.M{"type": "string", "minLength": 8}}))),
 		OK: []openapi.Resp{{Status: 200, Desc: "The new password.", Content: openapi.JSON(openapi.Obj(openapi.M{"user_id": intM(1), "password": openapi.Str()},
@@ -94,7 +95,8 @@ func AdminOpenAPI(d *openapi.Doc) {
 		Errs: []int{422},
 		OK:   []openapi.Resp{{Status: 200, Desc: "A page of projects.", Content: openapi.JSON(d.List("AdminProject"))}}}))
 	d.Add("POST", "/admin/api/projects", op(openapi.Op{ID: "adminCreateProject", Summary: "Create and provision a project", Scope: "projects:write",
-		Desc: "A plan other than free needs projects:admin as well (403).",
+		Desc: "A plan other than free needs projects:admin as well (403). A tenant with PLINTH_MAX_PROJECTS_PER_TENANT projects " +
+			"(default 100; those being deleted aside) is 403 project_limit_reached, the detail and limit naming the cap.",
 		Body: openapi.JSON(d.Schema("AdminCreateProjectRequest", openapi.Obj(openapi.M{
 			"tenant_id": intM(1), "name": str(1, 255), "plan": openapi.Ref("Plan"), "default_language": openapi.Str(),
 			"target_languages": openapi.M{"type": "array", "maxItems": 50, "items": openapi.Str()}, "timezone": openapi.Str(),

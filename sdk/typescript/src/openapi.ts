@@ -63,7 +63,7 @@ export interface paths {
         put?: never;
         /**
          * Create and provision a project
-         * @description A plan other than free needs projects:admin as well (403).
+         * @description A plan other than free needs projects:admin as well (403). A tenant with PLINTH_MAX_PROJECTS_PER_TENANT projects (default 100; those being deleted aside) is 403 project_limit_reached, the detail and limit naming the cap.
          *
          *     Scope: `projects:write`.
          */
@@ -331,7 +331,7 @@ export interface paths {
         put?: never;
         /**
          * Reset a user's password
-         * @description Sets password, or a generated one when the body is empty or has none; the password is shown once.
+         * @description Sets password, or a generated one when the body is empty or has none; the password is shown once. Every dashboard session of the user ends at once: its tokens are 401 from the next request on.
          *
          *     Scope: `users:write`.
          */
