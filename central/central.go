@@ -237,10 +237,10 @@ func (p *ProjectParams) check() error {
 // insertProject writes the project and its placement row in one
 // transaction of three round trips (four under a project cap), refusing
 // a project beyond the workspace's cap (every way of creating one comes
-// here: the dashboard, the admin API and CLI, imports). The placement takes a current spare
-// schema when one is ready (spare is then true, and the placement is
-// already migrated) when allowSpare is set; otherwise it names a new
-// schema for the caller to provision.
+// here: the dashboard, the admin API and CLI, imports). The placement
+// takes a current spare schema when one is ready (spare is then true,
+// and the placement is already migrated) when allowSpare is set;
+// otherwise it names a new schema for the caller to provision.
 func (c *Central) insertProject(ctx context.Context, p ProjectParams, allowSpare bool) (created *tenant.Project, spare bool, err error) {
 	latest, count, err := provisioning.TenantVersion()
 	if err != nil {
