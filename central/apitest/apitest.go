@@ -531,6 +531,18 @@ func (e *Env) RiverJobs(t testing.TB, kind string, args map[string]any) []RiverJ
 	return jobs
 }
 
+// DueNow makes the scheduled River jobs of kind whose args contain args
+// due at once (River's scheduler makes them available within its
+// interval), so that a test runs a job scheduled ahead without waiting
+// for its time, and without betting that its setup ends before then.
+func (e *Env) DueNow(t testing.TB, kind string, args map[string]any) {
+	t.Helper()
+	if _, err := e.DB.Pool.Exec(context.Background(), `UPDATE river.river_job SET scheduled_at = now()
+		WHERE kind = $1 AND args @> $2 AND state = 'scheduled'`, kind, args); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // WaitRiverJobs polls RiverJobs until it lists at least one job and every
 // one has ended (completed, cancelled or discarded), at most 30 s, and
 // returns them.

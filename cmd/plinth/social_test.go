@@ -36,7 +36,9 @@ func TestScheduledPublishTwoWorkerProcesses(t *testing.T) {
 		socialtest.Connect(t, env, p.Key, tw)
 		keys = append(keys, p.Key)
 	}
-	at := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+	// An hour ahead, made due once every post is scheduled: the twenty
+	// requests may take longer than any fixed margin on a loaded machine.
+	at := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
 	for j, key := range keys {
 		for i := range 10 {
 			created := env.Do("POST", "/v1/social-posts", key, map[string]any{"title": "t", "content": fmt.Sprintf("project %d #%d", j, i),
@@ -44,6 +46,7 @@ func TestScheduledPublishTwoWorkerProcesses(t *testing.T) {
 			posts = append(posts, post{key, created["id"]})
 		}
 	}
+	env.DueNow(t, "social.publish_scheduled", map[string]any{})
 	_, out1 := plinthProcess(t, vars, "worker")
 	_, out2 := plinthProcess(t, vars, "worker")
 	for _, ps := range posts {
@@ -56,7 +59,11 @@ func TestScheduledPublishTwoWorkerProcesses(t *testing.T) {
 			t.Fatalf("post: %v\n%s\n%s", got, out1, out2)
 		}
 	}
-	time.Sleep(time.Second) // a second publish of a post would have arrived by now
+	// Every job that could publish has ended: a second publish of a post
+	// would have reached the platform by then.
+	for _, kind := range []string{"social.publish_scheduled", "social.publish"} {
+		env.WaitRiverJobs(t, kind, map[string]any{})
+	}
 	seen := map[string]int{}
 	for _, r := range tw.Posts() {
 		seen[r.JSON["text"].(string)]++

@@ -24,6 +24,18 @@ func ahead(d time.Duration) time.Time { return time.Now().Add(d).UTC().Truncate(
 
 func stamp(t time.Time) string { return t.Format(time.RFC3339Nano) }
 
+// aheadOf is a schedule time far enough ahead for as many requests as
+// those that just took took to be sent before it (a fixed 2 s runs out on
+// a loaded machine, and the API refuses a time in the past): 2 s, plus
+// twice took, for a machine that gets slower meanwhile.
+func aheadOf(took time.Duration) time.Time { return ahead(2*time.Second + 2*took) }
+
+// schedule schedules the post at path at at.
+func schedule(t *testing.T, env *apitest.Env, key, path string, at time.Time) {
+	t.Helper()
+	env.Do("POST", path+"/schedule", key, map[string]any{"scheduled_at": stamp(at)}).Expect(t, 200)
+}
+
 // waitStatus polls the post at path until its status is want (at most
 // 20 s: River makes a due job available within 5 s) and returns it.
 func waitStatus(t *testing.T, env *apitest.Env, key, path, want string) map[string]any {
@@ -72,10 +84,12 @@ func TestScheduledPostPublished(t *testing.T) {
 	p := env.NewProject("build")
 	_, secret := webhooktest.Endpoint(t, env, p.Key, rc.URL, "blog_post.published")
 	rc.SetSecret(secret)
-	at := ahead(2 * time.Second)
-	m := post(t, env, p.Key, map[string]any{"title": "On time", "status": "scheduled", "scheduled_at": stamp(at)})
+	start := time.Now()
+	m := post(t, env, p.Key, map[string]any{"title": "On time"})
 	path := "/v1/blog-posts/" + idOf(m)
-	second.Do("POST", path+"/schedule", p.Key, map[string]any{"scheduled_at": stamp(at)}).Expect(t, 200)
+	at := aheadOf(time.Since(start))
+	schedule(t, env, p.Key, path, at)
+	schedule(t, second, p.Key, path, at)
 	require.Len(t, env.RiverJobs(t, kindScheduled, map[string]any{"post_id": m["id"]}), 1, "one job per post and time")
 
 	got := waitStatus(t, second, p.Key, path, "published")
@@ -102,13 +116,17 @@ func TestRescheduledPost(t *testing.T) {
 	env := apitest.New(t, apitest.WithWorkers())
 	p := env.NewProject("build")
 	subscribe(t, env, p, "")
-	first := ahead(3 * time.Second)
-	m := post(t, env, p.Key, map[string]any{"title": "Moved", "status": "scheduled", "scheduled_at": stamp(first)})
+	start := time.Now()
+	m := post(t, env, p.Key, map[string]any{"title": "Moved"})
 	path := "/v1/blog-posts/" + idOf(m)
+	// The first time leaves room for the two requests below: the move
+	// must come before it.
+	first := aheadOf(time.Since(start))
+	schedule(t, env, p.Key, path, first)
 	// River makes due jobs available every 5 s: 6 s apart, the old job
 	// runs before the new time comes, and would publish the post early.
 	later := first.Add(6 * time.Second)
-	env.Do("POST", path+"/schedule", p.Key, map[string]any{"scheduled_at": stamp(later)}).Expect(t, 200)
+	schedule(t, env, p.Key, path, later)
 
 	got := waitStatus(t, env, p.Key, path, "published")
 	require.False(t, publishedAt(t, got).Before(later), "published at %s, before its new time %s", got["published_at"], later)
@@ -124,7 +142,10 @@ func TestUnscheduledPost(t *testing.T) {
 	env := apitest.New(t, apitest.WithWorkers())
 	p := env.NewProject("build")
 	subscribe(t, env, p, "")
-	at := ahead(3 * time.Second) // time for the eight requests below
+	// An hour ahead, made due once the eight requests below are done, so
+	// that none of the posts' jobs runs before its post is unscheduled,
+	// however long the requests take.
+	at := ahead(time.Hour)
 	cases := []struct {
 		name, method, action string
 		body                 any
@@ -144,6 +165,7 @@ func TestUnscheduledPost(t *testing.T) {
 	gone := blog.PublishScheduledArgs{ProjectID: "prj_gone", PostID: 1, ScheduledAt: at}
 	_, err := env.Server.River.Insert(context.Background(), gone, nil)
 	require.NoError(t, err)
+	env.DueNow(t, kindScheduled, map[string]any{"project_id": p.ID})
 
 	for i, c := range cases {
 		postJobs(t, env, p, posts[i]["id"])
@@ -170,9 +192,13 @@ func TestScheduledPostSurvivesRestart(t *testing.T) {
 	env := apitest.New(t, apitest.WithWorkers())
 	p := env.NewProject("build")
 	subscribe(t, env, p, "")
-	at := ahead(2 * time.Second)
-	m := post(t, env, p.Key, map[string]any{"title": "Across a restart", "status": "scheduled", "scheduled_at": stamp(at)})
+	start := time.Now()
+	m := post(t, env, p.Key, map[string]any{"title": "Across a restart"})
+	// Room for the schedule and the stop, each taking about a request.
+	at := aheadOf(2 * time.Since(start))
+	schedule(t, env, p.Key, "/v1/blog-posts/"+idOf(m), at)
 	require.NoError(t, env.Server.Stop(context.Background()))
+	require.True(t, time.Now().Before(at), "the instance stopped after the post's time: nothing shows the post waited for an instance")
 
 	// Down past the post's time: nothing publishes it meanwhile.
 	time.Sleep(time.Until(at) + 500*time.Millisecond)

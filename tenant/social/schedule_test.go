@@ -26,6 +26,25 @@ func ahead(d time.Duration) string {
 	return time.Now().Add(d).UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
 }
 
+// aheadOf is a schedule time far enough ahead for as many requests as
+// those that just took took to be sent before it (a fixed 2 s ran out
+// on a loaded machine, and the API refused a time in the past): 2 s, plus
+// twice took, for a machine that gets slower meanwhile.
+func aheadOf(took time.Duration) string { return ahead(2*time.Second + 2*took) }
+
+// draft creates a post to schedule later.
+func draft(t *testing.T, env *apitest.Env, key, content string) any {
+	t.Helper()
+	return env.Do("POST", "/v1/social-posts", key, map[string]any{"title": "t", "content": content,
+		"platforms": []string{"twitter"}}).Expect(t, 201).JSON(t)["id"]
+}
+
+// schedule sets a post's scheduled_at.
+func schedule(t *testing.T, env *apitest.Env, key string, id any, at string) {
+	t.Helper()
+	env.Do("PATCH", fmt.Sprintf("/v1/social-posts/%v", id), key, map[string]any{"scheduled_at": at}).Expect(t, 200)
+}
+
 // postJobs waits for the jobs of kind of post id to end and fails unless
 // each completed without a failed attempt.
 func postJobs(t *testing.T, env *apitest.Env, kind string, p *apitest.Project, id any) []apitest.RiverJob {
@@ -92,16 +111,18 @@ func TestScheduledPublishTwoInstances(t *testing.T) {
 		socialtest.Connect(t, env, p.Key, fakes["twitter"])
 		projects = append(projects, p)
 	}
-	at := ahead(2 * time.Second)
+	start := time.Now()
 	for j, p := range projects {
 		for i := range perProject {
-			created := env.Do("POST", "/v1/social-posts", p.Key, map[string]any{"title": "t", "content": fmt.Sprintf("project %d #%d", j, i),
-				"platforms": []string{"twitter"}, "scheduled_at": at}).Expect(t, 201).JSON(t)
-			posts = append(posts, post{p, created["id"]})
+			posts = append(posts, post{p, draft(t, env, p.Key, fmt.Sprintf("project %d #%d", j, i))})
 		}
 	}
+	at := aheadOf(time.Since(start))
+	for _, ps := range posts {
+		schedule(t, env, ps.p.Key, ps.id, at)
+	}
 	// A double submit of the schedule finds the job already there.
-	env.Do("PATCH", fmt.Sprintf("/v1/social-posts/%v", posts[0].id), posts[0].p.Key, map[string]any{"scheduled_at": at}).Expect(t, 200)
+	schedule(t, env, posts[0].p.Key, posts[0].id, at)
 	for _, ps := range posts {
 		done := waitPost(t, env, ps.p.Key, ps.id)
 		if done["status"] != "published" || len(done["results"].([]any)) != 1 {
@@ -133,12 +154,17 @@ func TestRescheduledPost(t *testing.T) {
 	env, fakes := setup(t, []string{"twitter"}, apitest.WithWorkers())
 	p := env.NewProject("build")
 	socialtest.Connect(t, env, p.Key, fakes["twitter"])
-	created := env.Do("POST", "/v1/social-posts", p.Key, map[string]any{"title": "t", "content": "moved",
-		"platforms": []string{"twitter"}, "scheduled_at": ahead(3 * time.Second)}).Expect(t, 201).JSON(t)
+	start := time.Now()
+	id := draft(t, env, p.Key, "moved")
+	created := map[string]any{"id": id}
+	// The first time leaves room for the two requests below: the move
+	// must come before it.
+	first, _ := time.Parse(time.RFC3339Nano, aheadOf(time.Since(start)))
+	schedule(t, env, p.Key, id, first.Format(time.RFC3339Nano))
 	// River makes due jobs available every 5 s: 6 s apart, the old job
 	// runs before the new time comes, and would publish the post early.
-	later := ahead(9 * time.Second)
-	env.Do("PATCH", fmt.Sprintf("/v1/social-posts/%v", created["id"]), p.Key, map[string]any{"scheduled_at": later}).Expect(t, 200)
+	later := first.Add(6 * time.Second).Format(time.RFC3339Nano)
+	schedule(t, env, p.Key, id, later)
 
 	done := waitPost(t, env, p.Key, created["id"])
 	if done["status"] != "published" {
@@ -161,7 +187,10 @@ func TestUnscheduledPost(t *testing.T) {
 	env, fakes := setup(t, []string{"twitter"}, apitest.WithWorkers())
 	p := env.NewProject("build")
 	socialtest.Connect(t, env, p.Key, fakes["twitter"])
-	at := ahead(3 * time.Second) // time for the six requests below
+	// An hour ahead, made due once the six requests below are done, so
+	// that none of the posts' jobs runs before its post is unscheduled,
+	// however long the requests take.
+	at := ahead(time.Hour)
 	cases := []struct {
 		name, method, action string
 		body                 any
@@ -183,6 +212,7 @@ func TestUnscheduledPost(t *testing.T) {
 	if _, err := env.Server.River.Insert(context.Background(), gone, nil); err != nil {
 		t.Fatal(err)
 	}
+	env.DueNow(t, kindScheduled, map[string]any{"project_id": p.ID})
 
 	for i, c := range cases {
 		postJobs(t, env, kindScheduled, p, ids[i])
@@ -212,15 +242,20 @@ func TestScheduledPostSurvivesRestart(t *testing.T) {
 	env, fakes := setup(t, []string{"twitter"}, apitest.WithWorkers())
 	p := env.NewProject("build")
 	socialtest.Connect(t, env, p.Key, fakes["twitter"])
-	at := ahead(2 * time.Second)
-	created := env.Do("POST", "/v1/social-posts", p.Key, map[string]any{"title": "t", "content": "across a restart",
-		"platforms": []string{"twitter"}, "scheduled_at": at}).Expect(t, 201).JSON(t)
+	start := time.Now()
+	created := map[string]any{"id": draft(t, env, p.Key, "across a restart")}
+	// Room for the schedule and the stop, each taking about a request.
+	at := aheadOf(2 * time.Since(start))
+	schedule(t, env, p.Key, created["id"], at)
 	if err := env.Server.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	due, _ := time.Parse(time.RFC3339Nano, at)
+	if late := time.Since(due); late >= 0 {
+		t.Fatalf("the instance stopped %s after the post's time: nothing shows the post waited for an instance", late)
+	}
 
 	// Down past the post's time: nothing publishes it meanwhile.
-	due, _ := time.Parse(time.RFC3339Nano, at)
 	time.Sleep(time.Until(due) + 500*time.Millisecond)
 	var status string
 	query(t, p, `SELECT status FROM social_posts WHERE id = $1`, []any{created["id"]}, &status)
