@@ -407,7 +407,7 @@ func TestStopWithManyProjects(t *testing.T) {
 	s = startBin(t, t.TempDir(), env, "serve")
 	waitFor(t, "the migration waiting on the held schema", 60*time.Second, func() bool {
 		var waiting bool
-		err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%goose_db_version%')`).Scan(&waiting)
+		err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%goose_db_version%')`).Scan(&waiting)
 		return err == nil && waiting
 	})
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
