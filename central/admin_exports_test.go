@@ -445,13 +445,7 @@ func TestImportRefusesBadArchives(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
 	admin := newAdminAPI(t, env)
-	src := env.NewProject("build")
-	ctx := context.Background()
-	env.Do("PUT", "/v1/content/hero.title", src.Key, map[string]any{"value": "Hello"}).Expect(t, 200)
-	var buf bytes.Buffer
-	_, err := env.Server.Central.ExportProject(ctx, src.ID, &buf)
-	require.NoError(t, err)
-	good := untar(t, buf.Bytes())
+	good := exportedArchive(t, env)
 	with := func(extra ...entry) []byte { return retar(t, append(append([]entry{}, good...), extra...)) }
 	manifest := func(edit func(m map[string]any)) []byte {
 		var m map[string]any
@@ -468,11 +462,7 @@ func TestImportRefusesBadArchives(t *testing.T) {
 			badRow[i] = entry{e.name, []byte(`{"key":"Not A Key","lang":"en","value":"x","updated_at":"2026-01-01T00:00:00+00:00"}` + "\n")}
 		}
 	}
-	projects := func() int {
-		var n int
-		require.NoError(t, env.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM central.projects`).Scan(&n))
-		return n
-	}
+	projects := func() int { return projectCount(t, env) }
 	before := projects()
 	tenant := fmt.Sprint(env.TenantID())
 	for name, c := range map[string]struct {
@@ -505,11 +495,12 @@ func TestImportRefusesBadArchives(t *testing.T) {
 			require.Contains(t, fmt.Sprint(p["errors"].(map[string]any)["file"]), c.detail)
 		})
 	}
-	body, ct := importForm(buf.Bytes(), "tenant_id", "999999")
+	archive := retar(t, good)
+	body, ct := importForm(archive, "tenant_id", "999999")
 	admin.adminSend(t, "POST", "/admin/api/projects/import", body, ct).Problem(t, 404, "not_found")
-	body, ct = importForm(buf.Bytes(), "tenant_id", "x")
+	body, ct = importForm(archive, "tenant_id", "x")
 	admin.adminSend(t, "POST", "/admin/api/projects/import", body, ct).Problem(t, 422, "validation_failed")
-	body, ct = importForm(buf.Bytes())
+	body, ct = importForm(archive)
 	admin.adminSend(t, "POST", "/admin/api/projects/import", body, ct).Problem(t, 400, "bad_request")
 	require.Equal(t, before, projects())
 	admin.adminSend(t, "POST", "/admin/api/projects/prj_000000000000000000000000/exports", nil, "").Problem(t, 404, "not_found")
@@ -665,4 +656,25 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// exportedArchive is the archive of a new project of env holding one
+// content value (hero.title), as entries: what the import tests edit.
+func exportedArchive(t *testing.T, env *apitest.Env) []entry {
+	t.Helper()
+	src := env.NewProject("build")
+	env.Do("PUT", "/v1/content/hero.title", src.Key, map[string]any{"value": "Hello"}).Expect(t, 200)
+	var buf bytes.Buffer
+	_, err := env.Server.Central.ExportProject(context.Background(), src.ID, &buf)
+	require.NoError(t, err)
+	return untar(t, buf.Bytes())
+}
+
+// projectCount is how many projects the control plane holds, all
+// workspaces and states together.
+func projectCount(t *testing.T, env *apitest.Env) int {
+	t.Helper()
+	var n int
+	require.NoError(t, env.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM central.projects`).Scan(&n))
+	return n
 }

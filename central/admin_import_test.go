@@ -188,17 +188,12 @@ func craftedArchives(t *testing.T, a sourceArchive, v victimMedia) []crafted {
 func TestImportRefusesCraftedArchives(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
-	ctx := context.Background()
 	v := newVictim(t, env)
 	a := newSource(t, env)
 	// exports and projects, not projects:admin: a plan other than free
 	// is refused, as on create.
 	admin := &adminAPI{env: env, token: adminToken(t, env, "exports:write", "projects:write")}
-	projects := func() int {
-		var n int
-		require.NoError(t, env.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM central.projects`).Scan(&n))
-		return n
-	}
+	projects := func() int { return projectCount(t, env) }
 	before := projects()
 	tenant := fmt.Sprint(env.TenantID())
 	for _, c := range craftedArchives(t, a, v) {

@@ -1,8 +1,6 @@
 package central_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -22,13 +20,7 @@ func TestImportTableAllowList(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
 	admin := newAdminAPI(t, env)
-	src := env.NewProject("build")
-	ctx := context.Background()
-	env.Do("PUT", "/v1/content/hero.title", src.Key, map[string]any{"value": "Hello"}).Expect(t, 200)
-	var buf bytes.Buffer
-	_, err := env.Server.Central.ExportProject(ctx, src.ID, &buf)
-	require.NoError(t, err)
-	good := untar(t, buf.Bytes())
+	good := exportedArchive(t, env)
 	// naming is the good archive with one more table, name, and its file
 	// of one row.
 	naming := func(name string) []byte {
@@ -40,11 +32,7 @@ func TestImportTableAllowList(t *testing.T) {
 		require.NoError(t, err)
 		return retar(t, append(append([]entry{{archive.ManifestName, b}}, good[1:]...), entry{file, []byte(`{"id":1}` + "\n")}))
 	}
-	projects := func() int {
-		var n int
-		require.NoError(t, env.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM central.projects`).Scan(&n))
-		return n
-	}
+	projects := func() int { return projectCount(t, env) }
 	before := projects()
 	for _, name := range []string{"no_such_table", "spare_schemas", "Pages"} {
 		t.Run(name, func(t *testing.T) {
