@@ -238,23 +238,9 @@ const resolveSQL = `SELECT ` + projectColumns + `, k.id, k.scopes, k.test, k.rev
 // touch records last_used_at at most once a minute per key and instance,
 // off the request path, whatever the cache TTL.
 func (c *Central) touch(keyID string) {
-	now := time.Now()
-	c.keys.mu.RLock()
-	last, ok := c.keys.touched[keyID]
-	c.keys.mu.RUnlock()
-	if ok && now.Sub(last) < time.Minute {
+	if !c.keys.touchDue(keyID, time.Now()) {
 		return
 	}
-	c.keys.mu.Lock()
-	if last, ok := c.keys.touched[keyID]; ok && now.Sub(last) < time.Minute {
-		c.keys.mu.Unlock()
-		return
-	}
-	if len(c.keys.touched) > 100_000 {
-		c.keys.touched = map[string]time.Time{}
-	}
-	c.keys.touched[keyID] = now
-	c.keys.mu.Unlock()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
