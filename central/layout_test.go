@@ -1,10 +1,16 @@
 package central_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -77,5 +83,117 @@ func TestLayout(t *testing.T) {
 		if !slices.Contains(top, name) {
 			t.Errorf("%s at the top level: the layout is %v", name, top)
 		}
+	}
+}
+
+// sqlStatement matches a string that starts (after blanks) with an SQL
+// statement's first word and a blank.
+var sqlStatement = regexp.MustCompile(`^\s*(SELECT|INSERT|UPDATE|DELETE|WITH|ALTER|CREATE|DROP|TRUNCATE|LISTEN|UNLISTEN|NOTIFY|BEGIN|SET)\s`)
+
+// pillars are the packages under tenant/ that implement tenant.Pillar;
+// each declares its operations in openapi.go, which is how a new one is
+// found should this list miss it.
+var pillars = []string{"blog", "booking", "commerce", "content", "forms", "jobs", "sites", "social", "usage", "webhooks"}
+
+// TestSQLInStores keeps the SQL of the control plane and of each pillar
+// in their store files (store.go, store_*.go), as the pillar template
+// has it: handlers and services call store functions, which own the
+// statements and wrap their errors. A string literal of a non-test file
+// elsewhere in central/ (its test kits aside) or in a pillar's package
+// that starts like an SQL statement fails it. The kernel (tenant/) and
+// provisioning/ hold SQL by nature, and are not checked.
+func TestSQLInStores(t *testing.T) {
+	t.Parallel()
+	var dirs []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if path != "." && (strings.HasSuffix(d.Name(), "test") || d.Name() == "testdata") {
+			return filepath.SkipDir // a test kit (apitest), or test data
+		}
+		dirs = append(dirs, path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pillars {
+		dirs = append(dirs, filepath.Join("..", "tenant", p))
+	}
+	entries, err := os.ReadDir(filepath.Join("..", "tenant"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, err := os.Stat(filepath.Join("..", "tenant", e.Name(), "openapi.go")); err == nil && !slices.Contains(pillars, e.Name()) {
+			t.Errorf("tenant/%s declares operations (openapi.go) but is not in the list of pillars", e.Name())
+		}
+	}
+	checked := 0
+	for _, dir := range dirs {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) == 0 && strings.HasPrefix(dir, "..") {
+			t.Errorf("%s has no Go files", dir)
+		}
+		for _, f := range files {
+			base := filepath.Base(f)
+			if strings.HasSuffix(base, "_test.go") || base == "store.go" || strings.HasPrefix(base, "store_") {
+				continue
+			}
+			checked++
+			for _, s := range sqlLiterals(t, f) {
+				t.Errorf("%s: SQL outside the store files: %.60q", s.pos, s.text)
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("only %d files checked: the walk missed the packages", checked)
+	}
+}
+
+type literal struct {
+	pos  token.Position
+	text string
+}
+
+// sqlLiterals lists the string literals of the Go file path that start
+// like an SQL statement.
+func sqlLiterals(t *testing.T, path string) []literal {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []literal
+	ast.Inspect(f, func(n ast.Node) bool {
+		lit, ok := n.(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			return true
+		}
+		s, err := strconv.Unquote(lit.Value)
+		if err != nil {
+			t.Fatalf("%s: %v", fset.Position(lit.Pos()), err)
+		}
+		if sqlStatement.MatchString(s) {
+			out = append(out, literal{fset.Position(lit.Pos()), s})
+		}
+		return true
+	})
+	return out
+}
+
+// TestSQLLiteralsFound: the heuristic of TestSQLInStores finds the
+// statements of a file that holds some (and it cannot pass by finding
+// nothing anywhere).
+func TestSQLLiteralsFound(t *testing.T) {
+	t.Parallel()
+	n := len(sqlLiterals(t, "store_keys.go"))
+	if n < 10 {
+		t.Fatalf("%d statements found in store_keys.go, want its 10 at least", n)
 	}
 }
