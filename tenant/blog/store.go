@@ -2,6 +2,7 @@ package blog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -410,4 +411,65 @@ func claimScheduled(ctx context.Context, tx pgx.Tx, id int64, at time.Time) (boo
 	tag, err := tx.Exec(ctx, `UPDATE blog_posts SET status = 'published', published_at = now(), updated_at = now()
 		WHERE id = $1 AND status = 'scheduled' AND scheduled_at = $2`, id, at)
 	return tag.RowsAffected() == 1, err
+}
+
+// scheduledPostsSQL reads the id and scheduled time of every scheduled
+// post, for their publish jobs (EnqueueScheduled).
+const scheduledPostsSQL = `SELECT id, scheduled_at FROM blog_posts WHERE status = 'scheduled' ORDER BY id`
+
+// SitemapPost is a published post as a sitemap lists it.
+type SitemapPost struct {
+	Slug      string
+	Lang      string   // the language it was written in
+	Langs     []string // every language it is in, its own included
+	UpdatedAt time.Time
+}
+
+// QueueSitemapPosts queues on b the read of up to limit published posts,
+// newest publication first, into out: the sitemap reads them in one
+// batch with the pages.
+func QueueSitemapPosts(b *tenant.ReadBatch, limit int, out *[]SitemapPost) {
+	b.Queue(`SELECT slug, language, updated_at, ARRAY(SELECT jsonb_object_keys(texts) ORDER BY 1)
+		FROM blog_posts WHERE status = 'published' ORDER BY published_at DESC, id DESC LIMIT $1`, []any{limit}, func(rows pgx.Rows) error {
+		*out = nil
+		for rows.Next() {
+			var p SitemapPost
+			if err := rows.Scan(&p.Slug, &p.Lang, &p.UpdatedAt, &p.Langs); err != nil {
+				return err
+			}
+			*out = append(*out, p)
+		}
+		return rows.Err()
+	})
+}
+
+// postText is a post's id and its texts by language, as stored.
+type postText struct {
+	id    int64
+	texts map[string]map[string]any
+}
+
+// postTexts reads up to limit posts' texts by id, after the id after.
+func postTexts(ctx context.Context, tx pgx.Tx, after int64, limit int) (_ []postText, err error) {
+	defer httpapi.Wrap(&err, "postTexts(%d)", after)
+	rows, err := tx.Query(ctx, `SELECT id, texts FROM blog_posts WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (postText, error) {
+		var p postText
+		err := r.Scan(&p.id, &p.texts)
+		return p, err
+	})
+}
+
+// setPostTexts replaces post id's texts.
+func setPostTexts(ctx context.Context, tx pgx.Tx, id int64, texts map[string]map[string]any) (err error) {
+	defer httpapi.Wrap(&err, "setPostTexts(%d)", id)
+	b, err := json.Marshal(texts)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE blog_posts SET texts = $2 WHERE id = $1`, id, b)
+	return err
 }

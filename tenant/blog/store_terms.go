@@ -104,3 +104,30 @@ func updateCategory(ctx context.Context, tx pgx.Tx, id int64, name, given *strin
 	_, err = tx.Exec(ctx, `UPDATE blog_terms SET name = $2, slug = $3 WHERE id = $1`, id, t.Name, t.Slug)
 	return t, err
 }
+
+// termName is a category's or tag's id and name.
+type termName struct {
+	id   int64
+	name string
+}
+
+// termNames reads every category's and tag's name.
+func termNames(ctx context.Context, tx pgx.Tx) (_ []termName, err error) {
+	defer httpapi.Wrap(&err, "termNames")
+	rows, err := tx.Query(ctx, `SELECT id, name FROM blog_terms`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (termName, error) {
+		var t termName
+		err := r.Scan(&t.id, &t.name)
+		return t, err
+	})
+}
+
+// setTermName renames category or tag id.
+func setTermName(ctx context.Context, tx pgx.Tx, id int64, name string) (err error) {
+	defer httpapi.Wrap(&err, "setTermName(%d)", id)
+	_, err = tx.Exec(ctx, `UPDATE blog_terms SET name = $2 WHERE id = $1`, id, name)
+	return err
+}

@@ -438,3 +438,35 @@ func setLogo(ctx context.Context, tx pgx.Tx, object, url string) (_ Brand, previ
 		object, url))
 	return b, previous, err
 }
+
+// lockComponentBySlug reads the component of slug and locks it for the
+// transaction; httpapi.ErrNotFound when there is none.
+func lockComponentBySlug(ctx context.Context, tx pgx.Tx, componentSlug string) (_ Component, err error) {
+	defer httpapi.Wrap(&err, "lockComponentBySlug(%s)", componentSlug)
+	c, err := scanComponent(tx.QueryRow(ctx, `SELECT `+componentCols+` FROM components WHERE slug = $1 FOR UPDATE`, componentSlug))
+	return c, noRows(err, httpapi.ErrNotFound)
+}
+
+// lockBrand reads the brand and locks its row for the transaction.
+func lockBrand(ctx context.Context, tx pgx.Tx) (_ Brand, err error) {
+	defer httpapi.Wrap(&err, "lockBrand")
+	return scanBrand(tx.QueryRow(ctx, `SELECT `+brandCols+` FROM brand FOR UPDATE`))
+}
+
+// lockValues reads the values of keys in langs, by key and language, and
+// locks their rows for the transaction.
+func lockValues(ctx context.Context, tx pgx.Tx, keys, langs []string) (_ map[[2]string]string, err error) {
+	defer httpapi.Wrap(&err, "lockValues")
+	rows, err := tx.Query(ctx, `SELECT key, lang, value FROM content_values WHERE key = ANY($1) AND lang = ANY($2)
+		ORDER BY key, lang FOR UPDATE`, keys, langs)
+	if err != nil {
+		return nil, err
+	}
+	out := map[[2]string]string{}
+	var k, l, v string
+	_, err = pgx.ForEachRow(rows, []any{&k, &l, &v}, func() error {
+		out[[2]string{k, l}] = v
+		return nil
+	})
+	return out, err
+}

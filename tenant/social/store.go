@@ -324,3 +324,7 @@ func claimScheduled(ctx context.Context, tx pgx.Tx, id int64, at time.Time) (boo
 		WHERE id = $1 AND status = 'scheduled' AND scheduled_at = $2`, id, at)
 	return tag.RowsAffected() == 1, err
 }
+
+// scheduledPostsSQL reads the id and scheduled time of every scheduled
+// post, for their jobs (EnqueueScheduled).
+const scheduledPostsSQL = `SELECT id, scheduled_at FROM social_posts WHERE status = 'scheduled' ORDER BY id`
