@@ -27,7 +27,12 @@ import (
 
 // Central is the control plane over the central database.
 type Central struct {
-	pool   *pgxpool.Pool
+	// pool is the central database, also the default shard's.
+	pool *pgxpool.Pool
+	// shards are the pools of the shards other than "default", set
+	// before c serves (a deployment has none yet; a test adds one to show
+	// that what serves a project reads its own shard).
+	shards map[string]*pgxpool.Pool
 	secret []byte
 	logger *slog.Logger
 	keys   *keyCache
@@ -76,11 +81,16 @@ func (c *Central) Secret() []byte { return c.secret }
 // Pool is the central database pool.
 func (c *Central) Pool() *pgxpool.Pool { return c.pool }
 
-// ShardPool returns the pool of a shard. One machine runs one shard,
-// "default", on the central database.
+// ShardPool returns the pool of a shard: every read or write of a
+// project's schema goes through the pool of the shard its placement names
+// (Project.Shard). One machine runs one shard, "default", on the central
+// database.
 func (c *Central) ShardPool(shard string) (*pgxpool.Pool, error) {
 	if shard == "default" {
 		return c.pool, nil
+	}
+	if p, ok := c.shards[shard]; ok {
+		return p, nil
 	}
 	return nil, fmt.Errorf("central: unknown shard %q", shard)
 }
@@ -299,17 +309,19 @@ func (c *Central) Projects(ctx context.Context, tenantID int64) ([]*tenant.Proje
 	return tenantProjects(ctx, c.pool, tenantID)
 }
 
-// ScopeFor binds a project, by id, with no key: for jobs and the public surface.
+// ScopeFor binds a project, by id, with no key, to the pool of its
+// shard: for jobs and the public surface. The project comes from the
+// cache when fresh, else from the database.
 func (c *Central) ScopeFor(ctx context.Context, projectID string) (*tenant.Scope, error) {
-	if e, ok := c.keys.project(projectID); ok {
-		return tenant.NewScope(c.pool, e, nil)
+	p, ok := c.keys.project(projectID)
+	if !ok {
+		gen := c.keys.generation()
+		var err error
+		if p, err = c.Project(ctx, projectID); err != nil {
+			return nil, err
+		}
+		c.keys.putProject(p, gen)
 	}
-	gen := c.keys.generation()
-	p, err := c.Project(ctx, projectID)
-	if err != nil {
-		return nil, err
-	}
-	c.keys.putProject(p, gen)
 	pool, err := c.ShardPool(p.Shard)
 	if err != nil {
 		return nil, err
