@@ -466,7 +466,7 @@ func (c *Central) adminCreateProject(w http.ResponseWriter, r *http.Request) err
 // import) sets what it is allowed, the operator's scope, as for PATCH.
 // why, when set, says where the plan comes from.
 func needPlanScope(ctx context.Context, plan, why string) error {
-	if plan == "" || plan == "free" || AdminFrom(ctx).Allows("projects:admin") {
+	if plan == "" || plan == tenant.PlanFree || AdminFrom(ctx).Allows("projects:admin") {
 		return nil
 	}
 	msg := "this admin token lacks the scope projects:admin (needed to choose a plan)"

@@ -209,7 +209,7 @@ func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.P
 // check fills the defaults of a new project's fields and validates them.
 func (p *ProjectParams) check() error {
 	if p.Plan == "" {
-		p.Plan = "free"
+		p.Plan = tenant.PlanFree
 	}
 	if p.DefaultLanguage == "" {
 		p.DefaultLanguage = "en"
@@ -402,7 +402,7 @@ func (c *Central) UpdateProject(ctx context.Context, projectID string, u Project
 		if u.Plan != nil {
 			plan = *u.Plan
 		}
-		if overrides && plan != "enterprise" {
+		if overrides && plan != tenant.PlanEnterprise {
 			return httpapi.Invalid("plan", "rate_rpm, rate_burst and plan_credits are set only on enterprise projects")
 		}
 		return updateProject(ctx, tx, projectID, u)

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 const module = "github.com/plinth-dev/plinth"
@@ -164,6 +166,12 @@ type literal struct {
 // like an SQL statement.
 func sqlLiterals(t *testing.T, path string) []literal {
 	t.Helper()
+	return literals(t, path, sqlStatement.MatchString)
+}
+
+// literals lists the string literals of the Go file path that match.
+func literals(t *testing.T, path string, match func(string) bool) []literal {
+	t.Helper()
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 	if err != nil {
@@ -179,7 +187,7 @@ func sqlLiterals(t *testing.T, path string) []literal {
 		if err != nil {
 			t.Fatalf("%s: %v", fset.Position(lit.Pos()), err)
 		}
-		if sqlStatement.MatchString(s) {
+		if match(s) {
 			out = append(out, literal{fset.Position(lit.Pos()), s})
 		}
 		return true
@@ -195,5 +203,47 @@ func TestSQLLiteralsFound(t *testing.T) {
 	n := len(sqlLiterals(t, "store_keys.go"))
 	if n < 10 {
 		t.Fatalf("%d statements found in store_keys.go, want its 10 at least", n)
+	}
+}
+
+// TestPlanNamesOnce: Go code names a plan by its constant
+// (tenant.PlanFree, ...), written once in tenant/plan.go, never by a
+// literal. Tests may use literals; so may the configuration's table of
+// defaults, which is text for operators, and a "go build" command line.
+func TestPlanNamesOnce(t *testing.T) {
+	t.Parallel()
+	allowed := map[string]string{
+		filepath.Join("..", "tenant", "plan.go"):               "",
+		filepath.Join("..", "internal", "config", "config.go"): "free",
+		filepath.Join("..", "cmd", "benchscale", "main.go"):    "build",
+	}
+	found := 0
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != ".." && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata" || name == "sdk") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		for _, l := range literals(t, path, func(s string) bool { return slices.Contains(tenant.PlanNames, s) }) {
+			found++
+			if ok, listed := allowed[path]; listed && (ok == "" || ok == l.text) {
+				continue
+			}
+			t.Errorf("%s: the plan %q as a literal: use its constant in tenant/plan.go", l.pos, l.text)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found < len(tenant.PlanNames) {
+		t.Fatalf("%d plan literals found, want at least tenant/plan.go's %d: the walk missed the code", found, len(tenant.PlanNames))
 	}
 }

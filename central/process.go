@@ -368,7 +368,7 @@ func (c *Central) demo(ctx context.Context, publicURL string, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	p, err := c.CreateProject(ctx, ProjectParams{TenantID: t.ID, Name: "Demo site", Plan: "build", TargetLanguages: []string{"fr", "de"}})
+	p, err := c.CreateProject(ctx, ProjectParams{TenantID: t.ID, Name: "Demo site", Plan: tenant.PlanBuild, TargetLanguages: []string{"fr", "de"}})
 	if err != nil {
 		return err
 	}
