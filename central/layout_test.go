@@ -247,3 +247,98 @@ func TestPlanNamesOnce(t *testing.T) {
 		t.Fatalf("%d plan literals found, want at least tenant/plan.go's %d: the walk missed the code", found, len(tenant.PlanNames))
 	}
 }
+
+// TestStoreErrorsWrapped: every store function (central's and each
+// pillar's: a function of a store file that takes a context and returns
+// an error) wraps its error with its name as it returns
+// (docs/architecture.md, "Errors"): its first statement is
+// defer httpapi.Wrap(&err, ...). A helper that runs the statement its
+// caller passes in (a parameter named sql, query or ...SQL) is exempt:
+// its caller, a store function, wraps.
+func TestStoreErrorsWrapped(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("store*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pillars {
+		more, err := filepath.Glob(filepath.Join("..", "tenant", p, "store*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, more...)
+	}
+	checked := 0
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil || !storeFunc(fd) {
+				continue
+			}
+			checked++
+			if !wrapsFirst(fd) {
+				t.Errorf("%s: %s returns its error unwrapped: begin it with defer httpapi.Wrap(&err, %q)",
+					fset.Position(fd.Pos()), fd.Name.Name, fd.Name.Name+"(…)")
+			}
+		}
+	}
+	if checked < 200 {
+		t.Fatalf("only %d store functions checked: the glob missed the store files", checked)
+	}
+}
+
+// storeFunc reports whether fd takes a context first and returns an
+// error last, and is not a helper given its statement.
+func storeFunc(fd *ast.FuncDecl) bool {
+	ps, rs := fd.Type.Params.List, fd.Type.Results
+	if len(ps) == 0 || rs == nil {
+		return false
+	}
+	if sel, ok := ps[0].Type.(*ast.SelectorExpr); !ok || sel.Sel.Name != "Context" {
+		return false
+	}
+	if id, ok := rs.List[len(rs.List)-1].Type.(*ast.Ident); !ok || id.Name != "error" {
+		return false
+	}
+	for _, p := range ps {
+		for _, n := range p.Names {
+			if n.Name == "sql" || n.Name == "query" || strings.HasSuffix(n.Name, "SQL") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// wrapsFirst reports whether fd's first statement defers httpapi.Wrap
+// of its error result.
+func wrapsFirst(fd *ast.FuncDecl) bool {
+	if len(fd.Body.List) == 0 {
+		return false
+	}
+	ds, ok := fd.Body.List[0].(*ast.DeferStmt)
+	if !ok {
+		return false
+	}
+	sel, ok := ds.Call.Fun.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "Wrap" || len(ds.Call.Args) < 2 {
+		return false
+	}
+	if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "httpapi" {
+		return false
+	}
+	u, ok := ds.Call.Args[0].(*ast.UnaryExpr)
+	if !ok || u.Op != token.AND {
+		return false
+	}
+	id, ok := u.X.(*ast.Ident)
+	return ok && id.Name == "err"
+}

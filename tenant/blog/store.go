@@ -84,7 +84,8 @@ func scanPost(row pgx.Row, extra ...any) (*postRow, error) {
 }
 
 // fill loads the tags of posts.
-func fill(ctx context.Context, tx tenant.Querier, posts []*postRow) error {
+func fill(ctx context.Context, tx tenant.Querier, posts []*postRow) (err error) {
+	defer httpapi.Wrap(&err, "fill")
 	var ids []int64
 	for _, p := range posts {
 		ids = append(ids, p.TagIDs...)
@@ -186,7 +187,8 @@ func readPost(ctx context.Context, s *tenant.Scope, ref string) (_ *postRow, err
 }
 
 // loadPostID is loadPost of the post with id.
-func loadPostID(ctx context.Context, tx pgx.Tx, id int64, forUpdate bool) (*postRow, error) {
+func loadPostID(ctx context.Context, tx pgx.Tx, id int64, forUpdate bool) (_ *postRow, err error) {
+	defer httpapi.Wrap(&err, "loadPostID(%d)", id)
 	return loadPost(ctx, tx, strconv.FormatInt(id, 10), forUpdate)
 }
 
@@ -212,7 +214,8 @@ type postCursor struct {
 
 // listPosts returns up to limit posts after the post of cursor (nil: from
 // the first).
-func listPosts(ctx context.Context, tx tenant.Querier, f postFilter, after *postCursor, limit int) ([]*postRow, error) {
+func listPosts(ctx context.Context, tx tenant.Querier, f postFilter, after *postCursor, limit int) (_ []*postRow, err error) {
+	defer httpapi.Wrap(&err, "listPosts")
 	args := []any{f.Status, f.CategoryID, f.CategorySlug, f.TagID, f.TagSlug, f.IDs, limit}
 	q := `SELECT ` + postColumns + postFrom + `
 		WHERE ($1::text IS NULL OR p.status = $1)
@@ -255,13 +258,15 @@ const (
 
 // lockSlugs serialises slug derivation in a space of the project, so two
 // requests deriving from the same title get -2 and -3, not a 409.
-func lockSlugs(ctx context.Context, tx pgx.Tx, space string) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '.blog.' || $1 || '.slug', 0))`, space)
+func lockSlugs(ctx context.Context, tx pgx.Tx, space string) (err error) {
+	defer httpapi.Wrap(&err, "lockSlugs")
+	_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '.blog.' || $1 || '.slug', 0))`, space)
 	return err
 }
 
 // slugTaken reports whether another row (not except) of space has slug s.
 func slugTaken(ctx context.Context, tx pgx.Tx, space, s string, except int64) (taken bool, err error) {
+	defer httpapi.Wrap(&err, "slugTaken")
 	if space == spacePost {
 		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM blog_posts WHERE slug = $1 AND id <> $2)`, s, except).Scan(&taken)
 	} else {
@@ -273,7 +278,8 @@ func slugTaken(ctx context.Context, tx pgx.Tx, space, s string, except int64) (t
 // pickSlug returns the slug of a new or renamed row of space: given, when
 // it is free (409 conflict when taken), else derived from name and made
 // unique with -2, -3, …. It takes the space's slug lock.
-func pickSlug(ctx context.Context, tx pgx.Tx, space string, given *string, name string, except int64) (string, error) {
+func pickSlug(ctx context.Context, tx pgx.Tx, space string, given *string, name string, except int64) (_ string, err error) {
+	defer httpapi.Wrap(&err, "pickSlug")
 	if err := lockSlugs(ctx, tx, space); err != nil {
 		return "", err
 	}
@@ -319,6 +325,7 @@ func textJSON(t Translation) map[string]any {
 // the slug given or else one derived from its title (pickSlug), and
 // returns its id; p.Slug is set to the slug.
 func insertPost(ctx context.Context, tx pgx.Tx, p *postRow, given *string, text Translation) (id int64, err error) {
+	defer httpapi.Wrap(&err, "insertPost")
 	if p.Slug, err = pickSlug(ctx, tx, spacePost, given, text.Title, 0); err != nil {
 		return 0, err
 	}
@@ -336,8 +343,9 @@ func insertPost(ctx context.Context, tx pgx.Tx, p *postRow, given *string, text 
 }
 
 // putText writes the post's text in t.Lang.
-func putText(ctx context.Context, tx pgx.Tx, postID int64, t Translation) error {
-	_, err := tx.Exec(ctx, `UPDATE blog_posts SET texts = texts || $2, updated_at = now() WHERE id = $1`, postID, textJSON(t))
+func putText(ctx context.Context, tx pgx.Tx, postID int64, t Translation) (err error) {
+	defer httpapi.Wrap(&err, "putText(%d)", postID)
+	_, err = tx.Exec(ctx, `UPDATE blog_posts SET texts = texts || $2, updated_at = now() WHERE id = $1`, postID, textJSON(t))
 	return err
 }
 
@@ -351,8 +359,9 @@ type postChange struct {
 }
 
 // updatePost applies c to the post with id and bumps its updated_at.
-func updatePost(ctx context.Context, tx pgx.Tx, id int64, c postChange) error {
-	_, err := tx.Exec(ctx, `UPDATE blog_posts SET slug = COALESCE($2::text, slug),
+func updatePost(ctx context.Context, tx pgx.Tx, id int64, c postChange) (err error) {
+	defer httpapi.Wrap(&err, "updatePost(%d)", id)
+	_, err = tx.Exec(ctx, `UPDATE blog_posts SET slug = COALESCE($2::text, slug),
 			category_id = CASE WHEN $3::boolean THEN $4::bigint ELSE category_id END,
 			featured_image = CASE WHEN $5::boolean THEN $6::text ELSE featured_image END,
 			tag_ids = COALESCE($7::bigint[], tag_ids), updated_at = now()
@@ -366,6 +375,7 @@ func updatePost(ctx context.Context, tx pgx.Tx, id int64, c postChange) error {
 // new time. scheduled_at is kept only while a post is scheduled and, as a
 // record, once its scheduled job published it.
 func setStatus(ctx context.Context, tx pgx.Tx, p *postRow, status string, at *time.Time) (moved string, err error) {
+	defer httpapi.Wrap(&err, "setStatus(%s)", status)
 	if p.Status == status && status != StatusScheduled {
 		return "", nil
 	}
@@ -407,7 +417,8 @@ func deletePost(ctx context.Context, tx pgx.Tx, ref string) (err error) {
 
 // claimScheduled publishes the post with id if it is scheduled at at, and
 // reports whether it did. scheduled_at stays as a record of the schedule.
-func claimScheduled(ctx context.Context, tx pgx.Tx, id int64, at time.Time) (bool, error) {
+func claimScheduled(ctx context.Context, tx pgx.Tx, id int64, at time.Time) (_ bool, err error) {
+	defer httpapi.Wrap(&err, "claimScheduled(%d)", id)
 	tag, err := tx.Exec(ctx, `UPDATE blog_posts SET status = 'published', published_at = now(), updated_at = now()
 		WHERE id = $1 AND status = 'scheduled' AND scheduled_at = $2`, id, at)
 	return tag.RowsAffected() == 1, err

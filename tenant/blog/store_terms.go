@@ -20,7 +20,8 @@ func scanTerm(row pgx.CollectableRow) (Term, error) {
 
 // lockTerms returns those of ids that are terms of kind and holds them
 // (FOR KEY SHARE) until the transaction ends.
-func lockTerms(ctx context.Context, tx pgx.Tx, kind string, ids []int64) ([]int64, error) {
+func lockTerms(ctx context.Context, tx pgx.Tx, kind string, ids []int64) (_ []int64, err error) {
+	defer httpapi.Wrap(&err, "lockTerms(%s)", kind)
 	rows, err := tx.Query(ctx, `SELECT id FROM blog_terms WHERE kind = $1 AND id = ANY($2) FOR KEY SHARE`, kind, ids)
 	if err != nil {
 		return nil, err
@@ -31,6 +32,7 @@ func lockTerms(ctx context.Context, tx pgx.Tx, kind string, ids []int64) ([]int6
 // insertTerm inserts a category or tag (kind) named name, under the slug
 // given or else one derived from name (pickSlug).
 func insertTerm(ctx context.Context, tx pgx.Tx, kind, name string, given *string) (_ Term, err error) {
+	defer httpapi.Wrap(&err, "insertTerm(%s)", kind)
 	t := Term{Name: name}
 	if t.Slug, err = pickSlug(ctx, tx, kind, given, name, 0); err != nil {
 		return Term{}, err
@@ -59,7 +61,8 @@ func deleteTerm(ctx context.Context, tx pgx.Tx, kind string, id int64) (err erro
 
 // categories returns up to limit categories older than the one with id
 // before (0: from the newest).
-func categories(ctx context.Context, tx tenant.Querier, before int64, limit int) ([]Term, error) {
+func categories(ctx context.Context, tx tenant.Querier, before int64, limit int) (_ []Term, err error) {
+	defer httpapi.Wrap(&err, "categories")
 	rows, err := tx.Query(ctx, `SELECT `+termColumns+` FROM blog_terms WHERE kind = 'category' AND ($1 = 0 OR id < $1) ORDER BY id DESC LIMIT $2`,
 		before, limit)
 	if err != nil {
@@ -69,7 +72,8 @@ func categories(ctx context.Context, tx tenant.Querier, before int64, limit int)
 }
 
 // tags returns every tag, newest first.
-func tags(ctx context.Context, tx tenant.Querier) ([]Term, error) {
+func tags(ctx context.Context, tx tenant.Querier) (_ []Term, err error) {
+	defer httpapi.Wrap(&err, "tags")
 	rows, err := tx.Query(ctx, `SELECT `+termColumns+` FROM blog_terms WHERE kind = 'tag' ORDER BY id DESC`)
 	if err != nil {
 		return nil, err

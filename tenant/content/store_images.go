@@ -41,7 +41,8 @@ func scanImage(row pgx.Row) (imageRow, error) {
 
 // PutImage inserts img, or replaces the image of the same key, and
 // returns it as stored; its bytes are at {project}/{key}.
-func PutImage(ctx context.Context, tx pgx.Tx, img Image) (Image, error) {
+func PutImage(ctx context.Context, tx pgx.Tx, img Image) (_ Image, err error) {
+	defer httpapi.Wrap(&err, "PutImage")
 	row, err := putImage(ctx, tx, imageRow{Image: img})
 	return row.Image, err
 }
@@ -73,7 +74,8 @@ func insertImage(ctx context.Context, tx pgx.Tx, row imageRow) (_ imageRow, err 
 
 // freeImageKey derives from base an image key no image has, with -2, -3,
 // … . Derivations are serialised per project, as pickSlug's are.
-func freeImageKey(ctx context.Context, tx pgx.Tx, base string) (string, error) {
+func freeImageKey(ctx context.Context, tx pgx.Tx, base string) (_ string, err error) {
+	defer httpapi.Wrap(&err, "freeImageKey")
 	base = slug.Make(base)
 	if len(base) > 190 {
 		base = strings.TrimRight(base[:190], "-")
@@ -90,13 +92,15 @@ func freeImageKey(ctx context.Context, tx pgx.Tx, base string) (string, error) {
 
 // GetImage reads the image of key (a failure of kind httpapi.ErrNotFound
 // when absent).
-func GetImage(ctx context.Context, tx tenant.Querier, key string) (Image, error) {
+func GetImage(ctx context.Context, tx tenant.Querier, key string) (_ Image, err error) {
+	defer httpapi.Wrap(&err, "GetImage(%s)", key)
 	row, err := getImage(ctx, tx, key, false)
 	return row.Image, err
 }
 
 // getImage reads the image of key; lock holds the row until tx ends.
-func getImage(ctx context.Context, tx tenant.Querier, key string, lock bool) (imageRow, error) {
+func getImage(ctx context.Context, tx tenant.Querier, key string, lock bool) (_ imageRow, err error) {
+	defer httpapi.Wrap(&err, "getImage(%s)", key)
 	q := `SELECT ` + imageCols + ` FROM images WHERE key = $1`
 	if lock {
 		q += ` FOR UPDATE`
@@ -107,7 +111,8 @@ func getImage(ctx context.Context, tx tenant.Querier, key string, lock bool) (im
 
 // listImages reads up to limit images of source (any when empty) after
 // the position after.
-func listImages(ctx context.Context, tx tenant.Querier, after timeCursor, source string, limit int) ([]Image, error) {
+func listImages(ctx context.Context, tx tenant.Querier, after timeCursor, source string, limit int) (_ []Image, err error) {
+	defer httpapi.Wrap(&err, "listImages")
 	scan := func(row pgx.Row) (Image, error) {
 		r, err := scanImage(row)
 		return r.Image, err
@@ -118,7 +123,8 @@ func listImages(ctx context.Context, tx tenant.Querier, after timeCursor, source
 }
 
 // deleteImage deletes the image of key and returns it.
-func deleteImage(ctx context.Context, tx pgx.Tx, key string) (imageRow, error) {
+func deleteImage(ctx context.Context, tx pgx.Tx, key string) (_ imageRow, err error) {
+	defer httpapi.Wrap(&err, "deleteImage(%s)", key)
 	row, err := scanImage(tx.QueryRow(ctx, `DELETE FROM images WHERE key = $1 RETURNING `+imageCols, key))
 	return row, noRows(err, noImage(key))
 }

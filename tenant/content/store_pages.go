@@ -77,7 +77,8 @@ func findPage(ctx context.Context, tx tenant.Querier, ref string, lock bool) (_ 
 }
 
 // publishedPage reads the published page of slug.
-func publishedPage(ctx context.Context, tx tenant.Querier, s string) (Page, error) {
+func publishedPage(ctx context.Context, tx tenant.Querier, s string) (_ Page, err error) {
+	defer httpapi.Wrap(&err, "publishedPage")
 	if !slug.Valid(s) {
 		return Page{}, errNoPage
 	}
@@ -87,7 +88,8 @@ func publishedPage(ctx context.Context, tx tenant.Querier, s string) (Page, erro
 
 // listPages reads up to limit pages of status (any when empty) before the
 // id before (0: from the newest).
-func listPages(ctx context.Context, tx tenant.Querier, before int64, status string, limit int) ([]Page, error) {
+func listPages(ctx context.Context, tx tenant.Querier, before int64, status string, limit int) (_ []Page, err error) {
+	defer httpapi.Wrap(&err, "listPages(%s)", status)
 	return queryAll(ctx, tx, scanPage, `SELECT `+pageCols+` FROM pages WHERE ($1 = 0 OR id < $1) AND ($2 = '' OR status = $2)
 		ORDER BY id DESC LIMIT $3`, before, status, limit)
 }
@@ -126,7 +128,8 @@ func updatePage(ctx context.Context, tx pgx.Tx, p Page) (_ Page, err error) {
 }
 
 // deletePage deletes the page named by id_or_slug.
-func deletePage(ctx context.Context, tx pgx.Tx, ref string) error {
+func deletePage(ctx context.Context, tx pgx.Tx, ref string) (err error) {
+	defer httpapi.Wrap(&err, "deletePage(%s)", ref)
 	p, err := findPage(ctx, tx, ref, true)
 	if err != nil {
 		return err
