@@ -60,32 +60,14 @@ type AdminTenant struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-const adminTenantSQL = `SELECT t.id, t.name, t.domain,
-	(SELECT count(*) FROM central.projects p WHERE p.tenant_id = t.id),
-	(SELECT count(*) FROM central.users u WHERE u.tenant_id = t.id), t.created_at FROM central.tenants t`
-
-func scanAdminTenant(row pgx.Row) (AdminTenant, error) {
-	var t AdminTenant
-	err := row.Scan(&t.ID, &t.Name, &t.Domain, &t.Projects, &t.Users, &t.CreatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return t, httpapi.ErrNotFound
-	}
-	t.CreatedAt = t.CreatedAt.UTC()
-	return t, err
-}
-
 // AdminTenants pages through every tenant by id.
 func (c *Central) AdminTenants(ctx context.Context, after int64, limit int) ([]AdminTenant, error) {
-	rows, err := c.pool.Query(ctx, adminTenantSQL+` WHERE t.id > $1 ORDER BY t.id LIMIT $2`, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (AdminTenant, error) { return scanAdminTenant(r) })
+	return adminTenants(ctx, c.pool, after, limit)
 }
 
 // AdminTenant loads one tenant (ErrNotFound when absent).
 func (c *Central) AdminTenant(ctx context.Context, tenantID int64) (AdminTenant, error) {
-	return scanAdminTenant(c.pool.QueryRow(ctx, adminTenantSQL+` WHERE t.id = $1`, tenantID))
+	return adminTenant(ctx, c.pool, tenantID)
 }
 
 func tenantParam(r *http.Request) (int64, error) {
@@ -167,12 +149,11 @@ func (c *Central) adminUpdateTenant(w http.ResponseWriter, r *http.Request) erro
 	if err := v.Err(); err != nil {
 		return err
 	}
-	tag, err := c.pool.Exec(r.Context(), `UPDATE central.tenants SET name = COALESCE($2, name), domain = COALESCE(lower($3), domain) WHERE id = $1`,
-		tid, req.Name, req.Domain)
+	ok, err := updateTenant(r.Context(), c.pool, tid, req.Name, req.Domain)
 	if err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 0 {
+	if !ok {
 		return httpapi.NotFound("no tenant " + strconv.FormatInt(tid, 10))
 	}
 	t, err := c.AdminTenant(r.Context(), tid)
@@ -185,12 +166,11 @@ func (c *Central) adminUpdateTenant(w http.ResponseWriter, r *http.Request) erro
 // DeleteTenant deletes a tenant that has no projects left (409
 // otherwise), with its users.
 func (c *Central) DeleteTenant(ctx context.Context, tenantID int64) error {
-	tag, err := c.pool.Exec(ctx, `DELETE FROM central.tenants t WHERE id = $1
-		AND NOT EXISTS (SELECT 1 FROM central.projects p WHERE p.tenant_id = t.id)`, tenantID)
+	deleted, err := deleteEmptyTenant(ctx, c.pool, tenantID)
 	if err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 1 {
+	if deleted {
 		return nil
 	}
 	if _, err := c.AdminTenant(ctx, tenantID); err != nil {
@@ -215,17 +195,7 @@ func (c *Central) Users(ctx context.Context, tenantID, after int64, limit int) (
 	if _, err := c.AdminTenant(ctx, tenantID); err != nil {
 		return nil, notFoundAs(err, "no tenant "+strconv.FormatInt(tenantID, 10))
 	}
-	rows, err := c.pool.Query(ctx, `SELECT id, tenant_id, name, email, created_at FROM central.users
-		WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3`, tenantID, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (User, error) {
-		var u User
-		err := r.Scan(&u.ID, &u.TenantID, &u.Name, &u.Email, &u.CreatedAt)
-		u.CreatedAt = u.CreatedAt.UTC()
-		return u, err
-	})
+	return tenantUsers(ctx, c.pool, tenantID, after, limit)
 }
 
 func (c *Central) adminUsers(w http.ResponseWriter, r *http.Request) error {
@@ -270,13 +240,12 @@ func (c *Central) adminAddUser(w http.ResponseWriter, r *http.Request) error {
 func (c *Central) RemoveUser(ctx context.Context, tenantID, userID int64) error {
 	var removed bool
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		var users int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM central.users WHERE tenant_id = $1 AND id IN (
-			SELECT id FROM central.users WHERE tenant_id = $1 FOR UPDATE)`, tenantID).Scan(&users); err != nil {
+		users, err := lockTenantUsers(ctx, tx, tenantID)
+		if err != nil {
 			return err
 		}
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM central.users WHERE id = $1 AND tenant_id = $2)`, userID, tenantID).Scan(&exists); err != nil {
+		exists, err := userInTenant(ctx, tx, tenantID, userID)
+		if err != nil {
 			return err
 		}
 		if !exists {
@@ -285,7 +254,7 @@ func (c *Central) RemoveUser(ctx context.Context, tenantID, userID int64) error 
 		if users == 1 {
 			return httpapi.Conflict(httpapi.CodeConflict, "this is the tenant's last user; add another first")
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM central.users WHERE id = $1 AND tenant_id = $2`, userID, tenantID)
+		err = deleteUser(ctx, tx, tenantID, userID)
 		removed = err == nil
 		return err
 	})
@@ -331,11 +300,11 @@ func (c *Central) ResetPassword(ctx context.Context, tenantID, userID int64, pas
 	if err != nil {
 		return "", err
 	}
-	tag, err := c.pool.Exec(ctx, `UPDATE central.users SET password_hash = $3, session_epoch = session_epoch + 1 WHERE id = $1 AND tenant_id = $2`, userID, tenantID, hash)
+	ok, err := setPassword(ctx, c.pool, tenantID, userID, hash)
 	if err != nil {
 		return "", err
 	}
-	if tag.RowsAffected() == 0 {
+	if !ok {
 		return "", httpapi.NotFound(fmt.Sprintf("no user %d in tenant %d", userID, tenantID))
 	}
 	return password, nil
@@ -396,22 +365,15 @@ type ProjectFilter struct {
 
 // AdminProjects pages through every project by id with the filter.
 func (c *Central) AdminProjects(ctx context.Context, f ProjectFilter, after string, limit int) ([]AdminProject, error) {
-	rows, err := c.pool.Query(ctx, `SELECT `+projectColumns+` FROM central.projects p JOIN central.placements pl ON pl.project_id = p.id
-		WHERE p.id > $1 AND ($2 = 0 OR p.tenant_id = $2) AND ($3 = '' OR p.plan = $3) AND ($4 = '' OR p.status = $4)
-		ORDER BY p.id LIMIT $5`, after, f.TenantID, f.Plan, f.Status, limit)
+	ps, err := filteredProjects(ctx, c.pool, f, after, limit)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := []AdminProject{}
-	for rows.Next() {
-		p, err := scanProject(rows)
-		if err != nil {
-			return nil, err
-		}
+	out := make([]AdminProject, 0, len(ps))
+	for _, p := range ps {
 		out = append(out, ToAdminProject(p))
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func (c *Central) adminProjects(w http.ResponseWriter, r *http.Request) error {
@@ -504,7 +466,7 @@ func (c *Central) adminCreateProject(w http.ResponseWriter, r *http.Request) err
 // import) sets what it is allowed, the operator's scope, as for PATCH.
 // why, when set, says where the plan comes from.
 func needPlanScope(ctx context.Context, plan, why string) error {
-	if plan == "" || plan == "free" || AdminFrom(ctx).Allows("projects:admin") {
+	if plan == "" || plan == tenant.PlanFree || AdminFrom(ctx).Allows("projects:admin") {
 		return nil
 	}
 	msg := "this admin token lacks the scope projects:admin (needed to choose a plan)"

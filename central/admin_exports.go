@@ -15,7 +15,6 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
-	"github.com/plinth-dev/plinth/internal/id"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/storage"
 	"github.com/plinth-dev/plinth/provisioning"
@@ -72,23 +71,6 @@ type ExportJSON struct {
 	CompletedAt *time.Time       `json:"completed_at"`
 }
 
-const exportColumns = `id, project_id, status, size_bytes, row_counts, error, created_at, completed_at, COALESCE(storage_key, '')`
-
-func scanExport(row pgx.Row) (ExportJSON, string, error) {
-	var e ExportJSON
-	var key string
-	err := row.Scan(&e.ID, &e.ProjectID, &e.Status, &e.SizeBytes, &e.RowCounts, &e.Error, &e.CreatedAt, &e.CompletedAt, &key)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return e, "", httpapi.ErrNotFound
-	}
-	e.CreatedAt = e.CreatedAt.UTC()
-	if e.CompletedAt != nil {
-		t := e.CompletedAt.UTC()
-		e.CompletedAt = &t
-	}
-	return e, key, err
-}
-
 // ExportArgs is the River job that writes one export's archive.
 type ExportArgs struct {
 	ExportID string `json:"export_id"`
@@ -119,8 +101,7 @@ func (c *Central) StartExport(ctx context.Context, projectID string) (ExportJSON
 // insertExport records a pending export of a project in tx and enqueues
 // its job with q.
 func insertExport(ctx context.Context, tx pgx.Tx, q *queue.Client, projectID string) (ExportJSON, error) {
-	e, _, err := scanExport(tx.QueryRow(ctx, `INSERT INTO central.exports (id, project_id) VALUES ($1, $2) RETURNING `+exportColumns,
-		id.New("exp_"), projectID))
+	e, err := insertExportRow(ctx, tx, projectID)
 	if err != nil {
 		return e, err
 	}
@@ -132,7 +113,7 @@ func insertExport(ctx context.Context, tx pgx.Tx, q *queue.Client, projectID str
 
 // Export reads one export.
 func (c *Central) Export(ctx context.Context, exportID string) (ExportJSON, error) {
-	e, _, err := scanExport(c.pool.QueryRow(ctx, `SELECT `+exportColumns+` FROM central.exports WHERE id = $1`, exportID))
+	e, _, err := getExport(ctx, c.pool, exportID)
 	return e, err
 }
 
@@ -150,10 +131,8 @@ func NewExportWorker(c *Central) *ExportWorker { return &ExportWorker{c: c} }
 // Work runs one export.
 func (w *ExportWorker) Work(ctx context.Context, job *river.Job[ExportArgs]) error {
 	c := w.c
-	var projectID string
-	err := c.pool.QueryRow(ctx, `UPDATE central.exports SET status = 'running', error = NULL WHERE id = $1 AND status IN ('pending', 'running')
-		RETURNING project_id`, job.Args.ExportID).Scan(&projectID)
-	if errors.Is(err, pgx.ErrNoRows) {
+	projectID, err := startExport(ctx, c.pool, job.Args.ExportID)
+	if errors.Is(err, httpapi.ErrNotFound) {
 		return nil // completed or failed already
 	}
 	if err != nil {
@@ -166,15 +145,12 @@ func (w *ExportWorker) Work(ctx context.Context, job *river.Job[ExportArgs]) err
 		if job.Attempt >= job.MaxAttempts {
 			status = "failed"
 		}
-		if _, uerr := c.pool.Exec(context.WithoutCancel(ctx), `UPDATE central.exports SET status = $2, error = $3 WHERE id = $1`,
-			job.Args.ExportID, status, err.Error()); uerr != nil {
+		if uerr := setExportError(context.WithoutCancel(ctx), c.pool, job.Args.ExportID, status, err.Error()); uerr != nil {
 			return errors.Join(err, uerr)
 		}
 		return err
 	}
-	_, err = c.pool.Exec(ctx, `UPDATE central.exports SET status = 'completed', size_bytes = $2, row_counts = $3, storage_key = $4,
-		completed_at = now(), error = NULL WHERE id = $1`, job.Args.ExportID, size, m.RowCounts(), key)
-	return err
+	return completeExport(ctx, c.pool, job.Args.ExportID, size, m.RowCounts(), key)
 }
 
 // exportTo writes the project's archive to the store under key and
@@ -224,7 +200,7 @@ func (c *Central) getExport(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (c *Central) downloadExport(w http.ResponseWriter, r *http.Request) error {
-	e, key, err := scanExport(c.pool.QueryRow(r.Context(), `SELECT `+exportColumns+` FROM central.exports WHERE id = $1`, chi.URLParam(r, "id")))
+	e, key, err := getExport(r.Context(), c.pool, chi.URLParam(r, "id"))
 	if err != nil {
 		return err
 	}
@@ -396,11 +372,10 @@ func (c *Central) DiscardImport(ctx context.Context, projectID string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := shard.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{p.Schema}.Sanitize()+` CASCADE`); err != nil {
+	if err := dropSchema(ctx, shard, p.Schema); err != nil {
 		return err
 	}
-	_, err = c.pool.Exec(ctx, `DELETE FROM central.projects WHERE id = $1`, projectID)
-	return err
+	return deleteProjectRow(ctx, c.pool, projectID)
 }
 
 // ExportProject writes the project's archive to w at once, without a job

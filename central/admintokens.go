@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/id"
 	"github.com/plinth-dev/plinth/tenant"
@@ -105,8 +103,7 @@ func (c *Central) MintAdminToken(ctx context.Context, name string, scopes []stri
 	id.Random(b)
 	secret := AdminPrefix + string(b)
 	t := AdminToken{ID: id.New("adm_"), Name: name, Scopes: scopes, Secret: secret}
-	err := c.pool.QueryRow(ctx, `INSERT INTO central.admin_tokens (id, name, scopes, hash, expires_at) VALUES ($1, $2, $3, $4, $5)
-		RETURNING created_at, expires_at`, t.ID, name, scopes, HashKey(c.secret, secret), expiresAt).Scan(&t.CreatedAt, &t.ExpiresAt)
+	err := insertAdminToken(ctx, c.pool, &t, HashKey(c.secret, secret), expiresAt)
 	utcTimes(&t)
 	return t, err
 }
@@ -124,17 +121,7 @@ func utcTimes(t *AdminToken) {
 // AdminTokens lists the active admin tokens (neither revoked nor
 // expired), newest first, without secrets.
 func (c *Central) AdminTokens(ctx context.Context) ([]AdminToken, error) {
-	rows, err := c.pool.Query(ctx, `SELECT id, name, scopes, created_at, last_used_at, expires_at FROM central.admin_tokens
-		WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) ORDER BY created_at DESC, id DESC`)
-	if err != nil {
-		return nil, err
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AdminToken, error) {
-		var t AdminToken
-		err := r.Scan(&t.ID, &t.Name, &t.Scopes, &t.CreatedAt, &t.LastUsedAt, &t.ExpiresAt)
-		utcTimes(&t)
-		return t, err
-	})
+	out, err := activeAdminTokens(ctx, c.pool)
 	if out == nil {
 		out = []AdminToken{}
 	}
@@ -144,11 +131,11 @@ func (c *Central) AdminTokens(ctx context.Context) ([]AdminToken, error) {
 // RevokeAdminToken revokes a token for good. Tokens are not cached, so
 // the next request with it is refused on every instance.
 func (c *Central) RevokeAdminToken(ctx context.Context, tokenID string) error {
-	tag, err := c.pool.Exec(ctx, `UPDATE central.admin_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, tokenID)
+	ok, err := revokeAdminToken(ctx, c.pool, tokenID)
 	if err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 0 {
+	if !ok {
 		return httpapi.NotFound("no active admin token " + tokenID)
 	}
 	return nil
@@ -163,19 +150,9 @@ func (c *Central) resolveAdmin(ctx context.Context, secret string) (*AdminToken,
 	if !parseAdminToken(secret) {
 		return nil, httpapi.Unauthorized("an admin token is required: Authorization: Bearer pln_admin_…")
 	}
-	t := &AdminToken{}
-	var revoked, expired bool
-	err := c.pool.QueryRow(ctx, `WITH t AS (
-			SELECT id, name, scopes, created_at, revoked_at IS NOT NULL AS revoked, expires_at <= now() AS expired
-			FROM central.admin_tokens WHERE hash = $1
-		), used AS (
-			UPDATE central.admin_tokens a SET last_used_at = now() FROM t
-			WHERE a.id = t.id AND NOT t.revoked AND t.expired IS NOT TRUE
-		)
-		SELECT id, name, scopes, created_at, revoked, COALESCE(expired, false) FROM t`, HashKey(c.secret, secret)).
-		Scan(&t.ID, &t.Name, &t.Scopes, &t.CreatedAt, &revoked, &expired)
+	t, revoked, expired, err := useAdminToken(ctx, c.pool, HashKey(c.secret, secret))
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case errors.Is(err, httpapi.ErrNotFound):
 		return nil, httpapi.Unauthorized("the admin token is not valid")
 	case err != nil:
 		return nil, err

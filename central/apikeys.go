@@ -123,19 +123,17 @@ func (c *Central) MintKey(ctx context.Context, projectID, name string, scopes, c
 	k := APIKey{ID: id.New("key_"), Name: name, Prefix: secret[:len(LivePrefix)], Masked: Mask(secret), Secret: secret, Scopes: scopes}
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		// The project row lock serialises concurrent mints, so the limit holds.
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM central.projects WHERE id = $1 FOR UPDATE`, projectID); err != nil {
+		if err := lockProjectRow(ctx, tx, projectID); err != nil {
 			return err
 		}
-		var active int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM central.api_keys WHERE project_id = $1 AND revoked_at IS NULL`, projectID).Scan(&active); err != nil {
+		active, err := countActiveKeys(ctx, tx, projectID)
+		if err != nil {
 			return err
 		}
 		if active >= MaxActiveKeys {
 			return httpapi.Conflict(httpapi.CodeKeyLimitReached, "this project already has 20 active keys; revoke one first")
 		}
-		return tx.QueryRow(ctx, `INSERT INTO central.api_keys (id, project_id, name, prefix, masked, hash, scopes, test)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at`,
-			k.ID, projectID, k.Name, k.Prefix, k.Masked, HashKey(c.secret, secret), scopes, test).Scan(&k.CreatedAt)
+		return insertKey(ctx, tx, projectID, &k, HashKey(c.secret, secret), test)
 	})
 	k.CreatedAt = k.CreatedAt.UTC()
 	return k, err
@@ -143,20 +141,7 @@ func (c *Central) MintKey(ctx context.Context, projectID, name string, scopes, c
 
 // ListKeys lists a project's active keys, newest first, without secrets.
 func (c *Central) ListKeys(ctx context.Context, projectID string) ([]APIKey, error) {
-	rows, err := c.pool.Query(ctx, `SELECT id, name, prefix, masked, scopes, last_used_at, created_at FROM central.api_keys
-		WHERE project_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id DESC`, projectID)
-	if err != nil {
-		return nil, err
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (APIKey, error) {
-		var k APIKey
-		err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.Masked, &k.Scopes, &k.LastUsedAt, &k.CreatedAt)
-		k.CreatedAt = k.CreatedAt.UTC()
-		if k.LastUsedAt != nil {
-			*k.LastUsedAt = k.LastUsedAt.UTC()
-		}
-		return k, err
-	})
+	out, err := activeKeys(ctx, c.pool, projectID)
 	if out == nil {
 		out = []APIKey{}
 	}
@@ -166,11 +151,11 @@ func (c *Central) ListKeys(ctx context.Context, projectID string) ([]APIKey, err
 // RevokeKey revokes a key of the project for good and invalidates caches
 // on every instance at once.
 func (c *Central) RevokeKey(ctx context.Context, projectID, keyID string) error {
-	tag, err := c.pool.Exec(ctx, `UPDATE central.api_keys SET revoked_at = now() WHERE id = $1 AND project_id = $2 AND revoked_at IS NULL`, keyID, projectID)
+	ok, err := revokeKey(ctx, c.pool, projectID, keyID)
 	if err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 0 {
+	if !ok {
 		return httpapi.NotFound("no active key " + keyID + " in this project")
 	}
 	c.notify(ctx, "key:"+keyID)
@@ -199,9 +184,7 @@ func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error
 	c.hashers.Put(h)
 	hk := string(hash)
 	gen := c.keys.generation()
-	var k tenant.Key
-	var revoked *time.Time
-	p, err := scanProject(c.pool.QueryRow(ctx, resolveSQL, hash), &k.ID, &k.Scopes, &k.Test, &revoked)
+	p, k, revoked, err := keyByHash(ctx, c.pool, hash)
 	if errors.Is(err, httpapi.ErrNotFound) {
 		return nil, httpapi.Unauthorized("the API key is not valid")
 	}
@@ -230,35 +213,16 @@ func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error
 	return s, nil
 }
 
-// resolveSQL looks a key up by hash with its project and placement.
-const resolveSQL = `SELECT ` + projectColumns + `, k.id, k.scopes, k.test, k.revoked_at
-	FROM central.api_keys k JOIN central.projects p ON p.id = k.project_id JOIN central.placements pl ON pl.project_id = p.id
-	WHERE k.hash = $1`
-
 // touch records last_used_at at most once a minute per key and instance,
 // off the request path, whatever the cache TTL.
 func (c *Central) touch(keyID string) {
-	now := time.Now()
-	c.keys.mu.RLock()
-	last, ok := c.keys.touched[keyID]
-	c.keys.mu.RUnlock()
-	if ok && now.Sub(last) < time.Minute {
+	if !c.keys.touchDue(keyID, time.Now()) {
 		return
 	}
-	c.keys.mu.Lock()
-	if last, ok := c.keys.touched[keyID]; ok && now.Sub(last) < time.Minute {
-		c.keys.mu.Unlock()
-		return
-	}
-	if len(c.keys.touched) > 100_000 {
-		c.keys.touched = map[string]time.Time{}
-	}
-	c.keys.touched[keyID] = now
-	c.keys.mu.Unlock()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := c.pool.Exec(ctx, `UPDATE central.api_keys SET last_used_at = now() WHERE id = $1`, keyID); err != nil {
+		if err := touchKey(ctx, c.pool, keyID); err != nil {
 			c.logger.Debug("last_used_at update failed", "key", keyID, "err", err)
 		}
 	}()

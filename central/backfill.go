@@ -24,15 +24,15 @@ const backfillConcurrency = 4
 func (s *Server) Backfill(ctx context.Context) error {
 	for _, b := range s.backfills {
 		key := "backfill:" + b.name
-		var done bool
-		if err := s.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM central.settings WHERE key = $1)`, key).Scan(&done); err != nil {
+		done, err := backfillDone(ctx, s.Pool, key)
+		if err != nil {
 			return err
 		}
 		if done {
 			continue
 		}
 		var total atomic.Int64
-		err := s.Central.ForEachProject(ctx, "backfill "+b.name, backfillConcurrency, func(ctx context.Context, sc *tenant.Scope) error {
+		err = s.Central.ForEachProject(ctx, "backfill "+b.name, backfillConcurrency, func(ctx context.Context, sc *tenant.Scope) error {
 			n, err := b.run(ctx, sc)
 			total.Add(int64(n))
 			return err
@@ -40,7 +40,7 @@ func (s *Server) Backfill(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("backfill %s: %w", b.name, err)
 		}
-		if _, err := s.Pool.Exec(ctx, `INSERT INTO central.settings (key, value) VALUES ($1, now()::text) ON CONFLICT (key) DO NOTHING`, key); err != nil {
+		if err := recordBackfill(ctx, s.Pool, key); err != nil {
 			return err
 		}
 		s.logger.Info("backfilled", "backfill", b.name, "rows", total.Load())

@@ -20,7 +20,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
-	"github.com/plinth-dev/plinth/internal/id"
 	"github.com/plinth-dev/plinth/internal/slug"
 	"github.com/plinth-dev/plinth/provisioning"
 	"github.com/plinth-dev/plinth/tenant"
@@ -28,7 +27,12 @@ import (
 
 // Central is the control plane over the central database.
 type Central struct {
-	pool   *pgxpool.Pool
+	// pool is the central database, also the default shard's.
+	pool *pgxpool.Pool
+	// shards are the pools of the shards other than "default", set
+	// before c serves (a deployment has none yet; a test adds one to show
+	// that what serves a project reads its own shard).
+	shards map[string]*pgxpool.Pool
 	secret []byte
 	logger *slog.Logger
 	keys   *keyCache
@@ -62,10 +66,8 @@ func Open(ctx context.Context, pool *pgxpool.Pool, secret string, keyTTL time.Du
 		if _, err := rand.Read(b); err != nil {
 			return nil, err
 		}
-		if _, err := pool.Exec(ctx, `INSERT INTO central.settings (key, value) VALUES ('secret', $1) ON CONFLICT (key) DO NOTHING`, hex.EncodeToString(b)); err != nil {
-			return nil, fmt.Errorf("store server secret: %w", err)
-		}
-		if err := pool.QueryRow(ctx, `SELECT value FROM central.settings WHERE key = 'secret'`).Scan(&secret); err != nil {
+		var err error
+		if secret, err = storedSecret(ctx, pool, hex.EncodeToString(b)); err != nil {
 			return nil, err
 		}
 	}
@@ -79,11 +81,16 @@ func (c *Central) Secret() []byte { return c.secret }
 // Pool is the central database pool.
 func (c *Central) Pool() *pgxpool.Pool { return c.pool }
 
-// ShardPool returns the pool of a shard. One machine runs one shard,
-// "default", on the central database.
+// ShardPool returns the pool of a shard: every read or write of a
+// project's schema goes through the pool of the shard its placement names
+// (Project.Shard). One machine runs one shard, "default", on the central
+// database.
 func (c *Central) ShardPool(shard string) (*pgxpool.Pool, error) {
 	if shard == "default" {
 		return c.pool, nil
+	}
+	if p, ok := c.shards[shard]; ok {
+		return p, nil
 	}
 	return nil, fmt.Errorf("central: unknown shard %q", shard)
 }
@@ -118,11 +125,10 @@ func (c *Central) CreateTenant(ctx context.Context, name, domain, ownerEmail, ow
 	var t Tenant
 	var u User
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `INSERT INTO central.tenants (name, domain) VALUES ($1, lower($2)) RETURNING id, name, domain, created_at`,
-			name, domain).Scan(&t.ID, &t.Name, &t.Domain, &t.CreatedAt); err != nil {
+		var err error
+		if t, err = insertTenant(ctx, tx, name, domain); err != nil {
 			return err
 		}
-		var err error
 		u, err = addUser(ctx, tx, t.ID, name, ownerEmail, ownerPassword)
 		return err
 	})
@@ -153,20 +159,13 @@ func (c *Central) AddUser(ctx context.Context, tenantID int64, name, email, pass
 	return u, err
 }
 
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-func addUser(ctx context.Context, q querier, tenantID int64, name, email, password string) (User, error) {
+// addUser hashes the password and inserts the user, on db.
+func addUser(ctx context.Context, db dbtx, tenantID int64, name, email, password string) (User, error) {
 	hash, err := HashPassword(password)
 	if err != nil {
 		return User{}, err
 	}
-	u := User{TenantID: tenantID}
-	err = q.QueryRow(ctx, `INSERT INTO central.users (tenant_id, name, email, password_hash) VALUES ($1, $2, $3, $4)
-		RETURNING id, name, email, created_at`, tenantID, name, email, hash).Scan(&u.ID, &u.Name, &u.Email, &u.CreatedAt)
-	u.CreatedAt = u.CreatedAt.UTC()
-	return u, err
+	return insertUser(ctx, db, tenantID, name, email, hash)
 }
 
 // ProjectParams are the fields of a new project.
@@ -210,7 +209,7 @@ func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.P
 // check fills the defaults of a new project's fields and validates them.
 func (p *ProjectParams) check() error {
 	if p.Plan == "" {
-		p.Plan = "free"
+		p.Plan = tenant.PlanFree
 	}
 	if p.DefaultLanguage == "" {
 		p.DefaultLanguage = "en"
@@ -250,43 +249,20 @@ func (c *Central) insertProject(ctx context.Context, p ProjectParams, allowSpare
 		latest, count = -1, -1 // no spare is at this level
 	}
 	// Projects of one workspace are inserted one at a time (the tenant row
-	// lock, sent with BEGIN; the id is an integer), so two of one name
-	// created at once cannot both pick the same free slug, and two
-	// created at once cannot both take the workspace's last place.
-	begin := fmt.Sprintf("BEGIN; SELECT 1 FROM central.tenants WHERE id = %d FOR NO KEY UPDATE", p.TenantID)
-	err = pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{BeginQuery: begin}, func(tx pgx.Tx) error {
+	// lock, sent with BEGIN), so two of one name created at once cannot
+	// both pick the same free slug, and two created at once cannot both
+	// take the workspace's last place.
+	err = pgx.BeginTxFunc(ctx, c.pool, lockTenantTx(p.TenantID), func(tx pgx.Tx) error {
 		if err := c.checkProjectCap(ctx, tx, p.TenantID); err != nil {
 			return err
 		}
 		s, err := slug.Unique(ctx, slug.Make(p.Name), func(ctx context.Context, cand string) (bool, error) {
-			var exists bool
-			err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM central.projects WHERE tenant_id = $1 AND slug = $2)`, p.TenantID, cand).Scan(&exists)
-			return exists, err
+			return projectSlugTaken(ctx, tx, p.TenantID, cand)
 		})
 		if err != nil {
 			return err
 		}
-		// A spare is claimed by deleting its row; one another creation is
-		// claiming is skipped, not waited for.
-		created, err = scanProject(tx.QueryRow(ctx, `WITH spare AS (
-				DELETE FROM central.spare_schemas WHERE schema_name = (
-					SELECT schema_name FROM central.spare_schemas
-					WHERE shard = 'default' AND schema_version = $10 AND migrations_applied = $11
-					ORDER BY schema_name LIMIT 1 FOR UPDATE SKIP LOCKED)
-				RETURNING schema_name, schema_version, migrations_applied
-			), p AS (
-				INSERT INTO central.projects (id, tenant_id, name, slug, industry, default_language, target_languages, timezone, plan)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *
-			), pl AS (
-				INSERT INTO central.placements (project_id, shard, schema_name, schema_version, migrations_applied, migrated_at)
-				SELECT p.id, 'default', COALESCE(spare.schema_name, 'project_' || p.seq), COALESCE(spare.schema_version, 0),
-					COALESCE(spare.migrations_applied, 0), CASE WHEN spare.schema_name IS NOT NULL THEN now() END
-				FROM p LEFT JOIN spare ON true
-				RETURNING shard, schema_name, migrated_at IS NOT NULL AS spare
-			)
-			SELECT `+projectColumns+`, pl.spare FROM p, pl`,
-			id.New("prj_"), p.TenantID, p.Name, s, p.Industry, p.DefaultLanguage, p.TargetLanguages, p.Timezone, p.Plan,
-			latest, count), &spare)
+		created, spare, err = insertProjectRow(ctx, tx, p, s, latest, count)
 		return err
 	})
 	var pgErr *pgconn.PgError
@@ -310,8 +286,8 @@ func (c *Central) checkProjectCap(ctx context.Context, tx pgx.Tx, tenantID int64
 	if c.projectCap <= 0 {
 		return nil
 	}
-	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM central.projects WHERE tenant_id = $1 AND status <> 'deleting'`, tenantID).Scan(&n); err != nil {
+	n, err := countTenantProjects(ctx, tx, tenantID)
+	if err != nil {
 		return err
 	}
 	if n >= c.projectCap {
@@ -323,57 +299,29 @@ func (c *Central) checkProjectCap(ctx context.Context, tx pgx.Tx, tenantID int64
 	return nil
 }
 
-const projectColumns = `p.id, p.tenant_id, p.name, p.slug, p.industry, p.default_language, p.target_languages, p.timezone, p.plan,
-	p.plan_credits, p.rate_rpm, p.rate_burst, p.allowed_origins, p.site_url, p.status, p.status_reason, p.created_at, pl.shard, pl.schema_name`
-
-func scanProject(row pgx.Row, extra ...any) (*tenant.Project, error) {
-	p := &tenant.Project{}
-	dest := append([]any{&p.ID, &p.TenantID, &p.Name, &p.Slug, &p.Industry, &p.DefaultLanguage, &p.TargetLanguages, &p.Timezone, &p.Plan,
-		&p.PlanCredits, &p.RateRPM, &p.RateBurst, &p.AllowedOrigins, &p.SiteURL, &p.Status, &p.StatusReason, &p.CreatedAt, &p.Shard, &p.Schema}, extra...)
-	if err := row.Scan(dest...); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, httpapi.ErrNotFound
-		}
-		return nil, err
-	}
-	return p, nil
-}
-
 // Project loads a project by id (ErrNotFound when absent).
 func (c *Central) Project(ctx context.Context, projectID string) (*tenant.Project, error) {
-	return scanProject(c.pool.QueryRow(ctx, `SELECT `+projectColumns+` FROM central.projects p JOIN central.placements pl ON pl.project_id = p.id WHERE p.id = $1`, projectID))
+	return getProject(ctx, c.pool, projectID)
 }
 
 // Projects lists a tenant's projects, newest first.
 func (c *Central) Projects(ctx context.Context, tenantID int64) ([]*tenant.Project, error) {
-	rows, err := c.pool.Query(ctx, `SELECT `+projectColumns+` FROM central.projects p JOIN central.placements pl ON pl.project_id = p.id
-		WHERE p.tenant_id = $1 ORDER BY p.created_at DESC, p.id DESC`, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*tenant.Project
-	for rows.Next() {
-		p, err := scanProject(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return tenantProjects(ctx, c.pool, tenantID)
 }
 
-// ScopeFor binds a project, by id, with no key: for jobs and the public surface.
+// ScopeFor binds a project, by id, with no key, to the pool of its
+// shard: for jobs and the public surface. The project comes from the
+// cache when fresh, else from the database.
 func (c *Central) ScopeFor(ctx context.Context, projectID string) (*tenant.Scope, error) {
-	if e, ok := c.keys.project(projectID); ok {
-		return tenant.NewScope(c.pool, e, nil)
+	p, ok := c.keys.project(projectID)
+	if !ok {
+		gen := c.keys.generation()
+		var err error
+		if p, err = c.Project(ctx, projectID); err != nil {
+			return nil, err
+		}
+		c.keys.putProject(p, gen)
 	}
-	gen := c.keys.generation()
-	p, err := c.Project(ctx, projectID)
-	if err != nil {
-		return nil, err
-	}
-	c.keys.putProject(p, gen)
 	pool, err := c.ShardPool(p.Shard)
 	if err != nil {
 		return nil, err
@@ -447,29 +395,17 @@ func (c *Central) UpdateProject(ctx context.Context, projectID string, u Project
 		// another plan is refused, and leaving enterprise clears them
 		// (Project.Limits would apply them whatever the plan). A change of
 		// anything else leaves them as they are.
-		var plan string
-		if err := tx.QueryRow(ctx, `SELECT plan FROM central.projects WHERE id = $1 FOR UPDATE`, projectID).Scan(&plan); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return httpapi.ErrNotFound
-			}
+		plan, err := lockProjectPlan(ctx, tx, projectID)
+		if err != nil {
 			return err
 		}
 		if u.Plan != nil {
 			plan = *u.Plan
 		}
-		if overrides && plan != "enterprise" {
+		if overrides && plan != tenant.PlanEnterprise {
 			return httpapi.Invalid("plan", "rate_rpm, rate_burst and plan_credits are set only on enterprise projects")
 		}
-		_, err := tx.Exec(ctx, `UPDATE central.projects SET
-			name = COALESCE($2, name), industry = COALESCE($3, industry), default_language = COALESCE($4, default_language),
-			target_languages = COALESCE($5, target_languages), timezone = COALESCE($6, timezone), plan = COALESCE($7, plan),
-			allowed_origins = COALESCE($8, allowed_origins), site_url = COALESCE($9, site_url),
-			rate_rpm = CASE WHEN $7::text <> 'enterprise' THEN NULL WHEN $10 THEN $11 ELSE rate_rpm END,
-			rate_burst = CASE WHEN $7::text <> 'enterprise' THEN NULL WHEN $12 THEN $13 ELSE rate_burst END,
-			plan_credits = CASE WHEN $7::text <> 'enterprise' THEN NULL WHEN $14 THEN $15 ELSE plan_credits END
-			WHERE id = $1`, projectID, u.Name, u.Industry, u.DefaultLanguage, u.TargetLanguages, u.Timezone, u.Plan, u.AllowedOrigins, u.SiteURL,
-			u.RateRPM.Set, u.RateRPM.Value, u.RateBurst.Set, u.RateBurst.Value, u.PlanCredits.Set, u.PlanCredits.Value)
-		return err
+		return updateProject(ctx, tx, projectID, u)
 	})
 	if err != nil {
 		return nil, err
@@ -480,7 +416,7 @@ func (c *Central) UpdateProject(ctx context.Context, projectID string, u Project
 
 // SetRateOverride sets an enterprise project's own limits (nil clears).
 func (c *Central) SetRateOverride(ctx context.Context, projectID string, rpm, burst *int, planCredits *int64) error {
-	_, err := c.pool.Exec(ctx, `UPDATE central.projects SET rate_rpm = $2, rate_burst = $3, plan_credits = $4 WHERE id = $1`, projectID, rpm, burst, planCredits)
+	err := setRateOverride(ctx, c.pool, projectID, rpm, burst, planCredits)
 	c.notify(ctx, "project:"+projectID)
 	return err
 }
@@ -488,7 +424,7 @@ func (c *Central) SetRateOverride(ctx context.Context, projectID string, rpm, bu
 // notify tells every instance (this one included) to drop cached entries.
 func (c *Central) notify(ctx context.Context, payload string) {
 	c.keys.invalidate(payload)
-	if _, err := c.pool.Exec(ctx, `SELECT pg_notify('plinth_central', $1)`, payload); err != nil {
+	if err := notifyCentral(ctx, c.pool, payload); err != nil {
 		c.logger.WarnContext(ctx, "notify failed; other instances rely on the cache TTL", "err", err)
 	}
 }
@@ -517,10 +453,10 @@ func (c *Central) listenOnce(ctx context.Context) error {
 		return err
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN plinth_central"); err != nil {
+	if err := listenCentral(ctx, conn); err != nil {
 		return err
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "UNLISTEN plinth_central")
+	defer unlistenCentral(context.WithoutCancel(ctx), conn)
 	c.keys.clear() // anything cached before LISTEN began may be stale
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
@@ -530,123 +466,3 @@ func (c *Central) listenOnce(ctx context.Context) error {
 		c.keys.invalidate(n.Payload)
 	}
 }
-
-type keyEntry struct {
-	scope   *tenant.Scope
-	expires time.Time
-}
-
-type projectEntry struct {
-	p       *tenant.Project
-	expires time.Time
-}
-
-// keyCache holds resolved keys (by hash) and projects (by id) for at most ttl.
-type keyCache struct {
-	ttl time.Duration
-	mu  sync.RWMutex
-	// gen counts invalidations (changed under mu). A fill carries the
-	// generation read before its database lookup and is dropped if an
-	// invalidation came in between: what it read may be the key before
-	// its revocation, and the notification that would have removed it
-	// is already spent, so a revoked key would work until the TTL.
-	gen      atomic.Uint64
-	byHash   map[string]*keyEntry
-	projects map[string]projectEntry
-	touched  map[string]time.Time // key id → last last_used_at write
-	// beforeFill, set only by tests, runs between a lookup and its fill.
-	beforeFill func()
-}
-
-func newKeyCache(ttl time.Duration) *keyCache {
-	return &keyCache{ttl: ttl, byHash: map[string]*keyEntry{}, projects: map[string]projectEntry{}, touched: map[string]time.Time{}}
-}
-
-// get returns the fresh entry of hash. It takes the hash as bytes: the
-// map lookup converts them without allocating.
-func (k *keyCache) get(hash []byte) (*keyEntry, bool) {
-	k.mu.RLock()
-	e, ok := k.byHash[string(hash)]
-	k.mu.RUnlock()
-	if !ok || time.Now().After(e.expires) {
-		return nil, false
-	}
-	return e, true
-}
-
-// generation is read before a lookup whose result is to be put.
-func (k *keyCache) generation() uint64 { return k.gen.Load() }
-
-// put caches a key's scope, looked up at generation gen.
-func (k *keyCache) put(hash string, s *tenant.Scope, gen uint64) {
-	if k.ttl <= 0 {
-		return
-	}
-	if k.beforeFill != nil {
-		k.beforeFill()
-	}
-	e := &keyEntry{scope: s, expires: time.Now().Add(k.ttl)}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.gen.Load() != gen {
-		return
-	}
-	if len(k.byHash) > 100_000 {
-		k.byHash = map[string]*keyEntry{}
-	}
-	k.byHash[hash] = e
-}
-
-func (k *keyCache) project(pid string) (*tenant.Project, bool) {
-	k.mu.RLock()
-	e, ok := k.projects[pid]
-	k.mu.RUnlock()
-	if !ok || time.Now().After(e.expires) {
-		return nil, false
-	}
-	return e.p, true
-}
-
-// putProject caches a project, looked up at generation gen.
-func (k *keyCache) putProject(p *tenant.Project, gen uint64) {
-	if k.beforeFill != nil {
-		k.beforeFill()
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.gen.Load() != gen {
-		return
-	}
-	if len(k.projects) > 100_000 {
-		k.projects = map[string]projectEntry{}
-	}
-	k.projects[p.ID] = projectEntry{p: p, expires: time.Now().Add(k.ttl)}
-}
-
-// invalidate drops "key:<id>" or every entry of "project:<id>".
-func (k *keyCache) invalidate(payload string) {
-	kind, ident, _ := strings.Cut(payload, ":")
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.gen.Add(1)
-	switch kind {
-	case "key":
-		for h, e := range k.byHash {
-			if e.scope.Key != nil && e.scope.Key.ID == ident {
-				delete(k.byHash, h)
-			}
-		}
-	case "project":
-		delete(k.projects, ident)
-		for h, e := range k.byHash {
-			if e.scope.Project.ID == ident {
-				delete(k.byHash, h)
-			}
-		}
-	default:
-		k.byHash = map[string]*keyEntry{}
-		k.projects = map[string]projectEntry{}
-	}
-}
-
-func (k *keyCache) clear() { k.invalidate("all:") }

@@ -196,22 +196,8 @@ func (c *Central) ListProjects(ctx context.Context, tenantID int64, page httpapi
 		}
 		after, afterID = &t, pid
 	}
-	rows, err := c.pool.Query(ctx, `SELECT `+projectColumns+` FROM central.projects p JOIN central.placements pl ON pl.project_id = p.id
-		WHERE p.tenant_id = $1 AND ($2::timestamptz IS NULL OR (p.created_at, p.id) < ($2, $3))
-		ORDER BY p.created_at DESC, p.id DESC LIMIT $4`, tenantID, after, afterID, page.Limit+1)
+	out, err := tenantProjectsPage(ctx, c.pool, tenantID, after, afterID, page.Limit+1)
 	if err != nil {
-		return httpapi.List[DashboardProject]{}, err
-	}
-	defer rows.Close()
-	var out []*tenant.Project
-	for rows.Next() {
-		p, err := scanProject(rows)
-		if err != nil {
-			return httpapi.List[DashboardProject]{}, err
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
 		return httpapi.List[DashboardProject]{}, err
 	}
 	list := httpapi.NewList(out, page.Limit, func(p *tenant.Project) string {

@@ -107,19 +107,16 @@ func (c *Central) ResumeProject(ctx context.Context, projectID string) (*tenant.
 // setStatus moves a project between active and suspended (a deleting
 // project is 409) and invalidates its cached copies everywhere.
 func (c *Central) setStatus(ctx context.Context, projectID, status, reason string) error {
-	var was string
-	err := c.pool.QueryRow(ctx, `WITH old AS (SELECT status FROM central.projects WHERE id = $1 FOR UPDATE)
-		UPDATE central.projects p SET status = $2, status_reason = $3, status_at = now()
-		FROM old WHERE p.id = $1 AND old.status <> 'deleting' RETURNING old.status`, projectID, status, reason).Scan(&was)
-	if errors.Is(err, pgx.ErrNoRows) {
+	ok, err := setProjectStatus(ctx, c.pool, projectID, status, reason)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		p, err := c.Project(ctx, projectID)
 		if err != nil {
 			return err
 		}
 		return httpapi.Conflict(httpapi.CodeConflict, "project "+p.ID+" is being deleted")
-	}
-	if err != nil {
-		return err
 	}
 	c.notify(ctx, "project:"+projectID)
 	return nil
@@ -132,7 +129,7 @@ func (c *Central) wakeJobs(ctx context.Context, projectID string) error {
 	}
 	for {
 		res, err := c.life.Queue.JobList(ctx, river.NewJobListParams().States(rivertype.JobStateScheduled).First(1000).
-			Where("args->>'project_id' = @project AND metadata->>'snoozes' IS NOT NULL", river.NamedArgs{"project": projectID}))
+			Where(snoozedJobsWhere, river.NamedArgs{"project": projectID}))
 		if err != nil {
 			return err
 		}
@@ -234,17 +231,14 @@ func (c *Central) DeleteProject(ctx context.Context, projectID string, o DeleteO
 	}
 	var d Deletion
 	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		var status string
-		if err := tx.QueryRow(ctx, `SELECT status FROM central.projects WHERE id = $1 FOR UPDATE`, projectID).Scan(&status); err != nil {
+		status, err := lockProjectStatus(ctx, tx, projectID)
+		if err != nil {
 			return err
 		}
 		if status == StatusDeleting {
 			return httpapi.Conflict(httpapi.CodeConflict, "project "+projectID+" is already being deleted")
 		}
-		if _, err := tx.Exec(ctx, `UPDATE central.api_keys SET revoked_at = now() WHERE project_id = $1 AND revoked_at IS NULL`, projectID); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE central.projects SET status = 'deleting', status_at = now() WHERE id = $1`, projectID); err != nil {
+		if err := markDeleting(ctx, tx, projectID); err != nil {
 			return err
 		}
 		args := DropArgs{DeletedProject: projectID, Shard: p.Shard, Schema: p.Schema}
@@ -258,16 +252,10 @@ func (c *Central) DeleteProject(ctx context.Context, projectID string, o DeleteO
 		// The schema leaves the project_N names, which every walk of the
 		// placements and the spare pool use: nothing migrates or claims it.
 		// An export reads it under its new name (exportPlane).
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, p.Schema).Scan(&exists); err != nil {
+		if err := renameSchema(ctx, tx, p.Schema, deletedSchema(p.Schema)); err != nil {
 			return err
 		}
-		if exists {
-			if _, err := tx.Exec(ctx, `ALTER SCHEMA `+pgx.Identifier{p.Schema}.Sanitize()+` RENAME TO `+pgx.Identifier{deletedSchema(p.Schema)}.Sanitize()); err != nil {
-				return err
-			}
-		}
-		_, err := c.life.Queue.InsertTx(ctx, tx, args, &river.InsertOpts{ScheduledAt: at, MaxAttempts: 25})
+		_, err = c.life.Queue.InsertTx(ctx, tx, args, &river.InsertOpts{ScheduledAt: at, MaxAttempts: 25})
 		return err
 	})
 	if err != nil {
@@ -303,10 +291,7 @@ func (w *DropWorker) Work(ctx context.Context, job *river.Job[DropArgs]) error {
 	if a.ExportID != "" {
 		// The export asked for, or one started after it (the way to try
 		// again when it failed).
-		var completed, waiting bool
-		err := c.pool.QueryRow(ctx, `SELECT COALESCE(bool_or(status = 'completed'), false), COALESCE(bool_or(status IN ('pending', 'running')), false)
-			FROM central.exports WHERE project_id = $1 AND created_at >= (SELECT created_at FROM central.exports WHERE id = $2)`,
-			a.DeletedProject, a.ExportID).Scan(&completed, &waiting)
+		completed, waiting, err := exportsSince(ctx, c.pool, a.DeletedProject, a.ExportID)
 		if err != nil {
 			return err
 		}
@@ -323,7 +308,7 @@ func (w *DropWorker) Work(ctx context.Context, job *river.Job[DropArgs]) error {
 	// that is running (JobDeleteMany leaves those) is waited for.
 	for {
 		res, err := c.life.Queue.JobDeleteMany(ctx, river.NewJobDeleteManyParams().First(1000).
-			Where("args->>'project_id' = @project", river.NamedArgs{"project": a.DeletedProject}))
+			Where(projectJobsWhere, river.NamedArgs{"project": a.DeletedProject}))
 		if err != nil {
 			return err
 		}
@@ -331,8 +316,8 @@ func (w *DropWorker) Work(ctx context.Context, job *river.Job[DropArgs]) error {
 			break
 		}
 	}
-	var running int
-	if err := c.pool.QueryRow(ctx, `SELECT count(*) FROM river.river_job WHERE args->>'project_id' = $1`, a.DeletedProject).Scan(&running); err != nil {
+	running, err := countProjectJobs(ctx, c.pool, a.DeletedProject)
+	if err != nil {
 		return err
 	}
 	if running > 0 {
@@ -342,7 +327,7 @@ func (w *DropWorker) Work(ctx context.Context, job *river.Job[DropArgs]) error {
 	if err != nil {
 		return err
 	}
-	if _, err := shard.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{deletedSchema(a.Schema)}.Sanitize()+` CASCADE`); err != nil {
+	if err := dropSchema(ctx, shard, deletedSchema(a.Schema)); err != nil {
 		return err
 	}
 	if c.life.Media != nil {
@@ -350,7 +335,7 @@ func (w *DropWorker) Work(ctx context.Context, job *river.Job[DropArgs]) error {
 			return fmt.Errorf("delete media of %s: %w", a.DeletedProject, err)
 		}
 	}
-	if _, err := c.pool.Exec(ctx, `DELETE FROM central.projects WHERE id = $1 AND status = 'deleting'`, a.DeletedProject); err != nil {
+	if err := deleteDeletedProject(ctx, c.pool, a.DeletedProject); err != nil {
 		return err
 	}
 	c.notify(ctx, "project:"+a.DeletedProject)

@@ -113,16 +113,7 @@ const maxEmailLen = 254
 // TenantsForEmail lists the workspaces an email (any case) belongs to, in
 // a stable order: the order login tries them in.
 func (c *Central) TenantsForEmail(ctx context.Context, email string) ([]Tenant, error) {
-	rows, err := c.pool.Query(ctx, `SELECT t.id, t.name, t.domain, t.created_at
-		FROM central.users u JOIN central.tenants t ON t.id = u.tenant_id
-		WHERE lower(u.email) = lower($1) ORDER BY t.id`, cleanEmail(email))
-	if err != nil {
-		return nil, err
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Tenant, error) {
-		var t Tenant
-		return t, r.Scan(&t.ID, &t.Name, &t.Domain, &t.CreatedAt)
-	})
+	out, err := tenantsOfEmail(ctx, c.pool, cleanEmail(email))
 	if out == nil {
 		out = []Tenant{}
 	}
@@ -175,7 +166,7 @@ func (c *Central) Login(ctx context.Context, email, password string, tenantID *i
 		return LoginResult{}, err
 	}
 	c.pruneLoginFailures(ctx)
-	cands, err := c.loginCandidates(ctx, email, tenantID)
+	cands, err := loginCandidates(ctx, c.pool, email, tenantID)
 	if err != nil {
 		return LoginResult{}, err
 	}
@@ -196,7 +187,7 @@ func (c *Central) Login(ctx context.Context, email, password string, tenantID *i
 		if !ok {
 			continue
 		}
-		if _, err := c.pool.Exec(ctx, `DELETE FROM central.login_failures WHERE email = $1`, key); err != nil {
+		if err := clearLoginFailures(ctx, c.pool, key); err != nil {
 			return LoginResult{}, err
 		}
 		tok, err := c.IssueToken(cand.user.ID, cand.tenant.ID, cand.epoch, time.Now())
@@ -208,21 +199,6 @@ func (c *Central) Login(ctx context.Context, email, password string, tenantID *i
 	return LoginResult{}, ErrAuthFailed()
 }
 
-func (c *Central) loginCandidates(ctx context.Context, email string, tenantID *int64) ([]loginCandidate, error) {
-	rows, err := c.pool.Query(ctx, `SELECT u.id, u.tenant_id, u.name, u.email, u.created_at, u.password_hash, u.session_epoch, t.id, t.name, t.domain, t.created_at
-		FROM central.users u JOIN central.tenants t ON t.id = u.tenant_id
-		WHERE lower(u.email) = lower($1) AND ($2::bigint IS NULL OR u.tenant_id = $2) ORDER BY t.id`,
-		email, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (loginCandidate, error) {
-		var lc loginCandidate
-		u, t := &lc.user, &lc.tenant
-		return lc, r.Scan(&u.ID, &u.TenantID, &u.Name, &u.Email, &u.CreatedAt, &lc.hash, &lc.epoch, &t.ID, &t.Name, &t.Domain, &t.CreatedAt)
-	})
-}
-
 // reserveLoginAttempt records an attempt as a failure before the password
 // is checked, unless the email already has LoginFailureLimit failures in
 // the window (429 with Retry-After until the oldest that counts expires).
@@ -231,34 +207,31 @@ func (c *Central) loginCandidates(ctx context.Context, email string, tenantID *i
 func (c *Central) reserveLoginAttempt(ctx context.Context, key string) error {
 	window := LoginFailureWindow.Seconds()
 	return pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "plinth.login:"+key); err != nil {
+		if err := lockLoginEmail(ctx, tx, key); err != nil {
 			return err
 		}
-		var n, retry int
-		if err := tx.QueryRow(ctx, `SELECT count(*),
-			COALESCE(ceil(extract(epoch FROM (array_agg(failed_at ORDER BY failed_at DESC))[$3] + $2 * interval '1 second' - now())), 0)::int
-			FROM central.login_failures WHERE email = $1 AND failed_at > now() - $2 * interval '1 second'`,
-			key, window, LoginFailureLimit).Scan(&n, &retry); err != nil {
+		n, retry, err := recentLoginFailures(ctx, tx, key, window, LoginFailureLimit)
+		if err != nil {
 			return err
 		}
 		if n >= LoginFailureLimit {
 			return httpapi.RateLimited(retry, "too many failed logins for this email; retry later")
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO central.login_failures (email) VALUES ($1)`, key)
-		return err
+		return recordLoginFailure(ctx, tx, key)
 	})
 }
 
 // pruneLoginFailures deletes failures older than the window.
 func (c *Central) pruneLoginFailures(ctx context.Context) {
-	c.pruneOld(ctx, &c.login.lastPrune, "login failures",
-		`DELETE FROM central.login_failures WHERE failed_at < now() - $1 * interval '1 second'`, LoginFailureWindow.Seconds())
+	c.pruneOld(ctx, &c.login.lastPrune, "login failures", func(ctx context.Context) error {
+		return deleteOldLoginFailures(ctx, c.pool, LoginFailureWindow.Seconds())
+	})
 }
 
-// pruneOld runs del, a DELETE of rows that no longer count, at most once
-// a minute per process (last holds the unix seconds of the last run) and
-// off the request path.
-func (c *Central) pruneOld(ctx context.Context, last *atomic.Int64, what, del string, args ...any) {
+// pruneOld runs del, which deletes rows that no longer count, at most
+// once a minute per process (last holds the unix seconds of the last
+// run) and off the request path.
+func (c *Central) pruneOld(ctx context.Context, last *atomic.Int64, what string, del func(context.Context) error) {
 	now := time.Now().Unix()
 	prev := last.Load()
 	if now-prev < 60 || !last.CompareAndSwap(prev, now) {
@@ -267,7 +240,7 @@ func (c *Central) pruneOld(ctx context.Context, last *atomic.Int64, what, del st
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if _, err := c.pool.Exec(ctx, del, args...); err != nil && !errors.Is(err, context.Canceled) {
+		if err := del(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			c.logger.WarnContext(ctx, "pruning "+what, "err", err)
 		}
 	}()

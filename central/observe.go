@@ -168,10 +168,7 @@ func (s *Server) schemasBehind(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var n int64
-	err = s.Pool.QueryRow(ctx, `SELECT count(*) FROM central.placements WHERE schema_version <> $1 OR migrations_applied <> $2`,
-		latest, count).Scan(&n)
-	return n, err
+	return countSchemasBehind(ctx, s.Pool, latest, count)
 }
 
 // registerMetrics adds the collectors read at scrape time: the pool's
@@ -182,12 +179,10 @@ func (s *Server) registerMetrics(queues []string) {
 	states := []string{"available", "scheduled", "retryable", "running"}
 	m.Gauges("river_jobs", "River jobs waiting or running, by queue and state (available, scheduled, retryable, running).",
 		[]string{"queue", "state"}, func(ctx context.Context) ([]metrics.Sample, error) {
-			rows, err := s.Pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river.river_job
-				WHERE state IN ('available', 'scheduled', 'retryable', 'running') GROUP BY 1, 2`)
+			counts, err := countRiverJobs(ctx, s.Pool)
 			if err != nil {
 				return nil, err
 			}
-			defer rows.Close()
 			// Every configured queue shows every state, zero included, so
 			// a dashboard's series exist before the first job.
 			count := map[[2]string]int64{}
@@ -196,16 +191,8 @@ func (s *Server) registerMetrics(queues []string) {
 					count[[2]string{q, st}] = 0
 				}
 			}
-			for rows.Next() {
-				var q, st string
-				var n int64
-				if err := rows.Scan(&q, &st, &n); err != nil {
-					return nil, err
-				}
-				count[[2]string{q, st}] = n
-			}
-			if err := rows.Err(); err != nil {
-				return nil, err
+			for _, c := range counts {
+				count[[2]string{c.queue, c.state}] = c.n
 			}
 			out := make([]metrics.Sample, 0, len(count))
 			for k, n := range count {
@@ -214,8 +201,8 @@ func (s *Server) registerMetrics(queues []string) {
 			return out, nil
 		})
 	m.Gauges("projects", "Projects on this deployment.", nil, func(ctx context.Context) ([]metrics.Sample, error) {
-		var n int64
-		if err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM central.projects`).Scan(&n); err != nil {
+		n, err := countProjects(ctx, s.Pool)
+		if err != nil {
 			return nil, err
 		}
 		return []metrics.Sample{{Value: float64(n)}}, nil

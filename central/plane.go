@@ -2,12 +2,7 @@ package central
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/provisioning"
 	"github.com/plinth-dev/plinth/tenant"
 )
@@ -36,26 +31,13 @@ func (c *Central) ForEachProject(ctx context.Context, task string, limit int, fn
 	})
 }
 
-// projectRow reads a placement's project for provisioning.Each.
-var projectRow = provisioning.Row[*tenant.Project]{
-	Columns: projectColumns,
-	Scan:    func(r pgx.Row) (*tenant.Project, error) { return scanProject(r) },
-}
-
 // LinkPaymentAccount records the project of a processor account; linking
 // an account again is a no-op.
 func (c *Central) LinkPaymentAccount(ctx context.Context, projectID, accountID string) error {
-	_, err := c.pool.Exec(ctx, `INSERT INTO central.payment_accounts (account_id, project_id) VALUES ($1, $2)
-		ON CONFLICT (account_id) DO NOTHING`, accountID, projectID)
-	return err
+	return linkPaymentAccount(ctx, c.pool, projectID, accountID)
 }
 
 // ProjectForAccount returns the project a processor account belongs to.
 func (c *Central) ProjectForAccount(ctx context.Context, accountID string) (string, error) {
-	var pid string
-	err := c.pool.QueryRow(ctx, `SELECT project_id FROM central.payment_accounts WHERE account_id = $1`, accountID).Scan(&pid)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("payment account %s: %w", accountID, httpapi.ErrNotFound)
-	}
-	return pid, err
+	return accountProject(ctx, c.pool, accountID)
 }

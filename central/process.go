@@ -18,6 +18,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/credits"
+	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/pgcluster"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/provisioning"
@@ -184,14 +185,11 @@ func ensureDatabase(ctx context.Context, adminURL, name string) error {
 		return err
 	}
 	defer pool.Close()
-	var exists bool
-	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+	exists, err := databaseExists(ctx, pool, name)
+	if err != nil || exists {
 		return err
 	}
-	if !exists {
-		_, err = pool.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize())
-	}
-	return err
+	return createDatabase(ctx, pool, name)
 }
 
 // MigrateAll migrates central, River, then every project schema, logging
@@ -350,13 +348,13 @@ func listen(addr, variable string) (net.Listener, error) {
 // demo creates, on the private cluster's first start, a demo tenant,
 // project and key, and prints the key with a curl line.
 func (c *Central) demo(ctx context.Context, publicURL string, stdout io.Writer) error {
-	var n int
-	if err := c.pool.QueryRow(ctx, `SELECT count(*) FROM central.tenants`).Scan(&n); err != nil {
+	n, err := countTenants(ctx, c.pool)
+	if err != nil {
 		return err
 	}
 	if n > 0 {
-		var pid string
-		if err := c.pool.QueryRow(ctx, `SELECT id FROM central.projects ORDER BY seq LIMIT 1`).Scan(&pid); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		pid, err := firstProjectID(ctx, c.pool)
+		if err != nil && !errors.Is(err, httpapi.ErrNotFound) {
 			return err
 		}
 		fmt.Fprintf(stdout, "\nReusing the private cluster in %s; the demo key was printed on its first start", privateDir)
@@ -370,7 +368,7 @@ func (c *Central) demo(ctx context.Context, publicURL string, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	p, err := c.CreateProject(ctx, ProjectParams{TenantID: t.ID, Name: "Demo site", Plan: "build", TargetLanguages: []string{"fr", "de"}})
+	p, err := c.CreateProject(ctx, ProjectParams{TenantID: t.ID, Name: "Demo site", Plan: tenant.PlanBuild, TargetLanguages: []string{"fr", "de"}})
 	if err != nil {
 		return err
 	}

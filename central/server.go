@@ -338,7 +338,7 @@ func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
 	}
 	return &ratelimit.Guard{
 		Store:        store,
-		Anonymous:    ratelimit.ForProject(&tenant.Project{Plan: "free"}),
+		Anonymous:    ratelimit.ForProject(&tenant.Project{Plan: tenant.PlanFree}),
 		Public:       ratelimit.Limit{RPM: s.Config.PublicRPM, Burst: s.Config.PublicBurst},
 		PublicPrefix: PublicPath,
 		// The processor's webhook is signed and comes in bursts: it shows

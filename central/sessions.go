@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/plinth-dev/plinth/internal/httpapi"
 )
 
@@ -22,16 +20,9 @@ import (
 // issued before the user's password last changed.
 func (c *Central) session(ctx context.Context, claims *TokenClaims) (*Session, error) {
 	s := &Session{id: claims.sessionID, expires: claims.ExpiresAt.Time}
-	u, t := &s.User, &s.Tenant
-	var epoch int64
-	var revoked bool
-	err := c.pool.QueryRow(ctx, `SELECT u.id, u.tenant_id, u.name, u.email, u.created_at, t.id, t.name, t.domain, t.created_at,
-		u.session_epoch, EXISTS (SELECT 1 FROM central.revoked_sessions r WHERE r.id = $3)
-		FROM central.users u JOIN central.tenants t ON t.id = u.tenant_id WHERE u.id = $1 AND u.tenant_id = $2`,
-		claims.UserID(), claims.TenantID, s.id).
-		Scan(&u.ID, &u.TenantID, &u.Name, &u.Email, &u.CreatedAt, &t.ID, &t.Name, &t.Domain, &t.CreatedAt, &epoch, &revoked)
+	epoch, revoked, err := sessionUser(ctx, c.pool, s, claims.UserID(), claims.TenantID)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case errors.Is(err, httpapi.ErrNotFound):
 		return nil, httpapi.Unauthorized("the user of this dashboard token no longer exists")
 	case err != nil:
 		return nil, err
@@ -47,9 +38,10 @@ func (c *Central) session(ctx context.Context, claims *TokenClaims) (*Session, e
 // refused from the next request on. The record is kept until the token
 // would have expired anyway.
 func (c *Central) Logout(ctx context.Context, s *Session) error {
-	_, err := c.pool.Exec(ctx, `INSERT INTO central.revoked_sessions (id, expires_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`,
-		s.id, s.expires.Add(tokenLeeway))
-	c.pruneOld(ctx, &c.login.lastSessionPrune, "revoked sessions", `DELETE FROM central.revoked_sessions WHERE expires_at < now()`)
+	err := revokeSession(ctx, c.pool, s.id, s.expires.Add(tokenLeeway))
+	c.pruneOld(ctx, &c.login.lastSessionPrune, "revoked sessions", func(ctx context.Context) error {
+		return deleteExpiredSessions(ctx, c.pool)
+	})
 	return err
 }
 

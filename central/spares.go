@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/plinth-dev/plinth/provisioning"
 )
 
@@ -51,12 +49,7 @@ func (c *Central) refillSpares(ctx context.Context, want int) error {
 	if err != nil {
 		return err
 	}
-	rows, err := c.pool.Query(ctx, `SELECT schema_name FROM central.spare_schemas
-		WHERE shard = 'default' AND (schema_version <> $1 OR migrations_applied <> $2)`, latest, count)
-	if err != nil {
-		return err
-	}
-	stale, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	stale, err := staleSpares(ctx, c.pool, latest, count)
 	if err != nil {
 		return err
 	}
@@ -66,18 +59,17 @@ func (c *Central) refillSpares(ctx context.Context, want int) error {
 		}
 	}
 	for {
-		var have int
-		var next int64
 		// The name is taken from the projects' sequence only when a spare
 		// is needed, so a full set costs no sequence values.
-		if err := c.pool.QueryRow(ctx, `SELECT count(*) FROM central.spare_schemas
-			WHERE shard = 'default' AND schema_version = $1 AND migrations_applied = $2`, latest, count).Scan(&have); err != nil {
+		have, err := countSpares(ctx, c.pool, latest, count)
+		if err != nil {
 			return err
 		}
 		if have >= want {
 			return nil
 		}
-		if err := c.pool.QueryRow(ctx, `SELECT nextval('central.projects_seq_seq')`).Scan(&next); err != nil {
+		next, err := nextProjectSeq(ctx, c.pool)
+		if err != nil {
 			return err
 		}
 		schema := fmt.Sprintf("project_%d", next)

@@ -8,18 +8,28 @@ type Plan struct {
 	Credits int64 // whole credits per period
 }
 
+// The plans of the contract, by name: Go code names a plan by one of
+// these, never by a literal.
+const (
+	PlanFree       = "free"
+	PlanHobby      = "hobby"
+	PlanBuild      = "build"
+	PlanScale      = "scale"
+	PlanEnterprise = "enterprise"
+)
+
 // PlanNames lists the plans in the contract's order, cheapest first.
-var PlanNames = []string{"free", "hobby", "build", "scale", "enterprise"}
+var PlanNames = []string{PlanFree, PlanHobby, PlanBuild, PlanScale, PlanEnterprise}
 
 // Plans is the contract's plan table: the one place its figures are
 // written. Enterprise projects may override the rate and the credits
 // (Project.RateRPM, RateBurst and PlanCredits).
 var Plans = map[string]Plan{
-	"free":       {RPM: 30, Burst: 60, Credits: 100},
-	"hobby":      {RPM: 60, Burst: 120, Credits: 2000},
-	"build":      {RPM: 240, Burst: 480, Credits: 10000},
-	"scale":      {RPM: 1000, Burst: 2000, Credits: 50000},
-	"enterprise": {RPM: 1000, Burst: 2000, Credits: 50000},
+	PlanFree:       {RPM: 30, Burst: 60, Credits: 100},
+	PlanHobby:      {RPM: 60, Burst: 120, Credits: 2000},
+	PlanBuild:      {RPM: 240, Burst: 480, Credits: 10000},
+	PlanScale:      {RPM: 1000, Burst: 2000, Credits: 50000},
+	PlanEnterprise: {RPM: 1000, Burst: 2000, Credits: 50000},
 }
 
 // ValidPlan reports whether name is a plan of the table.
@@ -34,7 +44,7 @@ func ValidPlan(name string) bool {
 func (p *Project) Limits() Plan {
 	l, ok := Plans[p.Plan]
 	if !ok {
-		l = Plans["free"]
+		l = Plans[PlanFree]
 	}
 	if p.RateRPM != nil && *p.RateRPM > 0 {
 		l.RPM, l.Burst = *p.RateRPM, 2**p.RateRPM

@@ -199,11 +199,11 @@ type Project struct {
 // TenantID is the tenant the env's projects belong to.
 func (e *Env) TenantID() int64 { return e.tenantID }
 
-// NewProject provisions a project on plan (default "build") with a "*" key.
+// NewProject provisions a project on plan (default tenant.PlanBuild) with a "*" key.
 func (e *Env) NewProject(plan string) *Project {
 	e.T.Helper()
 	if plan == "" {
-		plan = "build"
+		plan = tenant.PlanBuild
 	}
 	return e.CreateProject(central.ProjectParams{Name: "Project " + plan, Plan: plan, TargetLanguages: []string{"fr", "de"}})
 }

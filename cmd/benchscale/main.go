@@ -45,6 +45,7 @@ import (
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/loadgen"
 	"github.com/plinth-dev/plinth/internal/storage"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 type options struct {
@@ -368,7 +369,7 @@ func (b *bench) seedRecord(ctx context.Context) error {
 func (b *bench) create(ctx context.Context) (time.Duration, error) {
 	n := b.created.Add(1)
 	start := time.Now()
-	err := b.call(ctx, "POST", "/central/api/projects", b.token, map[string]string{"name": fmt.Sprintf("Scale site %d", n), "plan": "free"}, nil)
+	err := b.call(ctx, "POST", "/central/api/projects", b.token, map[string]string{"name": fmt.Sprintf("Scale site %d", n), "plan": tenant.PlanFree}, nil)
 	return time.Since(start), err
 }
 

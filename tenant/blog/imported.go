@@ -2,7 +2,6 @@ package blog
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -20,20 +19,8 @@ const importBatch = 200
 func SanitizeImported(ctx context.Context, tx pgx.Tx) error {
 	cleaners := map[string]func(string) string{"content": cleanHTML, "title": cleanText, "excerpt": cleanText,
 		"meta_title": cleanText, "meta_description": cleanText}
-	type post struct {
-		id    int64
-		texts map[string]map[string]any
-	}
 	for after := int64(0); ; {
-		rows, err := tx.Query(ctx, `SELECT id, texts FROM blog_posts WHERE id > $1 ORDER BY id LIMIT $2`, after, importBatch)
-		if err != nil {
-			return err
-		}
-		posts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (post, error) {
-			var p post
-			err := r.Scan(&p.id, &p.texts)
-			return p, err
-		})
+		posts, err := postTexts(ctx, tx, after, importBatch)
 		if err != nil {
 			return fmt.Errorf("blog posts: %w", err)
 		}
@@ -49,11 +36,7 @@ func SanitizeImported(ctx context.Context, tx pgx.Tx) error {
 			if !changed {
 				continue
 			}
-			b, err := json.Marshal(p.texts)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `UPDATE blog_posts SET texts = $2 WHERE id = $1`, p.id, b); err != nil {
+			if err := setPostTexts(ctx, tx, p.id, p.texts); err != nil {
 				return fmt.Errorf("blog post %d: %w", p.id, err)
 			}
 		}
@@ -62,25 +45,13 @@ func SanitizeImported(ctx context.Context, tx pgx.Tx) error {
 		}
 		after = posts[len(posts)-1].id
 	}
-	type term struct {
-		id   int64
-		name string
-	}
-	rows, err := tx.Query(ctx, `SELECT id, name FROM blog_terms`)
-	if err != nil {
-		return err
-	}
-	terms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (term, error) {
-		var t term
-		err := r.Scan(&t.id, &t.name)
-		return t, err
-	})
+	terms, err := termNames(ctx, tx)
 	if err != nil {
 		return fmt.Errorf("blog terms: %w", err)
 	}
 	for _, t := range terms {
 		if c := cleanText(t.name); c != t.name {
-			if _, err := tx.Exec(ctx, `UPDATE blog_terms SET name = $2 WHERE id = $1`, t.id, c); err != nil {
+			if err := setTermName(ctx, tx, t.id, c); err != nil {
 				return fmt.Errorf("blog term %d: %w", t.id, err)
 			}
 		}

@@ -2,10 +2,8 @@ package blog
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
@@ -35,30 +33,4 @@ func (sv *Service) publicGet(w http.ResponseWriter, r *http.Request, s *tenant.S
 		return err
 	}
 	return httpapi.PublicJSON(w, r, toAPIPost(p, lang))
-}
-
-// SitemapPost is a published post as a sitemap lists it.
-type SitemapPost struct {
-	Slug      string
-	Lang      string   // the language it was written in
-	Langs     []string // every language it is in, its own included
-	UpdatedAt time.Time
-}
-
-// QueueSitemapPosts queues on b the read of up to limit published posts,
-// newest publication first, into out: the sitemap reads them in one
-// batch with the pages.
-func QueueSitemapPosts(b *tenant.ReadBatch, limit int, out *[]SitemapPost) {
-	b.Queue(`SELECT slug, language, updated_at, ARRAY(SELECT jsonb_object_keys(texts) ORDER BY 1)
-		FROM blog_posts WHERE status = 'published' ORDER BY published_at DESC, id DESC LIMIT $1`, []any{limit}, func(rows pgx.Rows) error {
-		*out = nil
-		for rows.Next() {
-			var p SitemapPost
-			if err := rows.Scan(&p.Slug, &p.Lang, &p.UpdatedAt, &p.Langs); err != nil {
-				return err
-			}
-			*out = append(*out, p)
-		}
-		return rows.Err()
-	})
 }

@@ -59,7 +59,7 @@ func (sv *Service) enqueuePublish(ctx context.Context, tx pgx.Tx, s *tenant.Scop
 // nothing. A post whose time has passed is published within seconds.
 func (sv *Service) EnqueueScheduled(ctx context.Context, s *tenant.Scope) (int, error) {
 	return tenant.TxV(ctx, s, func(tx pgx.Tx) (int, error) {
-		return queue.InsertRows(ctx, sv.river, tx, `SELECT id, scheduled_at FROM blog_posts WHERE status = 'scheduled' ORDER BY id`,
+		return queue.InsertRows(ctx, sv.river, tx, scheduledPostsSQL,
 			func(id int64, at time.Time) river.InsertManyParams { return scheduledJob(s.Project.ID, id, at) })
 	})
 }

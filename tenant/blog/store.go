@@ -2,6 +2,7 @@ package blog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -83,7 +84,8 @@ func scanPost(row pgx.Row, extra ...any) (*postRow, error) {
 }
 
 // fill loads the tags of posts.
-func fill(ctx context.Context, tx tenant.Querier, posts []*postRow) error {
+func fill(ctx context.Context, tx tenant.Querier, posts []*postRow) (err error) {
+	defer httpapi.Wrap(&err, "fill")
 	var ids []int64
 	for _, p := range posts {
 		ids = append(ids, p.TagIDs...)
@@ -185,7 +187,8 @@ func readPost(ctx context.Context, s *tenant.Scope, ref string) (_ *postRow, err
 }
 
 // loadPostID is loadPost of the post with id.
-func loadPostID(ctx context.Context, tx pgx.Tx, id int64, forUpdate bool) (*postRow, error) {
+func loadPostID(ctx context.Context, tx pgx.Tx, id int64, forUpdate bool) (_ *postRow, err error) {
+	defer httpapi.Wrap(&err, "loadPostID(%d)", id)
 	return loadPost(ctx, tx, strconv.FormatInt(id, 10), forUpdate)
 }
 
@@ -211,7 +214,8 @@ type postCursor struct {
 
 // listPosts returns up to limit posts after the post of cursor (nil: from
 // the first).
-func listPosts(ctx context.Context, tx tenant.Querier, f postFilter, after *postCursor, limit int) ([]*postRow, error) {
+func listPosts(ctx context.Context, tx tenant.Querier, f postFilter, after *postCursor, limit int) (_ []*postRow, err error) {
+	defer httpapi.Wrap(&err, "listPosts")
 	args := []any{f.Status, f.CategoryID, f.CategorySlug, f.TagID, f.TagSlug, f.IDs, limit}
 	q := `SELECT ` + postColumns + postFrom + `
 		WHERE ($1::text IS NULL OR p.status = $1)
@@ -254,13 +258,15 @@ const (
 
 // lockSlugs serialises slug derivation in a space of the project, so two
 // requests deriving from the same title get -2 and -3, not a 409.
-func lockSlugs(ctx context.Context, tx pgx.Tx, space string) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '.blog.' || $1 || '.slug', 0))`, space)
+func lockSlugs(ctx context.Context, tx pgx.Tx, space string) (err error) {
+	defer httpapi.Wrap(&err, "lockSlugs")
+	_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '.blog.' || $1 || '.slug', 0))`, space)
 	return err
 }
 
 // slugTaken reports whether another row (not except) of space has slug s.
 func slugTaken(ctx context.Context, tx pgx.Tx, space, s string, except int64) (taken bool, err error) {
+	defer httpapi.Wrap(&err, "slugTaken")
 	if space == spacePost {
 		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM blog_posts WHERE slug = $1 AND id <> $2)`, s, except).Scan(&taken)
 	} else {
@@ -272,7 +278,8 @@ func slugTaken(ctx context.Context, tx pgx.Tx, space, s string, except int64) (t
 // pickSlug returns the slug of a new or renamed row of space: given, when
 // it is free (409 conflict when taken), else derived from name and made
 // unique with -2, -3, …. It takes the space's slug lock.
-func pickSlug(ctx context.Context, tx pgx.Tx, space string, given *string, name string, except int64) (string, error) {
+func pickSlug(ctx context.Context, tx pgx.Tx, space string, given *string, name string, except int64) (_ string, err error) {
+	defer httpapi.Wrap(&err, "pickSlug")
 	if err := lockSlugs(ctx, tx, space); err != nil {
 		return "", err
 	}
@@ -318,6 +325,7 @@ func textJSON(t Translation) map[string]any {
 // the slug given or else one derived from its title (pickSlug), and
 // returns its id; p.Slug is set to the slug.
 func insertPost(ctx context.Context, tx pgx.Tx, p *postRow, given *string, text Translation) (id int64, err error) {
+	defer httpapi.Wrap(&err, "insertPost")
 	if p.Slug, err = pickSlug(ctx, tx, spacePost, given, text.Title, 0); err != nil {
 		return 0, err
 	}
@@ -335,8 +343,9 @@ func insertPost(ctx context.Context, tx pgx.Tx, p *postRow, given *string, text 
 }
 
 // putText writes the post's text in t.Lang.
-func putText(ctx context.Context, tx pgx.Tx, postID int64, t Translation) error {
-	_, err := tx.Exec(ctx, `UPDATE blog_posts SET texts = texts || $2, updated_at = now() WHERE id = $1`, postID, textJSON(t))
+func putText(ctx context.Context, tx pgx.Tx, postID int64, t Translation) (err error) {
+	defer httpapi.Wrap(&err, "putText(%d)", postID)
+	_, err = tx.Exec(ctx, `UPDATE blog_posts SET texts = texts || $2, updated_at = now() WHERE id = $1`, postID, textJSON(t))
 	return err
 }
 
@@ -350,8 +359,9 @@ type postChange struct {
 }
 
 // updatePost applies c to the post with id and bumps its updated_at.
-func updatePost(ctx context.Context, tx pgx.Tx, id int64, c postChange) error {
-	_, err := tx.Exec(ctx, `UPDATE blog_posts SET slug = COALESCE($2::text, slug),
+func updatePost(ctx context.Context, tx pgx.Tx, id int64, c postChange) (err error) {
+	defer httpapi.Wrap(&err, "updatePost(%d)", id)
+	_, err = tx.Exec(ctx, `UPDATE blog_posts SET slug = COALESCE($2::text, slug),
 			category_id = CASE WHEN $3::boolean THEN $4::bigint ELSE category_id END,
 			featured_image = CASE WHEN $5::boolean THEN $6::text ELSE featured_image END,
 			tag_ids = COALESCE($7::bigint[], tag_ids), updated_at = now()
@@ -365,6 +375,7 @@ func updatePost(ctx context.Context, tx pgx.Tx, id int64, c postChange) error {
 // new time. scheduled_at is kept only while a post is scheduled and, as a
 // record, once its scheduled job published it.
 func setStatus(ctx context.Context, tx pgx.Tx, p *postRow, status string, at *time.Time) (moved string, err error) {
+	defer httpapi.Wrap(&err, "setStatus(%s)", status)
 	if p.Status == status && status != StatusScheduled {
 		return "", nil
 	}
@@ -406,8 +417,70 @@ func deletePost(ctx context.Context, tx pgx.Tx, ref string) (err error) {
 
 // claimScheduled publishes the post with id if it is scheduled at at, and
 // reports whether it did. scheduled_at stays as a record of the schedule.
-func claimScheduled(ctx context.Context, tx pgx.Tx, id int64, at time.Time) (bool, error) {
+func claimScheduled(ctx context.Context, tx pgx.Tx, id int64, at time.Time) (_ bool, err error) {
+	defer httpapi.Wrap(&err, "claimScheduled(%d)", id)
 	tag, err := tx.Exec(ctx, `UPDATE blog_posts SET status = 'published', published_at = now(), updated_at = now()
 		WHERE id = $1 AND status = 'scheduled' AND scheduled_at = $2`, id, at)
 	return tag.RowsAffected() == 1, err
+}
+
+// scheduledPostsSQL reads the id and scheduled time of every scheduled
+// post, for their publish jobs (EnqueueScheduled).
+const scheduledPostsSQL = `SELECT id, scheduled_at FROM blog_posts WHERE status = 'scheduled' ORDER BY id`
+
+// SitemapPost is a published post as a sitemap lists it.
+type SitemapPost struct {
+	Slug      string
+	Lang      string   // the language it was written in
+	Langs     []string // every language it is in, its own included
+	UpdatedAt time.Time
+}
+
+// QueueSitemapPosts queues on b the read of up to limit published posts,
+// newest publication first, into out: the sitemap reads them in one
+// batch with the pages.
+func QueueSitemapPosts(b *tenant.ReadBatch, limit int, out *[]SitemapPost) {
+	b.Queue(`SELECT slug, language, updated_at, ARRAY(SELECT jsonb_object_keys(texts) ORDER BY 1)
+		FROM blog_posts WHERE status = 'published' ORDER BY published_at DESC, id DESC LIMIT $1`, []any{limit}, func(rows pgx.Rows) error {
+		*out = nil
+		for rows.Next() {
+			var p SitemapPost
+			if err := rows.Scan(&p.Slug, &p.Lang, &p.UpdatedAt, &p.Langs); err != nil {
+				return err
+			}
+			*out = append(*out, p)
+		}
+		return rows.Err()
+	})
+}
+
+// postText is a post's id and its texts by language, as stored.
+type postText struct {
+	id    int64
+	texts map[string]map[string]any
+}
+
+// postTexts reads up to limit posts' texts by id, after the id after.
+func postTexts(ctx context.Context, tx pgx.Tx, after int64, limit int) (_ []postText, err error) {
+	defer httpapi.Wrap(&err, "postTexts(%d)", after)
+	rows, err := tx.Query(ctx, `SELECT id, texts FROM blog_posts WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (postText, error) {
+		var p postText
+		err := r.Scan(&p.id, &p.texts)
+		return p, err
+	})
+}
+
+// setPostTexts replaces post id's texts.
+func setPostTexts(ctx context.Context, tx pgx.Tx, id int64, texts map[string]map[string]any) (err error) {
+	defer httpapi.Wrap(&err, "setPostTexts(%d)", id)
+	b, err := json.Marshal(texts)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE blog_posts SET texts = $2 WHERE id = $1`, id, b)
+	return err
 }

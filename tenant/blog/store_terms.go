@@ -20,7 +20,8 @@ func scanTerm(row pgx.CollectableRow) (Term, error) {
 
 // lockTerms returns those of ids that are terms of kind and holds them
 // (FOR KEY SHARE) until the transaction ends.
-func lockTerms(ctx context.Context, tx pgx.Tx, kind string, ids []int64) ([]int64, error) {
+func lockTerms(ctx context.Context, tx pgx.Tx, kind string, ids []int64) (_ []int64, err error) {
+	defer httpapi.Wrap(&err, "lockTerms(%s)", kind)
 	rows, err := tx.Query(ctx, `SELECT id FROM blog_terms WHERE kind = $1 AND id = ANY($2) FOR KEY SHARE`, kind, ids)
 	if err != nil {
 		return nil, err
@@ -31,6 +32,7 @@ func lockTerms(ctx context.Context, tx pgx.Tx, kind string, ids []int64) ([]int6
 // insertTerm inserts a category or tag (kind) named name, under the slug
 // given or else one derived from name (pickSlug).
 func insertTerm(ctx context.Context, tx pgx.Tx, kind, name string, given *string) (_ Term, err error) {
+	defer httpapi.Wrap(&err, "insertTerm(%s)", kind)
 	t := Term{Name: name}
 	if t.Slug, err = pickSlug(ctx, tx, kind, given, name, 0); err != nil {
 		return Term{}, err
@@ -59,7 +61,8 @@ func deleteTerm(ctx context.Context, tx pgx.Tx, kind string, id int64) (err erro
 
 // categories returns up to limit categories older than the one with id
 // before (0: from the newest).
-func categories(ctx context.Context, tx tenant.Querier, before int64, limit int) ([]Term, error) {
+func categories(ctx context.Context, tx tenant.Querier, before int64, limit int) (_ []Term, err error) {
+	defer httpapi.Wrap(&err, "categories")
 	rows, err := tx.Query(ctx, `SELECT `+termColumns+` FROM blog_terms WHERE kind = 'category' AND ($1 = 0 OR id < $1) ORDER BY id DESC LIMIT $2`,
 		before, limit)
 	if err != nil {
@@ -69,7 +72,8 @@ func categories(ctx context.Context, tx tenant.Querier, before int64, limit int)
 }
 
 // tags returns every tag, newest first.
-func tags(ctx context.Context, tx tenant.Querier) ([]Term, error) {
+func tags(ctx context.Context, tx tenant.Querier) (_ []Term, err error) {
+	defer httpapi.Wrap(&err, "tags")
 	rows, err := tx.Query(ctx, `SELECT `+termColumns+` FROM blog_terms WHERE kind = 'tag' ORDER BY id DESC`)
 	if err != nil {
 		return nil, err
@@ -103,4 +107,31 @@ func updateCategory(ctx context.Context, tx pgx.Tx, id int64, name, given *strin
 	}
 	_, err = tx.Exec(ctx, `UPDATE blog_terms SET name = $2, slug = $3 WHERE id = $1`, id, t.Name, t.Slug)
 	return t, err
+}
+
+// termName is a category's or tag's id and name.
+type termName struct {
+	id   int64
+	name string
+}
+
+// termNames reads every category's and tag's name.
+func termNames(ctx context.Context, tx pgx.Tx) (_ []termName, err error) {
+	defer httpapi.Wrap(&err, "termNames")
+	rows, err := tx.Query(ctx, `SELECT id, name FROM blog_terms`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (termName, error) {
+		var t termName
+		err := r.Scan(&t.id, &t.name)
+		return t, err
+	})
+}
+
+// setTermName renames category or tag id.
+func setTermName(ctx context.Context, tx pgx.Tx, id int64, name string) (err error) {
+	defer httpapi.Wrap(&err, "setTermName(%d)", id)
+	_, err = tx.Exec(ctx, `UPDATE blog_terms SET name = $2 WHERE id = $1`, id, name)
+	return err
 }

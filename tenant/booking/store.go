@@ -24,7 +24,8 @@ const settingsCols = `timezone, weekly_hours, auto_confirm, min_notice_minutes, 
 const settingsSQL = `SELECT ` + settingsCols + ` FROM booking_settings`
 
 // loadSettings reads the settings, the defaults while none are stored.
-func loadSettings(ctx context.Context, tx tenant.Querier) (Settings, error) {
+func loadSettings(ctx context.Context, tx tenant.Querier) (_ Settings, err error) {
+	defer httpapi.Wrap(&err, "loadSettings")
 	rows, err := tx.Query(ctx, settingsSQL)
 	if err != nil {
 		return Settings{}, err
@@ -65,12 +66,13 @@ func scanSettings(rows pgx.Rows) (Settings, error) {
 	return s, err
 }
 
-func saveSettings(ctx context.Context, tx pgx.Tx, s Settings) error {
+func saveSettings(ctx context.Context, tx pgx.Tx, s Settings) (err error) {
+	defer httpapi.Wrap(&err, "saveSettings")
 	var tz *string
 	if s.Timezone != "" {
 		tz = &s.Timezone
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO booking_settings (`+settingsCols+`) VALUES ($1, $2, $3, $4, $5)
+	_, err = tx.Exec(ctx, `INSERT INTO booking_settings (`+settingsCols+`) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (singleton) DO UPDATE SET timezone = $1, weekly_hours = $2, auto_confirm = $3,
 		min_notice_minutes = $4, max_days_ahead = $5, updated_at = now()`,
 		tz, weekToJSON(s.Week), s.AutoConfirm, s.MinNoticeMinutes, s.MaxDaysAhead)
@@ -79,8 +81,9 @@ func saveSettings(ctx context.Context, tx pgx.Tx, s Settings) error {
 
 // lockSettings serialises concurrent PATCHes of the settings, so a merge
 // never works from a stale read.
-func lockSettings(ctx context.Context, tx pgx.Tx) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('booking_settings'))`)
+func lockSettings(ctx context.Context, tx pgx.Tx) (err error) {
+	defer httpapi.Wrap(&err, "lockSettings")
+	_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('booking_settings'))`)
 	return err
 }
 
@@ -123,7 +126,8 @@ func getService(ctx context.Context, tx tenant.Querier, id int64, lock bool) (_ 
 
 // listServices returns up to limit+1 services with ids below the cursor,
 // newest first; activeOnly for the public surface.
-func listServices(ctx context.Context, tx tenant.Querier, before int64, limit int, activeOnly bool) ([]Service, error) {
+func listServices(ctx context.Context, tx tenant.Querier, before int64, limit int, activeOnly bool) (_ []Service, err error) {
+	defer httpapi.Wrap(&err, "listServices")
 	rows, err := tx.Query(ctx, `SELECT `+serviceCols+` FROM booking_services
 		WHERE deleted_at IS NULL AND ($1 = 0 OR id < $1) AND (NOT $2 OR is_active)
 		ORDER BY id DESC LIMIT $3`, before, activeOnly, limit+1)
@@ -133,7 +137,8 @@ func listServices(ctx context.Context, tx tenant.Querier, before int64, limit in
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Service, error) { return scanService(r) })
 }
 
-func insertService(ctx context.Context, tx pgx.Tx, s Service) (Service, error) {
+func insertService(ctx context.Context, tx pgx.Tx, s Service) (_ Service, err error) {
+	defer httpapi.Wrap(&err, "insertService")
 	return scanService(tx.QueryRow(ctx, `INSERT INTO booking_services
 		(name, description, duration_minutes, buffer_minutes, price, currency, is_active)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+serviceCols,
@@ -176,7 +181,8 @@ func scanBooking(row pgx.Row) (Booking, error) {
 
 // insertBooking stores a booking blocking [start, blockedUntil). An overlap
 // with a live booking of the service is errOverlap.
-func insertBooking(ctx context.Context, tx pgx.Tx, nb newBooking, end, blockedUntil time.Time, status string) (Booking, error) {
+func insertBooking(ctx context.Context, tx pgx.Tx, nb newBooking, end, blockedUntil time.Time, status string) (_ Booking, err error) {
+	defer httpapi.Wrap(&err, "insertBooking(%s)", status)
 	b, err := scanBooking(tx.QueryRow(ctx, `INSERT INTO bookings
 		(service_id, start_at, end_at, blocked_until, status, customer_name, customer_email, customer_phone, notes)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+bookingCols,
@@ -252,7 +258,8 @@ func (f bookingFilter) args(limit int) []any {
 }
 
 // listBookings returns up to limit+1 bookings f selects, newest first.
-func listBookings(ctx context.Context, tx tenant.Querier, f bookingFilter, limit int) ([]Booking, error) {
+func listBookings(ctx context.Context, tx tenant.Querier, f bookingFilter, limit int) (_ []Booking, err error) {
+	defer httpapi.Wrap(&err, "listBookings")
 	rows, err := tx.Query(ctx, bookingsSQL, f.args(limit)...)
 	if err != nil {
 		return nil, err
@@ -286,7 +293,8 @@ func collectBookings(rows pgx.Rows) ([]Booking, error) {
 // busySpans returns the blocked ranges of the live bookings of service that
 // overlap [from, to). The predicate matches the exclusion constraint's
 // partial gist index, which serves this query.
-func busySpans(ctx context.Context, tx tenant.Querier, serviceID int64, from, to time.Time) ([]Span, error) {
+func busySpans(ctx context.Context, tx tenant.Querier, serviceID int64, from, to time.Time) (_ []Span, err error) {
+	defer httpapi.Wrap(&err, "busySpans(%d)", serviceID)
 	rows, err := tx.Query(ctx, `SELECT start_at, blocked_until FROM bookings
 		WHERE service_id = $1 AND status IN ('pending','confirmed','completed')
 		AND tstzrange(start_at, blocked_until, '[)') && tstzrange($2, $3, '[)')`, serviceID, from, to)

@@ -77,7 +77,8 @@ func scanCategory(row pgx.Row) (*Category, error) {
 // categoryTree returns the categories as a forest ordered by sort_order,
 // then id; with activeOnly, inactive categories and their subtrees are left
 // out.
-func categoryTree(ctx context.Context, tx tenant.Querier, activeOnly bool) ([]*Category, error) {
+func categoryTree(ctx context.Context, tx tenant.Querier, activeOnly bool) (_ []*Category, err error) {
+	defer httpapi.Wrap(&err, "categoryTree")
 	rows, err := tx.Query(ctx, `SELECT `+categoryCols+` FROM product_categories ORDER BY sort_order, id`)
 	if err != nil {
 		return nil, err
@@ -133,7 +134,8 @@ func findCategory(tree []*Category, id int64) *Category {
 
 // checkParent refuses an unknown parent (422) and a parent that would make
 // a cycle: the category itself or one of its descendants.
-func checkParent(ctx context.Context, tx pgx.Tx, self int64, parent *int64) error {
+func checkParent(ctx context.Context, tx pgx.Tx, self int64, parent *int64) (err error) {
+	defer httpapi.Wrap(&err, "checkParent")
 	if parent == nil {
 		return nil
 	}
@@ -141,7 +143,7 @@ func checkParent(ctx context.Context, tx pgx.Tx, self int64, parent *int64) erro
 		return httpapi.Invalid("parent_id", "a category cannot be its own parent")
 	}
 	var exists, cycle bool
-	err := tx.QueryRow(ctx, `WITH RECURSIVE up AS (
+	err = tx.QueryRow(ctx, `WITH RECURSIVE up AS (
 			SELECT id, parent_id FROM product_categories WHERE id = $1
 			UNION SELECT c.id, c.parent_id FROM product_categories c JOIN up ON c.id = up.parent_id)
 		SELECT EXISTS (SELECT 1 FROM up WHERE id = $1), EXISTS (SELECT 1 FROM up WHERE id = $2)`, *parent, self).Scan(&exists, &cycle)
@@ -158,7 +160,8 @@ func checkParent(ctx context.Context, tx pgx.Tx, self int64, parent *int64) erro
 }
 
 // insertCategory stores a new category under slug sl.
-func insertCategory(ctx context.Context, tx pgx.Tx, in categoryInput, sl string) (*Category, error) {
+func insertCategory(ctx context.Context, tx pgx.Tx, in categoryInput, sl string) (_ *Category, err error) {
+	defer httpapi.Wrap(&err, "insertCategory")
 	if err := checkParent(ctx, tx, 0, in.ParentID.Value); err != nil {
 		return nil, err
 	}
@@ -170,7 +173,8 @@ func insertCategory(ctx context.Context, tx pgx.Tx, in categoryInput, sl string)
 
 // updateCategory applies a PATCH to category id and returns it with its
 // subtree.
-func updateCategory(ctx context.Context, tx pgx.Tx, id int64, in categoryInput) (*Category, error) {
+func updateCategory(ctx context.Context, tx pgx.Tx, id int64, in categoryInput) (_ *Category, err error) {
+	defer httpapi.Wrap(&err, "updateCategory(%d)", id)
 	if in.ParentID.Set {
 		if err := checkParent(ctx, tx, id, in.ParentID.Value); err != nil {
 			return nil, err
@@ -197,12 +201,14 @@ func updateCategory(ctx context.Context, tx pgx.Tx, id int64, in categoryInput) 
 
 // deleteCategory removes a category: its children become roots and its
 // products lose their category (ON DELETE SET NULL).
-func deleteCategory(ctx context.Context, tx pgx.Tx, id int64) error {
+func deleteCategory(ctx context.Context, tx pgx.Tx, id int64) (err error) {
+	defer httpapi.Wrap(&err, "deleteCategory(%d)", id)
 	return execOne(ctx, tx, errNoCategory, `DELETE FROM product_categories WHERE id = $1`, id)
 }
 
 // checkCategory refuses an unknown category_id (422).
-func checkCategory(ctx context.Context, tx pgx.Tx, id *int64) error {
+func checkCategory(ctx context.Context, tx pgx.Tx, id *int64) (err error) {
+	defer httpapi.Wrap(&err, "checkCategory")
 	if id == nil {
 		return nil
 	}
@@ -272,7 +278,8 @@ func scanProduct(row pgx.Row, withVariants bool) (*Product, error) {
 }
 
 // getProduct reads product id without its variants.
-func getProduct(ctx context.Context, tx tenant.Querier, id int64) (*Product, error) {
+func getProduct(ctx context.Context, tx tenant.Querier, id int64) (_ *Product, err error) {
+	defer httpapi.Wrap(&err, "getProduct(%d)", id)
 	return scanProduct(tx.QueryRow(ctx, `SELECT `+productCols+` FROM products WHERE id = $1`, id), false)
 }
 
@@ -284,21 +291,24 @@ func loadProduct(ctx context.Context, tx tenant.Querier, id int64) (_ *Product, 
 
 // publicProduct reads the active product whose id or slug is key, with
 // its active variants.
-func publicProduct(ctx context.Context, tx tenant.Querier, key string, id int64) (*Product, error) {
+func publicProduct(ctx context.Context, tx tenant.Querier, key string, id int64) (_ *Product, err error) {
+	defer httpapi.Wrap(&err, "publicProduct(%q)", key)
 	return scanProduct(tx.QueryRow(ctx, `SELECT `+productCols+variantsColumn(true)+` FROM products
 		WHERE status = 'active' AND (id = $1 OR slug = $2) ORDER BY id = $1 DESC LIMIT 1`, id, key), true)
 }
 
 // productSlugTaken reports whether a product already has slug sl.
-func productSlugTaken(ctx context.Context, tx pgx.Tx, sl string) (bool, error) {
+func productSlugTaken(ctx context.Context, tx pgx.Tx, sl string) (_ bool, err error) {
+	defer httpapi.Wrap(&err, "productSlugTaken")
 	var taken bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM products WHERE slug = $1)`, sl).Scan(&taken)
+	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM products WHERE slug = $1)`, sl).Scan(&taken)
 	return taken, err
 }
 
 // productSlug is the slug of a new product: the one sent, else one made
 // from its name that no product has yet.
-func productSlug(ctx context.Context, tx pgx.Tx, in productInput) (string, error) {
+func productSlug(ctx context.Context, tx pgx.Tx, in productInput) (_ string, err error) {
+	defer httpapi.Wrap(&err, "productSlug")
 	if in.Slug != nil {
 		return *in.Slug, nil
 	}
@@ -308,7 +318,8 @@ func productSlug(ctx context.Context, tx pgx.Tx, in productInput) (string, error
 }
 
 // insertProduct stores a new product and the variants it is created with.
-func insertProduct(ctx context.Context, tx pgx.Tx, in productInput) (*Product, error) {
+func insertProduct(ctx context.Context, tx pgx.Tx, in productInput) (_ *Product, err error) {
+	defer httpapi.Wrap(&err, "insertProduct")
 	if err := checkCategory(ctx, tx, in.CategoryID.Value); err != nil {
 		return nil, err
 	}
@@ -375,14 +386,16 @@ func updateProduct(ctx context.Context, tx pgx.Tx, id int64, in productInput) (_
 
 // deleteProduct removes a product and its variants. Orders keep their
 // frozen lines.
-func deleteProduct(ctx context.Context, tx pgx.Tx, id int64) error {
+func deleteProduct(ctx context.Context, tx pgx.Tx, id int64) (err error) {
+	defer httpapi.Wrap(&err, "deleteProduct(%d)", id)
 	return execOne(ctx, tx, errNoProduct, `DELETE FROM products WHERE id = $1`, id)
 }
 
 // listProducts returns up to limit products with ids below after (0: from
 // the newest), newest first, with their variants (active ones only when
 // public).
-func listProducts(ctx context.Context, tx tenant.Querier, f productFilter, after int64, limit int, public bool) ([]*Product, error) {
+func listProducts(ctx context.Context, tx tenant.Querier, f productFilter, after int64, limit int, public bool) (_ []*Product, err error) {
+	defer httpapi.Wrap(&err, "listProducts")
 	rows, err := tx.Query(ctx, `SELECT `+productCols+variantsColumn(public)+` FROM products
 		WHERE ($1::bigint = 0 OR id < $1)
 		  AND ($2::text IS NULL OR status = $2)
@@ -418,7 +431,8 @@ func scanVariant(row pgx.Row) (*Variant, error) {
 }
 
 // insertVariant stores a variant of p; its price defaults to p's.
-func insertVariant(ctx context.Context, tx pgx.Tx, p *Product, in variantInput) (*Variant, error) {
+func insertVariant(ctx context.Context, tx pgx.Tx, p *Product, in variantInput) (_ *Variant, err error) {
+	defer httpapi.Wrap(&err, "insertVariant")
 	opts := map[string]string{}
 	if in.Options != nil && *in.Options != nil {
 		opts = *in.Options
@@ -429,7 +443,8 @@ func insertVariant(ctx context.Context, tx pgx.Tx, p *Product, in variantInput) 
 }
 
 // addVariant stores a variant of product pid (errNoProduct when absent).
-func addVariant(ctx context.Context, tx pgx.Tx, pid int64, in variantInput) (*Variant, error) {
+func addVariant(ctx context.Context, tx pgx.Tx, pid int64, in variantInput) (_ *Variant, err error) {
+	defer httpapi.Wrap(&err, "addVariant")
 	p, err := getProduct(ctx, tx, pid)
 	if err != nil {
 		return nil, err
@@ -438,7 +453,8 @@ func addVariant(ctx context.Context, tx pgx.Tx, pid int64, in variantInput) (*Va
 }
 
 // getVariant reads variant vid of product pid.
-func getVariant(ctx context.Context, tx tenant.Querier, pid, vid int64) (*Variant, error) {
+func getVariant(ctx context.Context, tx tenant.Querier, pid, vid int64) (_ *Variant, err error) {
+	defer httpapi.Wrap(&err, "getVariant")
 	return scanVariant(tx.QueryRow(ctx, `SELECT `+variantCols+` FROM product_variants WHERE id = $1 AND product_id = $2`, vid, pid))
 }
 
@@ -460,6 +476,7 @@ func updateVariant(ctx context.Context, tx pgx.Tx, pid, vid int64, in variantInp
 }
 
 // deleteVariant removes variant vid of product pid.
-func deleteVariant(ctx context.Context, tx pgx.Tx, pid, vid int64) error {
+func deleteVariant(ctx context.Context, tx pgx.Tx, pid, vid int64) (err error) {
+	defer httpapi.Wrap(&err, "deleteVariant")
 	return execOne(ctx, tx, errNoVariant, `DELETE FROM product_variants WHERE id = $1 AND product_id = $2`, vid, pid)
 }

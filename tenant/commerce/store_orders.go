@@ -58,12 +58,14 @@ func lockOrder(ctx context.Context, tx pgx.Tx, id int64) (_ *orderRow, err error
 }
 
 // lockSessionOrder locks the order of checkout session id.
-func lockSessionOrder(ctx context.Context, tx pgx.Tx, session string) (*orderRow, error) {
+func lockSessionOrder(ctx context.Context, tx pgx.Tx, session string) (_ *orderRow, err error) {
+	defer httpapi.Wrap(&err, "lockSessionOrder")
 	return scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE payment_session_id = $1 FOR UPDATE`, session))
 }
 
 // lockIntentOrder locks the order paid by payment intent id.
-func lockIntentOrder(ctx context.Context, tx pgx.Tx, intent string) (*orderRow, error) {
+func lockIntentOrder(ctx context.Context, tx pgx.Tx, intent string) (_ *orderRow, err error) {
+	defer httpapi.Wrap(&err, "lockIntentOrder")
 	return scanOrder(tx.QueryRow(ctx, `SELECT `+orderCols+` FROM orders WHERE payment_intent_id = $1 FOR UPDATE`, intent))
 }
 
@@ -75,7 +77,8 @@ type orderAccount struct {
 }
 
 // getOrderAccount reads order id and the project's connected account.
-func getOrderAccount(ctx context.Context, tx pgx.Tx, id int64) (orderAccount, error) {
+func getOrderAccount(ctx context.Context, tx pgx.Tx, id int64) (_ orderAccount, err error) {
+	defer httpapi.Wrap(&err, "getOrderAccount(%d)", id)
 	o, err := getOrder(ctx, tx, id)
 	if err != nil {
 		return orderAccount{}, err
@@ -86,7 +89,8 @@ func getOrderAccount(ctx context.Context, tx pgx.Tx, id int64) (orderAccount, er
 
 // listOrders returns up to limit orders with ids below after (0: from the
 // newest), newest first, of the given status and payment status when set.
-func listOrders(ctx context.Context, tx tenant.Querier, after int64, status, payment *string, limit int) ([]Order, error) {
+func listOrders(ctx context.Context, tx tenant.Querier, after int64, status, payment *string, limit int) (_ []Order, err error) {
+	defer httpapi.Wrap(&err, "listOrders")
 	rows, err := tx.Query(ctx, `SELECT `+orderCols+` FROM orders
 		WHERE ($1::bigint = 0 OR id < $1) AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR payment_status = $3)
 		ORDER BY id DESC LIMIT $4`, after, status, payment, limit)
@@ -103,7 +107,8 @@ func listOrders(ctx context.Context, tx tenant.Querier, after int64, status, pay
 }
 
 // insertOrder stores a new order.
-func insertOrder(ctx context.Context, tx pgx.Tx, o *orderRow) (*orderRow, error) {
+func insertOrder(ctx context.Context, tx pgx.Tx, o *orderRow) (_ *orderRow, err error) {
+	defer httpapi.Wrap(&err, "insertOrder")
 	return scanOrder(tx.QueryRow(ctx, `INSERT INTO orders (status, payment_status, items, subtotal, total, currency,
 			customer_name, customer_email, source, reserved, expires_at)
 		VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9, $10) RETURNING `+orderCols,
@@ -120,14 +125,16 @@ func setOrder(ctx context.Context, tx pgx.Tx, o *orderRow) (_ *orderRow, err err
 }
 
 // setOrderExpiry records when the checkout of order id expires.
-func setOrderExpiry(ctx context.Context, tx pgx.Tx, id int64, at time.Time) error {
-	_, err := tx.Exec(ctx, `UPDATE orders SET expires_at = $2 WHERE id = $1`, id, at)
+func setOrderExpiry(ctx context.Context, tx pgx.Tx, id int64, at time.Time) (err error) {
+	defer httpapi.Wrap(&err, "setOrderExpiry(%d)", id)
+	_, err = tx.Exec(ctx, `UPDATE orders SET expires_at = $2 WHERE id = $1`, id, at)
 	return err
 }
 
 // deleteOrder removes order id.
-func deleteOrder(ctx context.Context, tx pgx.Tx, id int64) error {
-	_, err := tx.Exec(ctx, `DELETE FROM orders WHERE id = $1`, id)
+func deleteOrder(ctx context.Context, tx pgx.Tx, id int64) (err error) {
+	defer httpapi.Wrap(&err, "deleteOrder(%d)", id)
+	_, err = tx.Exec(ctx, `DELETE FROM orders WHERE id = $1`, id)
 	return err
 }
 
@@ -140,9 +147,10 @@ type saleProduct struct {
 
 // getSaleProduct reads what a line needs of product id (httpapi.ErrNotFound
 // when absent).
-func getSaleProduct(ctx context.Context, tx pgx.Tx, id int64) (saleProduct, error) {
+func getSaleProduct(ctx context.Context, tx pgx.Tx, id int64) (_ saleProduct, err error) {
+	defer httpapi.Wrap(&err, "getSaleProduct(%d)", id)
 	var p saleProduct
-	err := tx.QueryRow(ctx, `SELECT name, sku, status, price, currency, track_inventory FROM products WHERE id = $1`, id).
+	err = tx.QueryRow(ctx, `SELECT name, sku, status, price, currency, track_inventory FROM products WHERE id = $1`, id).
 		Scan(&p.name, &p.sku, &p.status, &p.price, &p.currency, &p.tracked)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, httpapi.ErrNotFound
@@ -159,9 +167,10 @@ type saleVariant struct {
 
 // getSaleVariant reads what a line needs of variant vid of product pid
 // (httpapi.ErrNotFound when absent).
-func getSaleVariant(ctx context.Context, tx pgx.Tx, pid, vid int64) (saleVariant, error) {
+func getSaleVariant(ctx context.Context, tx pgx.Tx, pid, vid int64) (_ saleVariant, err error) {
+	defer httpapi.Wrap(&err, "getSaleVariant")
 	var v saleVariant
-	err := tx.QueryRow(ctx, `SELECT name, sku, price, is_active FROM product_variants WHERE id = $1 AND product_id = $2`, vid, pid).
+	err = tx.QueryRow(ctx, `SELECT name, sku, price, is_active FROM product_variants WHERE id = $1 AND product_id = $2`, vid, pid).
 		Scan(&v.name, &v.sku, &v.price, &v.active)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return v, httpapi.ErrNotFound
@@ -175,12 +184,14 @@ const accountCols = `account_id, charges_enabled, payouts_enabled, details_submi
 
 // loadAccount reads the project's connected account (ID empty when the
 // project has none).
-func loadAccount(ctx context.Context, tx tenant.Querier) (payments.Account, error) {
+func loadAccount(ctx context.Context, tx tenant.Querier) (_ payments.Account, err error) {
+	defer httpapi.Wrap(&err, "loadAccount")
 	return readAccount(ctx, tx, `SELECT `+accountCols+` FROM payment_account`)
 }
 
 // lockAccount is loadAccount locking the account's row.
-func lockAccount(ctx context.Context, tx pgx.Tx) (payments.Account, error) {
+func lockAccount(ctx context.Context, tx pgx.Tx) (_ payments.Account, err error) {
+	defer httpapi.Wrap(&err, "lockAccount")
 	return readAccount(ctx, tx, `SELECT `+accountCols+` FROM payment_account FOR UPDATE`)
 }
 
@@ -200,7 +211,8 @@ func readAccount(ctx context.Context, tx tenant.Querier, query string) (payments
 
 // lockNewAccount makes the project's account row if it has none yet and
 // locks it, so that one request at a time creates the account.
-func lockNewAccount(ctx context.Context, tx pgx.Tx) (payments.Account, error) {
+func lockNewAccount(ctx context.Context, tx pgx.Tx) (_ payments.Account, err error) {
+	defer httpapi.Wrap(&err, "lockNewAccount")
 	if _, err := tx.Exec(ctx, `INSERT INTO payment_account DEFAULT VALUES ON CONFLICT DO NOTHING`); err != nil {
 		return payments.Account{}, err
 	}
@@ -208,8 +220,9 @@ func lockNewAccount(ctx context.Context, tx pgx.Tx) (payments.Account, error) {
 }
 
 // saveAccount records the connected account a and its status.
-func saveAccount(ctx context.Context, tx pgx.Tx, a payments.Account) error {
-	_, err := tx.Exec(ctx, `UPDATE payment_account SET account_id = $1, charges_enabled = $2, payouts_enabled = $3, details_submitted = $4,
+func saveAccount(ctx context.Context, tx pgx.Tx, a payments.Account) (err error) {
+	defer httpapi.Wrap(&err, "saveAccount")
+	_, err = tx.Exec(ctx, `UPDATE payment_account SET account_id = $1, charges_enabled = $2, payouts_enabled = $3, details_submitted = $4,
 		updated_at = now()`, a.ID, a.ChargesEnabled, a.PayoutsEnabled, a.DetailsSubmitted)
 	return err
 }
@@ -218,7 +231,8 @@ func saveAccount(ctx context.Context, tx pgx.Tx, a payments.Account) error {
 
 // recordEvent records that event id was received; false when it already
 // was.
-func recordEvent(ctx context.Context, tx pgx.Tx, id, typ string) (bool, error) {
+func recordEvent(ctx context.Context, tx pgx.Tx, id, typ string) (_ bool, err error) {
+	defer httpapi.Wrap(&err, "recordEvent(%s)", id)
 	tag, err := tx.Exec(ctx, `INSERT INTO payment_events (id, type) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, id, typ)
 	return err == nil && tag.RowsAffected() == 1, err
 }

@@ -80,35 +80,40 @@ func move(ctx context.Context, tx pgx.Tx, lines []line, productSQL, variantSQL s
 
 // reserve holds tracked stock for a pending order: 409 conflict
 // "insufficient stock" when fewer units are available than asked.
-func reserve(ctx context.Context, tx pgx.Tx, lines []line) error {
+func reserve(ctx context.Context, tx pgx.Tx, lines []line) (err error) {
+	defer httpapi.Wrap(&err, "reserve")
 	return move(ctx, tx, lines,
 		`UPDATE products SET reserved = reserved + $2 WHERE id = $1 AND stock_quantity - reserved >= $2`,
 		`UPDATE product_variants SET reserved = reserved + $2 WHERE id = $1 AND stock_quantity - reserved >= $2`, true)
 }
 
 // release gives a pending order's reservation back.
-func release(ctx context.Context, tx pgx.Tx, lines []line) error {
+func release(ctx context.Context, tx pgx.Tx, lines []line) (err error) {
+	defer httpapi.Wrap(&err, "release")
 	return move(ctx, tx, lines,
 		`UPDATE products SET reserved = GREATEST(reserved - $2, 0) WHERE id = $1`,
 		`UPDATE product_variants SET reserved = GREATEST(reserved - $2, 0) WHERE id = $1`, false)
 }
 
 // consume turns a paid order's reservation into sold units.
-func consume(ctx context.Context, tx pgx.Tx, lines []line) error {
+func consume(ctx context.Context, tx pgx.Tx, lines []line) (err error) {
+	defer httpapi.Wrap(&err, "consume")
 	return move(ctx, tx, lines,
 		`UPDATE products SET stock_quantity = GREATEST(stock_quantity - $2, 0), reserved = GREATEST(reserved - $2, 0) WHERE id = $1`,
 		`UPDATE product_variants SET stock_quantity = GREATEST(stock_quantity - $2, 0), reserved = GREATEST(reserved - $2, 0) WHERE id = $1`, false)
 }
 
 // take sells available units at once (a manual order created paid).
-func take(ctx context.Context, tx pgx.Tx, lines []line) error {
+func take(ctx context.Context, tx pgx.Tx, lines []line) (err error) {
+	defer httpapi.Wrap(&err, "take")
 	return move(ctx, tx, lines,
 		`UPDATE products SET stock_quantity = stock_quantity - $2 WHERE id = $1 AND stock_quantity - reserved >= $2`,
 		`UPDATE product_variants SET stock_quantity = stock_quantity - $2 WHERE id = $1 AND stock_quantity - reserved >= $2`, true)
 }
 
 // restock puts the units of a paid order that is cancelled back.
-func restock(ctx context.Context, tx pgx.Tx, lines []line) error {
+func restock(ctx context.Context, tx pgx.Tx, lines []line) (err error) {
+	defer httpapi.Wrap(&err, "restock")
 	return move(ctx, tx, lines,
 		`UPDATE products SET stock_quantity = stock_quantity + $2 WHERE id = $1`,
 		`UPDATE product_variants SET stock_quantity = stock_quantity + $2 WHERE id = $1`, false)

@@ -49,17 +49,11 @@ type ImportedObject struct {
 // hold it), and the images' and the logo's URLs this server's media URLs
 // under mediaBase.
 func ReconcileImport(ctx context.Context, tx pgx.Tx, projectID, mediaBase string, objects map[string]ImportedObject) error {
-	var key, object string
-	rows, err := tx.Query(ctx, `SELECT key, object FROM images WHERE object IS NOT NULL ORDER BY key`)
-	if err != nil {
-		return err
-	}
 	var foreign error
-	_, err = pgx.ForEachRow(rows, []any{&key, &object}, func() error {
+	err := imageObjects(ctx, tx, func(key, object string) {
 		if foreign == nil && !storage.InProject(projectID, object) {
 			foreign = httpapi.Fail(httpapi.ErrInvalid, fmt.Sprintf("image %s: its object %q is not below the project's media", key, object))
 		}
-		return nil
 	})
 	if err != nil || foreign != nil {
 		return errors.Join(err, foreign)
@@ -72,20 +66,10 @@ func ReconcileImport(ctx context.Context, tx pgx.Tx, projectID, mediaBase string
 		return httpapi.Fail(httpapi.ErrInvalid, fmt.Sprintf("brand: its logo object %q is not below the project's media", logo))
 	}
 
-	n := len(objects)
-	keys, types, sizes, widths, heights := make([]string, 0, n), make([]string, 0, n), make([]int64, 0, n), make([]int32, 0, n), make([]int32, 0, n)
-	for k, o := range objects {
-		keys, types, sizes = append(keys, k), append(types, o.ContentType), append(sizes, o.Size)
-		widths, heights = append(widths, int32(o.Width)), append(heights, int32(o.Height))
-	}
-	if _, err := tx.Exec(ctx, `WITH m AS (SELECT * FROM unnest($3::text[], $4::text[], $5::bigint[], $6::int[], $7::int[]) AS m (object, ct, size, w, h))
-		UPDATE images i SET url = $2 || i.key, content_type = m.ct, size_bytes = m.size, width = m.w, height = m.h
-		FROM images j LEFT JOIN m ON m.object = COALESCE(j.object, $1 || '/' || j.key)
-		WHERE i.key = j.key`, projectID, MediaURLAt(mediaBase, projectID, ""), keys, types, sizes, widths, heights); err != nil {
+	if err := reconcileImages(ctx, tx, projectID, MediaURLAt(mediaBase, projectID, ""), objects); err != nil {
 		return fmt.Errorf("images: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE brand SET logo_url = CASE WHEN logo_object IS NULL THEN NULL ELSE $1 END`,
-		MediaURLAt(mediaBase, projectID, LogoKey)); err != nil {
+	if err := setLogoURL(ctx, tx, MediaURLAt(mediaBase, projectID, LogoKey)); err != nil {
 		return fmt.Errorf("brand: %w", err)
 	}
 	return nil

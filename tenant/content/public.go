@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
@@ -79,31 +78,4 @@ func (sv *Service) publicPages(w http.ResponseWriter, r *http.Request, s *tenant
 		return err
 	}
 	return httpapi.PublicJSON(w, r, list)
-}
-
-// SitemapPage is a published page as a sitemap lists it.
-type SitemapPage struct {
-	Path      string
-	Langs     []string // the languages of its translations
-	UpdatedAt time.Time
-}
-
-// QueueSitemapPages queues on b the read of up to limit published pages
-// that do not ask to be kept out of search engines (seo.noindex), by
-// path, into out: the sitemap reads them in one batch with the posts.
-func QueueSitemapPages(b *tenant.ReadBatch, limit int, out *[]SitemapPage) {
-	b.Queue(`SELECT path, updated_at,
-			ARRAY(SELECT DISTINCT t->>'lang' FROM jsonb_array_elements(translations) t WHERE t->>'lang' IS NOT NULL ORDER BY 1)
-		FROM pages WHERE status = 'published' AND NOT COALESCE((seo->>'noindex')::boolean, false)
-		ORDER BY path LIMIT $1`, []any{limit}, func(rows pgx.Rows) error {
-		*out = nil
-		for rows.Next() {
-			var p SitemapPage
-			if err := rows.Scan(&p.Path, &p.UpdatedAt, &p.Langs); err != nil {
-				return err
-			}
-			*out = append(*out, p)
-		}
-		return rows.Err()
-	})
 }

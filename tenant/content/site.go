@@ -25,8 +25,8 @@ func LockPage(ctx context.Context, tx pgx.Tx, pageSlug string) (*Page, error) {
 	if !slug.Valid(pageSlug) {
 		return nil, httpapi.Invalid("slug", "must match "+slug.Pattern.String())
 	}
-	p, err := scanPage(tx.QueryRow(ctx, `SELECT `+pageCols+` FROM pages WHERE slug = $1 FOR UPDATE`, pageSlug))
-	if errors.Is(err, pgx.ErrNoRows) {
+	p, err := lockPageBySlug(ctx, tx, pageSlug)
+	if errors.Is(err, httpapi.ErrNotFound) {
 		return nil, nil
 	}
 	return &p, err
@@ -58,8 +58,8 @@ func LockComponent(ctx context.Context, tx pgx.Tx, componentSlug string) (*Compo
 	if !slug.Valid(componentSlug) {
 		return nil, httpapi.Invalid("slug", "must match "+slug.Pattern.String())
 	}
-	c, err := scanComponent(tx.QueryRow(ctx, `SELECT `+componentCols+` FROM components WHERE slug = $1 FOR UPDATE`, componentSlug))
-	if errors.Is(err, pgx.ErrNoRows) {
+	c, err := lockComponentBySlug(ctx, tx, componentSlug)
+	if errors.Is(err, httpapi.ErrNotFound) {
 		return nil, nil
 	}
 	return &c, err
@@ -86,7 +86,7 @@ func SaveComponent(ctx context.Context, tx pgx.Tx, cur *Component, req Component
 // project, so holding it also serialises callers that rewrite a whole
 // site.
 func LockBrand(ctx context.Context, tx pgx.Tx) (Brand, error) {
-	return scanBrand(tx.QueryRow(ctx, `SELECT `+brandCols+` FROM brand FOR UPDATE`))
+	return lockBrand(ctx, tx)
 }
 
 // SaveBrand applies req as PATCH /brand does.
@@ -101,18 +101,7 @@ func SaveBrand(ctx context.Context, tx pgx.Tx, req BrandRequest) (Brand, error) 
 // LockValues returns the stored values of keys in langs, locked, by key
 // and language.
 func LockValues(ctx context.Context, tx pgx.Tx, keys, langs []string) (map[[2]string]string, error) {
-	rows, err := tx.Query(ctx, `SELECT key, lang, value FROM content_values WHERE key = ANY($1) AND lang = ANY($2)
-		ORDER BY key, lang FOR UPDATE`, keys, langs)
-	if err != nil {
-		return nil, err
-	}
-	out := map[[2]string]string{}
-	var k, l, v string
-	_, err = pgx.ForEachRow(rows, []any{&k, &l, &v}, func() error {
-		out[[2]string{k, l}] = v
-		return nil
-	})
-	return out, err
+	return lockValues(ctx, tx, keys, langs)
 }
 
 // SaveValue writes key's value in lang as PUT /content/{key} does,

@@ -96,7 +96,8 @@ func taken(tx pgx.Tx, table string) func(context.Context, string) (bool, error) 
 // pickSlug returns the explicit slug (422 when malformed), or one derived
 // from name and made unique with -2, -3, … . An explicit slug that is
 // taken fails on the unique constraint (409).
-func pickSlug(ctx context.Context, tx pgx.Tx, table string, explicit *string, name string) (string, error) {
+func pickSlug(ctx context.Context, tx pgx.Tx, table string, explicit *string, name string) (_ string, err error) {
+	defer httpapi.Wrap(&err, "pickSlug")
 	if explicit != nil {
 		return *explicit, nil
 	}
@@ -139,7 +140,8 @@ func SetValue(ctx context.Context, tx pgx.Tx, key, lang, value string) (_ ValueC
 
 // Values returns the values in lang of keys (all of lang's keys when keys
 // is nil), by key.
-func Values(ctx context.Context, tx pgx.Tx, lang string, keys []string) (map[string]string, error) {
+func Values(ctx context.Context, tx pgx.Tx, lang string, keys []string) (_ map[string]string, err error) {
+	defer httpapi.Wrap(&err, "Values")
 	rows, err := tx.Query(ctx, `SELECT key, value FROM content_values WHERE lang = $1 AND ($2::text[] IS NULL OR key = ANY($2))`, lang, keys)
 	if err != nil {
 		return nil, err
@@ -209,7 +211,8 @@ func scanKey(rows pgx.Rows, key, lang, def string) (ContentKey, error) {
 
 // deleteValues deletes key's value in lang, or in every language when
 // lang is empty (httpapi.ErrNotFound when there was none).
-func deleteValues(ctx context.Context, tx pgx.Tx, key, lang string) error {
+func deleteValues(ctx context.Context, tx pgx.Tx, key, lang string) (err error) {
+	defer httpapi.Wrap(&err, "deleteValues(%s)", key)
 	return execFound(ctx, tx, httpapi.ErrNotFound, `DELETE FROM content_values WHERE key = $1 AND ($2 = '' OR lang = $2)`, key, lang)
 }
 
@@ -228,7 +231,8 @@ const BulkSQL = bulkSQL
 // readBulk reads the values of keys in lang, falling back to def, in one
 // round trip (the public surface's hot path, hence s.Read, not a Tx).
 // Without keys it reads the page of BulkPage keys after the key after.
-func readBulk(ctx context.Context, s *tenant.Scope, keys []string, lang, def, after string) (Bulk, error) {
+func readBulk(ctx context.Context, s *tenant.Scope, keys []string, lang, def, after string) (_ Bulk, err error) {
+	defer httpapi.Wrap(&err, "readBulk")
 	b := Bulk{Data: make(map[string]string, len(keys)), Lang: lang, Missing: []string{}}
 	var from *string // Read sends "" as NULL: say NULL outright
 	if after != "" {
@@ -239,7 +243,7 @@ func readBulk(ctx context.Context, s *tenant.Scope, keys []string, lang, def, af
 		n := BulkPage + 1 // the extra row only tells that more exist
 		limit = &n
 	}
-	err := s.Read(ctx, bulkSQL, []any{keys, lang, def, from, limit}, func(rows pgx.Rows) error {
+	err = s.Read(ctx, bulkSQL, []any{keys, lang, def, from, limit}, func(rows pgx.Rows) error {
 		var k, v, last string
 		_, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error {
 			if len(b.Data) == BulkPage && keys == nil {
@@ -294,12 +298,14 @@ func insertComponent(ctx context.Context, tx pgx.Tx, explicit *string, name stri
 
 // listComponents reads up to limit components before the id before (0:
 // from the newest).
-func listComponents(ctx context.Context, tx tenant.Querier, before int64, limit int) ([]Component, error) {
+func listComponents(ctx context.Context, tx tenant.Querier, before int64, limit int) (_ []Component, err error) {
+	defer httpapi.Wrap(&err, "listComponents")
 	return queryAll(ctx, tx, scanComponent, `SELECT `+componentCols+` FROM components WHERE $1 = 0 OR id < $1 ORDER BY id DESC LIMIT $2`,
 		before, limit)
 }
 
-func getComponent(ctx context.Context, tx tenant.Querier, s string) (Component, error) {
+func getComponent(ctx context.Context, tx tenant.Querier, s string) (_ Component, err error) {
+	defer httpapi.Wrap(&err, "getComponent")
 	if !slug.Valid(s) {
 		return Component{}, errNoComponent
 	}
@@ -320,7 +326,8 @@ func updateComponent(ctx context.Context, tx pgx.Tx, cur string, name, newSlug *
 	return c, unique(noRows(err, errNoComponent), errSlugTaken)
 }
 
-func deleteComponent(ctx context.Context, tx pgx.Tx, s string) error {
+func deleteComponent(ctx context.Context, tx pgx.Tx, s string) (err error) {
+	defer httpapi.Wrap(&err, "deleteComponent")
 	return execFound(ctx, tx, errNoComponent, `DELETE FROM components WHERE slug = $1`, s)
 }
 
@@ -344,7 +351,8 @@ func scanGallery(row pgx.Row) (Gallery, error) {
 }
 
 // GetGallery reads the gallery of slug (404 when absent).
-func GetGallery(ctx context.Context, tx tenant.Querier, s string) (Gallery, error) {
+func GetGallery(ctx context.Context, tx tenant.Querier, s string) (_ Gallery, err error) {
+	defer httpapi.Wrap(&err, "GetGallery")
 	if !slug.Valid(s) {
 		return Gallery{}, errNoGallery
 	}
@@ -366,7 +374,8 @@ func insertGallery(ctx context.Context, tx pgx.Tx, explicit *string, name string
 }
 
 // listGalleries reads up to limit galleries after the position after.
-func listGalleries(ctx context.Context, tx tenant.Querier, after timeCursor, limit int) ([]Gallery, error) {
+func listGalleries(ctx context.Context, tx tenant.Querier, after timeCursor, limit int) (_ []Gallery, err error) {
+	defer httpapi.Wrap(&err, "listGalleries")
 	return queryAll(ctx, tx, scanGallery, `SELECT `+galleryCols+` FROM galleries
 		WHERE $1::timestamptz IS NULL OR (created_at, slug) < ($1, $2)
 		ORDER BY created_at DESC, slug DESC LIMIT $3`, after.at, after.name, limit)
@@ -384,7 +393,8 @@ func updateGallery(ctx context.Context, tx pgx.Tx, cur string, name, newSlug *st
 	return g, unique(noRows(err, errNoGallery), errSlugTaken)
 }
 
-func deleteGallery(ctx context.Context, tx pgx.Tx, s string) error {
+func deleteGallery(ctx context.Context, tx pgx.Tx, s string) (err error) {
+	defer httpapi.Wrap(&err, "deleteGallery")
 	return execFound(ctx, tx, errNoGallery, `DELETE FROM galleries WHERE slug = $1`, s)
 }
 
@@ -406,13 +416,15 @@ func scanBrand(row pgx.Row) (Brand, error) {
 	return b, nil
 }
 
-func getBrand(ctx context.Context, tx tenant.Querier) (Brand, error) {
+func getBrand(ctx context.Context, tx tenant.Querier) (_ Brand, err error) {
+	defer httpapi.Wrap(&err, "getBrand")
 	return scanBrand(tx.QueryRow(ctx, `SELECT `+brandCols+` FROM brand`))
 }
 
 // updateBrand sets the fields of req that are not nil; colors and fonts
 // are the JSON objects to store, nil to keep them.
-func updateBrand(ctx context.Context, tx pgx.Tx, req BrandRequest, colors, fonts []byte) (Brand, error) {
+func updateBrand(ctx context.Context, tx pgx.Tx, req BrandRequest, colors, fonts []byte) (_ Brand, err error) {
+	defer httpapi.Wrap(&err, "updateBrand")
 	return scanBrand(tx.QueryRow(ctx, `UPDATE brand SET name = COALESCE($1, name), tagline = COALESCE($2, tagline),
 			description = COALESCE($3, description), voice = COALESCE($4, voice), audience = COALESCE($5, audience),
 			colors = COALESCE($6, colors), fonts = COALESCE($7, fonts), updated_at = now()
@@ -420,9 +432,10 @@ func updateBrand(ctx context.Context, tx pgx.Tx, req BrandRequest, colors, fonts
 }
 
 // logoObject is the stored object of the brand logo ("" when none).
-func logoObject(ctx context.Context, tx tenant.Querier) (string, error) {
+func logoObject(ctx context.Context, tx tenant.Querier) (_ string, err error) {
+	defer httpapi.Wrap(&err, "logoObject")
 	var object string
-	err := tx.QueryRow(ctx, `SELECT COALESCE(logo_object, '') FROM brand`).Scan(&object)
+	err = tx.QueryRow(ctx, `SELECT COALESCE(logo_object, '') FROM brand`).Scan(&object)
 	return object, noRows(err, httpapi.ErrNotFound)
 }
 
@@ -437,4 +450,36 @@ func setLogo(ctx context.Context, tx pgx.Tx, object, url string) (_ Brand, previ
 	b, err := scanBrand(tx.QueryRow(ctx, `UPDATE brand SET logo_object = $1, logo_url = $2, updated_at = now() RETURNING `+brandCols,
 		object, url))
 	return b, previous, err
+}
+
+// lockComponentBySlug reads the component of slug and locks it for the
+// transaction; httpapi.ErrNotFound when there is none.
+func lockComponentBySlug(ctx context.Context, tx pgx.Tx, componentSlug string) (_ Component, err error) {
+	defer httpapi.Wrap(&err, "lockComponentBySlug(%s)", componentSlug)
+	c, err := scanComponent(tx.QueryRow(ctx, `SELECT `+componentCols+` FROM components WHERE slug = $1 FOR UPDATE`, componentSlug))
+	return c, noRows(err, httpapi.ErrNotFound)
+}
+
+// lockBrand reads the brand and locks its row for the transaction.
+func lockBrand(ctx context.Context, tx pgx.Tx) (_ Brand, err error) {
+	defer httpapi.Wrap(&err, "lockBrand")
+	return scanBrand(tx.QueryRow(ctx, `SELECT `+brandCols+` FROM brand FOR UPDATE`))
+}
+
+// lockValues reads the values of keys in langs, by key and language, and
+// locks their rows for the transaction.
+func lockValues(ctx context.Context, tx pgx.Tx, keys, langs []string) (_ map[[2]string]string, err error) {
+	defer httpapi.Wrap(&err, "lockValues")
+	rows, err := tx.Query(ctx, `SELECT key, lang, value FROM content_values WHERE key = ANY($1) AND lang = ANY($2)
+		ORDER BY key, lang FOR UPDATE`, keys, langs)
+	if err != nil {
+		return nil, err
+	}
+	out := map[[2]string]string{}
+	var k, l, v string
+	_, err = pgx.ForEachRow(rows, []any{&k, &l, &v}, func() error {
+		out[[2]string{k, l}] = v
+		return nil
+	})
+	return out, err
 }

@@ -41,7 +41,8 @@ func scanImage(row pgx.Row) (imageRow, error) {
 
 // PutImage inserts img, or replaces the image of the same key, and
 // returns it as stored; its bytes are at {project}/{key}.
-func PutImage(ctx context.Context, tx pgx.Tx, img Image) (Image, error) {
+func PutImage(ctx context.Context, tx pgx.Tx, img Image) (_ Image, err error) {
+	defer httpapi.Wrap(&err, "PutImage")
 	row, err := putImage(ctx, tx, imageRow{Image: img})
 	return row.Image, err
 }
@@ -73,7 +74,8 @@ func insertImage(ctx context.Context, tx pgx.Tx, row imageRow) (_ imageRow, err 
 
 // freeImageKey derives from base an image key no image has, with -2, -3,
 // … . Derivations are serialised per project, as pickSlug's are.
-func freeImageKey(ctx context.Context, tx pgx.Tx, base string) (string, error) {
+func freeImageKey(ctx context.Context, tx pgx.Tx, base string) (_ string, err error) {
+	defer httpapi.Wrap(&err, "freeImageKey")
 	base = slug.Make(base)
 	if len(base) > 190 {
 		base = strings.TrimRight(base[:190], "-")
@@ -90,13 +92,15 @@ func freeImageKey(ctx context.Context, tx pgx.Tx, base string) (string, error) {
 
 // GetImage reads the image of key (a failure of kind httpapi.ErrNotFound
 // when absent).
-func GetImage(ctx context.Context, tx tenant.Querier, key string) (Image, error) {
+func GetImage(ctx context.Context, tx tenant.Querier, key string) (_ Image, err error) {
+	defer httpapi.Wrap(&err, "GetImage(%s)", key)
 	row, err := getImage(ctx, tx, key, false)
 	return row.Image, err
 }
 
 // getImage reads the image of key; lock holds the row until tx ends.
-func getImage(ctx context.Context, tx tenant.Querier, key string, lock bool) (imageRow, error) {
+func getImage(ctx context.Context, tx tenant.Querier, key string, lock bool) (_ imageRow, err error) {
+	defer httpapi.Wrap(&err, "getImage(%s)", key)
 	q := `SELECT ` + imageCols + ` FROM images WHERE key = $1`
 	if lock {
 		q += ` FOR UPDATE`
@@ -107,7 +111,8 @@ func getImage(ctx context.Context, tx tenant.Querier, key string, lock bool) (im
 
 // listImages reads up to limit images of source (any when empty) after
 // the position after.
-func listImages(ctx context.Context, tx tenant.Querier, after timeCursor, source string, limit int) ([]Image, error) {
+func listImages(ctx context.Context, tx tenant.Querier, after timeCursor, source string, limit int) (_ []Image, err error) {
+	defer httpapi.Wrap(&err, "listImages")
 	scan := func(row pgx.Row) (Image, error) {
 		r, err := scanImage(row)
 		return r.Image, err
@@ -118,7 +123,50 @@ func listImages(ctx context.Context, tx tenant.Querier, after timeCursor, source
 }
 
 // deleteImage deletes the image of key and returns it.
-func deleteImage(ctx context.Context, tx pgx.Tx, key string) (imageRow, error) {
+func deleteImage(ctx context.Context, tx pgx.Tx, key string) (_ imageRow, err error) {
+	defer httpapi.Wrap(&err, "deleteImage(%s)", key)
 	row, err := scanImage(tx.QueryRow(ctx, `DELETE FROM images WHERE key = $1 RETURNING `+imageCols, key))
 	return row, noRows(err, noImage(key))
+}
+
+// imageObjects calls fn with the key and object of each image that
+// names an object, by key.
+func imageObjects(ctx context.Context, tx pgx.Tx, fn func(key, object string)) (err error) {
+	defer httpapi.Wrap(&err, "imageObjects")
+	var key, object string
+	rows, err := tx.Query(ctx, `SELECT key, object FROM images WHERE object IS NOT NULL ORDER BY key`)
+	if err != nil {
+		return err
+	}
+	_, err = pgx.ForEachRow(rows, []any{&key, &object}, func() error {
+		fn(key, object)
+		return nil
+	})
+	return err
+}
+
+// reconcileImages gives each image the URL urlBase + its key and the
+// content type, size and dimensions of its object in objects (keyed by
+// the full object key, the project's prefix and the image key when the
+// row names none; null when objects lacks it).
+func reconcileImages(ctx context.Context, tx pgx.Tx, projectID, urlBase string, objects map[string]ImportedObject) (err error) {
+	defer httpapi.Wrap(&err, "reconcileImages")
+	n := len(objects)
+	keys, types, sizes, widths, heights := make([]string, 0, n), make([]string, 0, n), make([]int64, 0, n), make([]int32, 0, n), make([]int32, 0, n)
+	for k, o := range objects {
+		keys, types, sizes = append(keys, k), append(types, o.ContentType), append(sizes, o.Size)
+		widths, heights = append(widths, int32(o.Width)), append(heights, int32(o.Height))
+	}
+	_, err = tx.Exec(ctx, `WITH m AS (SELECT * FROM unnest($3::text[], $4::text[], $5::bigint[], $6::int[], $7::int[]) AS m (object, ct, size, w, h))
+		UPDATE images i SET url = $2 || i.key, content_type = m.ct, size_bytes = m.size, width = m.w, height = m.h
+		FROM images j LEFT JOIN m ON m.object = COALESCE(j.object, $1 || '/' || j.key)
+		WHERE i.key = j.key`, projectID, urlBase, keys, types, sizes, widths, heights)
+	return err
+}
+
+// setLogoURL serves the brand's logo, when it has one, at url.
+func setLogoURL(ctx context.Context, tx pgx.Tx, url string) (err error) {
+	defer httpapi.Wrap(&err, "setLogoURL")
+	_, err = tx.Exec(ctx, `UPDATE brand SET logo_url = CASE WHEN logo_object IS NULL THEN NULL ELSE $1 END`, url)
+	return err
 }

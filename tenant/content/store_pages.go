@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -76,7 +77,8 @@ func findPage(ctx context.Context, tx tenant.Querier, ref string, lock bool) (_ 
 }
 
 // publishedPage reads the published page of slug.
-func publishedPage(ctx context.Context, tx tenant.Querier, s string) (Page, error) {
+func publishedPage(ctx context.Context, tx tenant.Querier, s string) (_ Page, err error) {
+	defer httpapi.Wrap(&err, "publishedPage")
 	if !slug.Valid(s) {
 		return Page{}, errNoPage
 	}
@@ -86,7 +88,8 @@ func publishedPage(ctx context.Context, tx tenant.Querier, s string) (Page, erro
 
 // listPages reads up to limit pages of status (any when empty) before the
 // id before (0: from the newest).
-func listPages(ctx context.Context, tx tenant.Querier, before int64, status string, limit int) ([]Page, error) {
+func listPages(ctx context.Context, tx tenant.Querier, before int64, status string, limit int) (_ []Page, err error) {
+	defer httpapi.Wrap(&err, "listPages(%s)", status)
 	return queryAll(ctx, tx, scanPage, `SELECT `+pageCols+` FROM pages WHERE ($1 = 0 OR id < $1) AND ($2 = '' OR status = $2)
 		ORDER BY id DESC LIMIT $3`, before, status, limit)
 }
@@ -125,11 +128,47 @@ func updatePage(ctx context.Context, tx pgx.Tx, p Page) (_ Page, err error) {
 }
 
 // deletePage deletes the page named by id_or_slug.
-func deletePage(ctx context.Context, tx pgx.Tx, ref string) error {
+func deletePage(ctx context.Context, tx pgx.Tx, ref string) (err error) {
+	defer httpapi.Wrap(&err, "deletePage(%s)", ref)
 	p, err := findPage(ctx, tx, ref, true)
 	if err != nil {
 		return err
 	}
 	_, err = tx.Exec(ctx, `DELETE FROM pages WHERE id = $1`, p.ID)
 	return err
+}
+
+// lockPageBySlug reads the page of slug and locks it for the
+// transaction; httpapi.ErrNotFound when there is none.
+func lockPageBySlug(ctx context.Context, tx pgx.Tx, pageSlug string) (_ Page, err error) {
+	defer httpapi.Wrap(&err, "lockPageBySlug(%s)", pageSlug)
+	p, err := scanPage(tx.QueryRow(ctx, `SELECT `+pageCols+` FROM pages WHERE slug = $1 FOR UPDATE`, pageSlug))
+	return p, noRows(err, httpapi.ErrNotFound)
+}
+
+// SitemapPage is a published page as a sitemap lists it.
+type SitemapPage struct {
+	Path      string
+	Langs     []string // the languages of its translations
+	UpdatedAt time.Time
+}
+
+// QueueSitemapPages queues on b the read of up to limit published pages
+// that do not ask to be kept out of search engines (seo.noindex), by
+// path, into out: the sitemap reads them in one batch with the posts.
+func QueueSitemapPages(b *tenant.ReadBatch, limit int, out *[]SitemapPage) {
+	b.Queue(`SELECT path, updated_at,
+			ARRAY(SELECT DISTINCT t->>'lang' FROM jsonb_array_elements(translations) t WHERE t->>'lang' IS NOT NULL ORDER BY 1)
+		FROM pages WHERE status = 'published' AND NOT COALESCE((seo->>'noindex')::boolean, false)
+		ORDER BY path LIMIT $1`, []any{limit}, func(rows pgx.Rows) error {
+		*out = nil
+		for rows.Next() {
+			var p SitemapPage
+			if err := rows.Scan(&p.Path, &p.UpdatedAt, &p.Langs); err != nil {
+				return err
+			}
+			*out = append(*out, p)
+		}
+		return rows.Err()
+	})
 }

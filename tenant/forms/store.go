@@ -48,7 +48,8 @@ DO UPDATE SET name = coalesce(EXCLUDED.name, f.name), source = coalesce(EXCLUDED
 RETURNING ` + columns
 
 // insert stores a validated submission and returns the stored row.
-func insert(ctx context.Context, tx pgx.Tx, in row) (row, error) {
+func insert(ctx context.Context, tx pgx.Tx, in row) (_ row, err error) {
+	defer httpapi.Wrap(&err, "insert")
 	if in.Type == TypeNewsletter && !in.Spam {
 		return scanRow(tx.QueryRow(ctx, subscribeSQL, in.Email, in.Name, in.Source))
 	}
@@ -63,7 +64,8 @@ ORDER BY id DESC LIMIT $3`
 
 // list returns up to limit rows of typ ("" for all) older than the row
 // with id before (0 for the newest).
-func list(ctx context.Context, tx tenant.Querier, typ string, before int64, limit int) ([]row, error) {
+func list(ctx context.Context, tx tenant.Querier, typ string, before int64, limit int) (_ []row, err error) {
+	defer httpapi.Wrap(&err, "list")
 	rows, err := tx.Query(ctx, listSQL, typ, before, limit)
 	if err != nil {
 		return nil, err
@@ -94,7 +96,8 @@ type subscriber struct {
 
 // eachSubscriber calls fn for every genuine newsletter subscriber, newest
 // first, streaming the rows.
-func eachSubscriber(ctx context.Context, tx pgx.Tx, fn func(subscriber) error) error {
+func eachSubscriber(ctx context.Context, tx pgx.Tx, fn func(subscriber) error) (err error) {
+	defer httpapi.Wrap(&err, "eachSubscriber")
 	rows, err := tx.Query(ctx, `SELECT email, coalesce(name, ''), coalesce(source, ''), created_at
 FROM form_submissions WHERE type = 'newsletter' AND NOT spam ORDER BY id DESC`)
 	if err != nil {

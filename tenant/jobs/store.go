@@ -83,7 +83,8 @@ func scan(r pgx.Row) (*row, error) {
 	return j, nil
 }
 
-func insert(ctx context.Context, tx pgx.Tx, j *row) error {
+func insert(ctx context.Context, tx pgx.Tx, j *row) (err error) {
+	defer httpapi.Wrap(&err, "insert")
 	steps, err := json.Marshal(j.Steps)
 	if err != nil {
 		return err
@@ -107,14 +108,16 @@ func lock(ctx context.Context, tx pgx.Tx, jobID string) (_ *row, err error) {
 }
 
 // listenJobs subscribes conn to the job notifications (Channel).
-func listenJobs(ctx context.Context, conn *pgx.Conn) error {
-	_, err := conn.Exec(ctx, "LISTEN "+Channel)
+func listenJobs(ctx context.Context, conn *pgx.Conn) (err error) {
+	defer httpapi.Wrap(&err, "listenJobs")
+	_, err = conn.Exec(ctx, "LISTEN "+Channel)
 	return err
 }
 
 // unlistenJobs ends listenJobs.
-func unlistenJobs(ctx context.Context, conn *pgx.Conn) error {
-	_, err := conn.Exec(ctx, "UNLISTEN "+Channel)
+func unlistenJobs(ctx context.Context, conn *pgx.Conn) (err error) {
+	defer httpapi.Wrap(&err, "unlistenJobs")
+	_, err = conn.Exec(ctx, "UNLISTEN "+Channel)
 	return err
 }
 
@@ -126,7 +129,8 @@ type Filter struct {
 
 // list returns up to limit jobs older than the job id after (empty: from
 // the newest), newest first.
-func list(ctx context.Context, tx tenant.Querier, f Filter, after string, limit int) ([]Job, error) {
+func list(ctx context.Context, tx tenant.Querier, f Filter, after string, limit int) (_ []Job, err error) {
+	defer httpapi.Wrap(&err, "list")
 	rows, err := tx.Query(ctx, `SELECT `+columns+` FROM jobs
 		WHERE ($1 = '' OR id < $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR type = $3)
 		ORDER BY id DESC LIMIT $4`, after, f.Status, f.Type, limit)
@@ -148,7 +152,8 @@ func list(ctx context.Context, tx tenant.Querier, f Filter, after string, limit 
 // save writes j as it now stands, appends events (a done event without
 // data carries the job as saved) and notifies listeners on commit, in one
 // statement.
-func save(ctx context.Context, tx pgx.Tx, j *row, events ...event) error {
+func save(ctx context.Context, tx pgx.Tx, j *row, events ...event) (err error) {
+	defer httpapi.Wrap(&err, "save")
 	steps, err := json.Marshal(j.Steps)
 	if err != nil {
 		return err
@@ -187,7 +192,8 @@ func save(ctx context.Context, tx pgx.Tx, j *row, events ...event) error {
 }
 
 // eventsAfter returns the job's events numbered above seq, in order.
-func eventsAfter(ctx context.Context, tx tenant.Querier, jobID string, seq, limit int) ([]event, error) {
+func eventsAfter(ctx context.Context, tx tenant.Querier, jobID string, seq, limit int) (_ []event, err error) {
+	defer httpapi.Wrap(&err, "eventsAfter(%s)", jobID)
 	rows, err := tx.Query(ctx, `SELECT seq, kind, data FROM job_events WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, jobID, seq, limit)
 	if err != nil {
 		return nil, err
@@ -204,15 +210,17 @@ func eventsAfter(ctx context.Context, tx tenant.Querier, jobID string, seq, limi
 	return out, rows.Err()
 }
 
-func lockAdmission(ctx context.Context, tx pgx.Tx) error {
+func lockAdmission(ctx context.Context, tx pgx.Tx) (err error) {
+	defer httpapi.Wrap(&err, "lockAdmission")
 	// current_schema() is the project's schema inside Scope.Tx.
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('plinth.jobs.admission:' || current_schema(), 0))`)
+	_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('plinth.jobs.admission:' || current_schema(), 0))`)
 	return err
 }
 
-func activeCount(ctx context.Context, tx pgx.Tx) (int, error) {
+func activeCount(ctx context.Context, tx pgx.Tx) (_ int, err error) {
+	defer httpapi.Wrap(&err, "activeCount")
 	var n int
-	err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM jobs WHERE status IN ('pending','processing') AND admitted LIMIT $1) a`,
+	err = tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM jobs WHERE status IN ('pending','processing') AND admitted LIMIT $1) a`,
 		MaxActivePerProject).Scan(&n)
 	return n, err
 }
@@ -224,7 +232,8 @@ type waitingJob struct {
 
 // admissible returns the oldest waiting jobs that fit in the project's
 // free slots (run under the admission lock).
-func admissible(ctx context.Context, tx pgx.Tx) ([]waitingJob, error) {
+func admissible(ctx context.Context, tx pgx.Tx) (_ []waitingJob, err error) {
+	defer httpapi.Wrap(&err, "admissible")
 	rows, err := tx.Query(ctx, `SELECT w.id, w.river_id, a.active FROM
 			(SELECT count(*) AS active FROM (SELECT 1 FROM jobs WHERE status IN ('pending','processing') AND admitted LIMIT $1) x) a,
 			LATERAL (SELECT id, river_id FROM jobs WHERE status = 'pending' AND NOT admitted ORDER BY id LIMIT $1 - a.active FOR UPDATE) w`,
@@ -245,7 +254,8 @@ func admissible(ctx context.Context, tx pgx.Tx) ([]waitingJob, error) {
 	return out, rows.Err()
 }
 
-func setAdmitted(ctx context.Context, tx pgx.Tx, jobID string) error {
-	_, err := tx.Exec(ctx, `UPDATE jobs SET admitted = true, updated_at = clock_timestamp() WHERE id = $1`, jobID)
+func setAdmitted(ctx context.Context, tx pgx.Tx, jobID string) (err error) {
+	defer httpapi.Wrap(&err, "setAdmitted(%s)", jobID)
+	_, err = tx.Exec(ctx, `UPDATE jobs SET admitted = true, updated_at = clock_timestamp() WHERE id = $1`, jobID)
 	return err
 }

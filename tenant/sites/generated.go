@@ -60,36 +60,6 @@ func blankBrand(b content.Brand) bool {
 		len(b.Colors) == 0 && len(b.Fonts) == 0
 }
 
-func loadMarks(ctx context.Context, tx pgx.Tx) (map[mark]string, error) {
-	rows, err := tx.Query(ctx, `SELECT kind, ref, lang, fingerprint FROM site_generated`)
-	if err != nil {
-		return nil, err
-	}
-	out := map[mark]string{}
-	var m mark
-	var fp string
-	_, err = pgx.ForEachRow(rows, []any{&m.Kind, &m.Ref, &m.Lang, &fp}, func() error {
-		out[m] = fp
-		return nil
-	})
-	return out, err
-}
-
-func saveMarks(ctx context.Context, tx pgx.Tx, jobID string, marks map[mark]string) error {
-	if len(marks) == 0 {
-		return nil
-	}
-	var kinds, refs, langs, prints []string
-	for m, fp := range marks {
-		kinds, refs, langs, prints = append(kinds, m.Kind), append(refs, m.Ref), append(langs, m.Lang), append(prints, fp)
-	}
-	_, err := tx.Exec(ctx, `INSERT INTO site_generated (kind, ref, lang, fingerprint, job_id)
-		SELECT k, r, l, f, $5 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS t(k, r, l, f)
-		ON CONFLICT (kind, ref, lang) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, job_id = EXCLUDED.job_id, updated_at = now()`,
-		kinds, refs, langs, prints, jobID)
-	return err
-}
-
 // commitSite writes the generated site in tx, the transaction that
 // completes the job, through the content pillar (its checks; content.changed
 // for each value that changes). Items the owner made or edited are kept.

@@ -3,7 +3,6 @@ package sites
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -193,8 +192,7 @@ func (sv *Service) planJob(ctx context.Context, run *jobs.Run) (jobs.Commit, err
 		if err != nil {
 			return nil, err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO content_plans (topic, language_code, items, job_id) VALUES ($1, $2, $3, $4)`,
-			a.Topic, a.Language, raw, run.JobID); err != nil {
+		if err := insertPlan(ctx, tx, a.Topic, a.Language, raw, run.JobID); err != nil {
 			return nil, err
 		}
 		return PlanResult{Items: items}, nil
@@ -233,37 +231,12 @@ func industryOf(p *tenant.Project, asked string) string {
 
 var errNoPlan = httpapi.NotFound("no such content plan")
 
-const planCols = `id, topic, language_code, items, job_id, created_at`
-
-func scanPlan(row pgx.Row) (Plan, error) {
-	var p Plan
-	var items []byte
-	if err := row.Scan(&p.ID, &p.Topic, &p.LanguageCode, &items, &p.JobID, &p.CreatedAt); err != nil {
-		return p, err
-	}
-	p.CreatedAt = p.CreatedAt.UTC()
-	return p, json.Unmarshal(items, &p.Items)
-}
-
-func loadPlan(ctx context.Context, tx tenant.Querier, id int64) (Plan, error) {
-	p, err := scanPlan(tx.QueryRow(ctx, `SELECT `+planCols+` FROM content_plans WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return p, errNoPlan
-	}
-	return p, err
-}
-
 // listPlans is GET /content-plans: newest first; ?job_id= finds the plan
 // of one job.
 func (sv *Service) listPlans(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	jobID := r.URL.Query().Get("job_id")
 	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]Plan, error) {
-		rows, err := s.Reader().Query(r.Context(), `SELECT `+planCols+` FROM content_plans
-			WHERE ($1 = 0 OR id < $1) AND ($2 = '' OR job_id = $2) ORDER BY id DESC LIMIT $3`, before, jobID, limit)
-		if err != nil {
-			return nil, err
-		}
-		return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Plan, error) { return scanPlan(row) })
+		return readPlans(r.Context(), s.Reader(), jobID, before, limit)
 	}, func(p Plan) string { return httpapi.IDText(p.ID) })
 	if err != nil {
 		return err

@@ -60,12 +60,14 @@ func queryAccounts(ctx context.Context, tx tenant.Querier, sql string, args ...a
 
 // listAccounts returns up to limit accounts after the cursor (an account
 // id; empty on the first page), newest first.
-func listAccounts(ctx context.Context, tx tenant.Querier, after string, limit int) ([]Account, error) {
+func listAccounts(ctx context.Context, tx tenant.Querier, after string, limit int) (_ []Account, err error) {
+	defer httpapi.Wrap(&err, "listAccounts")
 	return queryAccounts(ctx, tx, `SELECT `+accountColumns+` FROM social_accounts WHERE ($1 = '' OR id < $1) ORDER BY id DESC LIMIT $2`, after, limit)
 }
 
 // accountsOf returns the project's accounts whose ids are in ids.
-func accountsOf(ctx context.Context, tx pgx.Tx, ids []string) (map[string]Account, error) {
+func accountsOf(ctx context.Context, tx pgx.Tx, ids []string) (_ map[string]Account, err error) {
+	defer httpapi.Wrap(&err, "accountsOf")
 	list, err := queryAccounts(ctx, tx, `SELECT `+accountColumns+` FROM social_accounts WHERE id = ANY($1)`, ids)
 	out := make(map[string]Account, len(list))
 	for _, a := range list {
@@ -76,7 +78,8 @@ func accountsOf(ctx context.Context, tx pgx.Tx, ids []string) (map[string]Accoun
 
 // accountsOfPlatform returns the accounts of platform, oldest first,
 // whatever their status.
-func accountsOfPlatform(ctx context.Context, tx pgx.Tx, platform string) ([]Account, error) {
+func accountsOfPlatform(ctx context.Context, tx pgx.Tx, platform string) (_ []Account, err error) {
+	defer httpapi.Wrap(&err, "accountsOfPlatform(%s)", platform)
 	return queryAccounts(ctx, tx, `SELECT `+accountColumns+` FROM social_accounts WHERE platform = $1 ORDER BY id`, platform)
 }
 
@@ -89,7 +92,8 @@ func lockAccount(ctx context.Context, tx pgx.Tx, accountID string) (_ Account, s
 
 // saveAccount stores an account with its sealed token, or reconnects the
 // same platform account (same external id), keeping its id.
-func saveAccount(ctx context.Context, tx pgx.Tx, platform, name, externalID string, sealed []byte) (Account, error) {
+func saveAccount(ctx context.Context, tx pgx.Tx, platform, name, externalID string, sealed []byte) (_ Account, err error) {
+	defer httpapi.Wrap(&err, "saveAccount(%s, %s)", platform, externalID)
 	return scanAccount(tx.QueryRow(ctx, `INSERT INTO social_accounts (id, platform, name, external_id, token) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (platform, external_id) DO UPDATE SET name = EXCLUDED.name, token = EXCLUDED.token, status = 'connected',
 			connected_at = now(), updated_at = now()
@@ -97,7 +101,8 @@ func saveAccount(ctx context.Context, tx pgx.Tx, platform, name, externalID stri
 }
 
 // deleteAccount deletes an account and its tokens.
-func deleteAccount(ctx context.Context, tx pgx.Tx, accountID string) error {
+func deleteAccount(ctx context.Context, tx pgx.Tx, accountID string) (err error) {
+	defer httpapi.Wrap(&err, "deleteAccount(%s)", accountID)
 	tag, err := tx.Exec(ctx, `DELETE FROM social_accounts WHERE id = $1`, accountID)
 	if err == nil && tag.RowsAffected() == 0 {
 		return errNoAccount
@@ -106,22 +111,25 @@ func deleteAccount(ctx context.Context, tx pgx.Tx, accountID string) error {
 }
 
 // setAccountToken stores an account's renewed sealed token.
-func setAccountToken(ctx context.Context, tx pgx.Tx, accountID string, sealed []byte) error {
-	_, err := tx.Exec(ctx, `UPDATE social_accounts SET token = $2, updated_at = now() WHERE id = $1`, accountID, sealed)
+func setAccountToken(ctx context.Context, tx pgx.Tx, accountID string, sealed []byte) (err error) {
+	defer httpapi.Wrap(&err, "setAccountToken(%s)", accountID)
+	_, err = tx.Exec(ctx, `UPDATE social_accounts SET token = $2, updated_at = now() WHERE id = $1`, accountID, sealed)
 	return err
 }
 
 // expireAccount records that the platform refused to renew an account's
 // authorization.
-func expireAccount(ctx context.Context, tx pgx.Tx, accountID string) error {
-	_, err := tx.Exec(ctx, `UPDATE social_accounts SET status = 'expired', updated_at = now() WHERE id = $1`, accountID)
+func expireAccount(ctx context.Context, tx pgx.Tx, accountID string) (err error) {
+	defer httpapi.Wrap(&err, "expireAccount(%s)", accountID)
+	_, err = tx.Exec(ctx, `UPDATE social_accounts SET status = 'expired', updated_at = now() WHERE id = $1`, accountID)
 	return err
 }
 
 // revokeAccount records that the platform refused a connected account's
 // token.
-func revokeAccount(ctx context.Context, tx pgx.Tx, accountID string) error {
-	_, err := tx.Exec(ctx, `UPDATE social_accounts SET status = 'revoked', updated_at = now() WHERE id = $1 AND status = 'connected'`, accountID)
+func revokeAccount(ctx context.Context, tx pgx.Tx, accountID string) (err error) {
+	defer httpapi.Wrap(&err, "revokeAccount(%s)", accountID)
+	_, err = tx.Exec(ctx, `UPDATE social_accounts SET status = 'revoked', updated_at = now() WHERE id = $1 AND status = 'connected'`, accountID)
 	return err
 }
 
@@ -134,20 +142,22 @@ type oauthState struct {
 
 // insertOAuthState stores the server's half of a new OAuth flow, and
 // clears away the flows never finished, once long expired.
-func insertOAuthState(ctx context.Context, tx pgx.Tx, st oauth.State, sealedVerifier []byte) error {
+func insertOAuthState(ctx context.Context, tx pgx.Tx, st oauth.State, sealedVerifier []byte) (err error) {
+	defer httpapi.Wrap(&err, "insertOAuthState")
 	if _, err := tx.Exec(ctx, `DELETE FROM social_oauth_states WHERE expires_at < now() - interval '1 day'`); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO social_oauth_states (id, platform, verifier, expires_at) VALUES ($1, $2, $3, $4)`,
+	_, err = tx.Exec(ctx, `INSERT INTO social_oauth_states (id, platform, verifier, expires_at) VALUES ($1, $2, $3, $4)`,
 		st.ID, st.Platform, sealedVerifier, time.Unix(st.Expires, 0))
 	return err
 }
 
 // lockOAuthState reads the stored half of a flow, locked until tx ends
 // (ErrNotFound when it is not, or no longer, stored).
-func lockOAuthState(ctx context.Context, tx pgx.Tx, st oauth.State) (oauthState, error) {
+func lockOAuthState(ctx context.Context, tx pgx.Tx, st oauth.State) (_ oauthState, err error) {
+	defer httpapi.Wrap(&err, "lockOAuthState")
 	var o oauthState
-	err := tx.QueryRow(ctx, `SELECT verifier, expires_at, used_at FROM social_oauth_states WHERE id = $1 AND platform = $2 FOR UPDATE`,
+	err = tx.QueryRow(ctx, `SELECT verifier, expires_at, used_at FROM social_oauth_states WHERE id = $1 AND platform = $2 FOR UPDATE`,
 		st.ID, st.Platform).Scan(&o.verifier, &o.expires, &o.used)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return o, httpapi.ErrNotFound
@@ -156,8 +166,9 @@ func lockOAuthState(ctx context.Context, tx pgx.Tx, st oauth.State) (oauthState,
 }
 
 // useOAuthState marks a flow used and forgets its verifier.
-func useOAuthState(ctx context.Context, tx pgx.Tx, stateID string) error {
-	_, err := tx.Exec(ctx, `UPDATE social_oauth_states SET used_at = now(), verifier = NULL WHERE id = $1`, stateID)
+func useOAuthState(ctx context.Context, tx pgx.Tx, stateID string) (err error) {
+	defer httpapi.Wrap(&err, "useOAuthState(%s)", stateID)
+	_, err = tx.Exec(ctx, `UPDATE social_oauth_states SET used_at = now(), verifier = NULL WHERE id = $1`, stateID)
 	return err
 }
 
@@ -249,7 +260,8 @@ func utc(t *time.Time) *time.Time {
 }
 
 // getPost reads a post.
-func getPost(ctx context.Context, tx tenant.Querier, id int64) (Post, error) {
+func getPost(ctx context.Context, tx tenant.Querier, id int64) (_ Post, err error) {
+	defer httpapi.Wrap(&err, "getPost(%d)", id)
 	row, err := getPostRow(ctx, tx, id, false)
 	return toPost(row), err
 }
@@ -278,13 +290,15 @@ func queryPosts(ctx context.Context, tx tenant.Querier, sql string, args ...any)
 
 // listPosts returns up to limit posts before the post id before (0: from
 // the newest), newest first, of status when it is not empty.
-func listPosts(ctx context.Context, tx tenant.Querier, status string, before int64, limit int) ([]Post, error) {
+func listPosts(ctx context.Context, tx tenant.Querier, status string, before int64, limit int) (_ []Post, err error) {
+	defer httpapi.Wrap(&err, "listPosts(%s)", status)
 	return queryPosts(ctx, tx, `SELECT `+postColumns+` FROM social_posts
 		WHERE ($1 = '' OR status = $1) AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, status, before, limit)
 }
 
 // insertPost stores p (its id and timestamps are set from the row).
-func insertPost(ctx context.Context, tx pgx.Tx, p Post) (Post, error) {
+func insertPost(ctx context.Context, tx pgx.Tx, p Post) (_ Post, err error) {
+	defer httpapi.Wrap(&err, "insertPost")
 	row, err := scanPost(tx.QueryRow(ctx, `INSERT INTO social_posts (title, content, platforms, account_ids, media, status, scheduled_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+postColumns,
 		p.Title, p.Content, p.Platforms, p.AccountIDs, p.Media, p.Status, p.ScheduledAt))
@@ -293,7 +307,8 @@ func insertPost(ctx context.Context, tx pgx.Tx, p Post) (Post, error) {
 
 // updatePost writes every field of p but its id and creation time, and
 // returns the post as stored.
-func updatePost(ctx context.Context, tx pgx.Tx, p postRow) (Post, error) {
+func updatePost(ctx context.Context, tx pgx.Tx, p postRow) (_ Post, err error) {
+	defer httpapi.Wrap(&err, "updatePost")
 	stored := p.results
 	if stored == nil {
 		stored = []storedResult{}
@@ -309,7 +324,8 @@ func updatePost(ctx context.Context, tx pgx.Tx, p postRow) (Post, error) {
 }
 
 // deletePost deletes a post.
-func deletePost(ctx context.Context, tx pgx.Tx, id int64) error {
+func deletePost(ctx context.Context, tx pgx.Tx, id int64) (err error) {
+	defer httpapi.Wrap(&err, "deletePost(%d)", id)
 	tag, err := tx.Exec(ctx, `DELETE FROM social_posts WHERE id = $1`, id)
 	if err == nil && tag.RowsAffected() == 0 {
 		return errNoPost
@@ -319,8 +335,13 @@ func deletePost(ctx context.Context, tx pgx.Tx, id int64) error {
 
 // claimScheduled makes the post with id publishing (a new run) if it is
 // scheduled at at, and reports whether it did.
-func claimScheduled(ctx context.Context, tx pgx.Tx, id int64, at time.Time) (bool, error) {
+func claimScheduled(ctx context.Context, tx pgx.Tx, id int64, at time.Time) (_ bool, err error) {
+	defer httpapi.Wrap(&err, "claimScheduled(%d)", id)
 	tag, err := tx.Exec(ctx, `UPDATE social_posts SET status = 'publishing', publish_run = publish_run + 1, updated_at = now()
 		WHERE id = $1 AND status = 'scheduled' AND scheduled_at = $2`, id, at)
 	return tag.RowsAffected() == 1, err
 }
+
+// scheduledPostsSQL reads the id and scheduled time of every scheduled
+// post, for their jobs (EnqueueScheduled).
+const scheduledPostsSQL = `SELECT id, scheduled_at FROM social_posts WHERE status = 'scheduled' ORDER BY id`

@@ -23,14 +23,16 @@ func scanEndpoint(row pgx.Row) (Endpoint, error) {
 }
 
 // insertEndpoint stores a new endpoint with its sealed signing secret.
-func insertEndpoint(ctx context.Context, tx pgx.Tx, id, url string, events []string, active bool, sealedSecret []byte) (Endpoint, error) {
+func insertEndpoint(ctx context.Context, tx pgx.Tx, id, url string, events []string, active bool, sealedSecret []byte) (_ Endpoint, err error) {
+	defer httpapi.Wrap(&err, "insertEndpoint(%s)", id)
 	return scanEndpoint(tx.QueryRow(ctx, `INSERT INTO webhook_endpoints (id, url, events, is_active, secret)
 		VALUES ($1, $2, $3, $4, $5) RETURNING `+endpointColumns, id, url, events, active, sealedSecret))
 }
 
 // listEndpoints returns up to limit endpoints older than the endpoint id
 // after (empty: from the newest), newest first.
-func listEndpoints(ctx context.Context, tx tenant.Querier, after string, limit int) ([]Endpoint, error) {
+func listEndpoints(ctx context.Context, tx tenant.Querier, after string, limit int) (_ []Endpoint, err error) {
+	defer httpapi.Wrap(&err, "listEndpoints")
 	rows, err := tx.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE $1 = '' OR id < $1 ORDER BY id DESC LIMIT $2`, after, limit)
 	if err != nil {
@@ -46,7 +48,8 @@ func getEndpoint(ctx context.Context, tx tenant.Querier, id string) (_ Endpoint,
 }
 
 // updateEndpoint changes the fields of an endpoint that are not nil.
-func updateEndpoint(ctx context.Context, tx pgx.Tx, id string, url *string, events []string, active *bool) (Endpoint, error) {
+func updateEndpoint(ctx context.Context, tx pgx.Tx, id string, url *string, events []string, active *bool) (_ Endpoint, err error) {
+	defer httpapi.Wrap(&err, "updateEndpoint(%s)", id)
 	return scanEndpoint(tx.QueryRow(ctx, `UPDATE webhook_endpoints SET
 			url = COALESCE($2, url), events = COALESCE($3, events), is_active = COALESCE($4, is_active), updated_at = now()
 		WHERE id = $1 RETURNING `+endpointColumns, id, url, events, active))
@@ -54,14 +57,16 @@ func updateEndpoint(ctx context.Context, tx pgx.Tx, id string, url *string, even
 
 // rotateSecret makes sealedSecret the endpoint's signing secret; the
 // replaced one keeps signing for RotationWindow.
-func rotateSecret(ctx context.Context, tx pgx.Tx, id string, sealedSecret []byte) (Endpoint, error) {
+func rotateSecret(ctx context.Context, tx pgx.Tx, id string, sealedSecret []byte) (_ Endpoint, err error) {
+	defer httpapi.Wrap(&err, "rotateSecret(%s)", id)
 	return scanEndpoint(tx.QueryRow(ctx, `UPDATE webhook_endpoints SET
 			previous_secret = secret, previous_until = now() + $3::interval, secret = $2, updated_at = now()
 		WHERE id = $1 RETURNING `+endpointColumns, id, sealedSecret, RotationWindow))
 }
 
 // deleteEndpoint deletes an endpoint and, by cascade, its deliveries.
-func deleteEndpoint(ctx context.Context, tx pgx.Tx, id string) error {
+func deleteEndpoint(ctx context.Context, tx pgx.Tx, id string) (err error) {
+	defer httpapi.Wrap(&err, "deleteEndpoint(%s)", id)
 	// Lock the deliveries before the endpoint, in the order a delivery
 	// worker takes them, so the cascade cannot deadlock with one.
 	if _, err := tx.Exec(ctx, `SELECT FROM webhook_deliveries WHERE endpoint_id = $1 FOR UPDATE`, id); err != nil {
@@ -97,7 +102,8 @@ func scanDelivery(row pgx.Row) (Delivery, error) {
 // listDeliveries returns up to limit deliveries of the endpoint (which
 // must exist) older than the delivery id after (empty: from the newest),
 // newest first, of status when it is not empty.
-func listDeliveries(ctx context.Context, tx tenant.Querier, endpointID, status, after string, limit int) ([]Delivery, error) {
+func listDeliveries(ctx context.Context, tx tenant.Querier, endpointID, status, after string, limit int) (_ []Delivery, err error) {
+	defer httpapi.Wrap(&err, "listDeliveries(%s, %s)", endpointID, status)
 	var exists bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1)`, endpointID).Scan(&exists); err != nil {
 		return nil, err

@@ -1,4 +1,5 @@
 import type { components } from "./openapi.js";
+import type { WebhookTopic } from "./topics.js";
 
 type Schemas = components["schemas"];
 
@@ -15,7 +16,8 @@ export interface ContentChange {
 
 /**
  * WebhookData is the data each topic's event carries: the resource as its
- * GET showed it when the event happened.
+ * GET showed it when the event happened. Its keys are the topics of
+ * src/topics.ts, checked below.
  */
 export interface WebhookData {
   "blog_post.published": Schemas["BlogPost"];
@@ -35,31 +37,16 @@ export interface WebhookData {
   "connect.account_updated": Schemas["PaymentsConnect"];
 }
 
-/** A webhook topic (an event type) of the contract. */
-export type WebhookTopic = keyof WebhookData;
+export { webhookTopics } from "./topics.js";
+export type { WebhookTopic };
 
-/** Every topic, in the contract's order (the events an endpoint may subscribe to). */
-export const webhookTopics = [
-  "blog_post.published",
-  "blog_post.translated",
-  "social_post.published",
-  "social_post.failed",
-  "order.created",
-  "order.paid",
-  "order.fulfilled",
-  "order.cancelled",
-  "order.refunded",
-  "booking.confirmed",
-  "booking.cancelled",
-  "booking.completed",
-  "content.changed",
-  "image.generated",
-  "connect.account_updated",
-] as const satisfies readonly WebhookTopic[];
-
-// Fails to compile when webhookTopics misses a topic of WebhookData.
-const everyTopic: Exclude<WebhookTopic, (typeof webhookTopics)[number]> extends never ? true : never = true;
-void everyTopic;
+// Fails to compile unless WebhookData has exactly the topics of the
+// contract (src/topics.ts, generated from the server's list) as keys: a
+// topic the server gains needs its data type here, and a topic it drops
+// goes.
+type SameKeys<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const dataOfEveryTopic: SameKeys<keyof WebhookData, WebhookTopic> = true;
+void dataOfEveryTopic;
 
 /**
  * WebhookEvent is the envelope of a delivery, narrowed by its type: after

@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { test } from "node:test";
 
 import { verifyWebhook, WebhookVerificationError, webhookTopics } from "../dist/index.js";
-import { repoRoot } from "./plinth.mjs";
+import { render, serverTopics, topicsFile } from "../scripts/topics.mjs";
 
 const secret = "whsec_test_secret";
 const body = JSON.stringify({ id: "evt_1", type: "order.paid", created: 1767225600, data: { id: 3, status: "paid" } });
@@ -62,10 +63,33 @@ test("malformed headers and bodies are refused", async () => {
   await refused({ payload: notEvent, header: sign(t, notEvent, secret), secret }, "invalid_payload");
 });
 
-test("webhookTopics are the server's topics (internal/webhook/topics.go), in order", () => {
-  const src = readFileSync(join(repoRoot, "internal/webhook/topics.go"), "utf8");
-  const block = /var Topics = \[\]string\{([^}]*)\}/.exec(src);
-  assert.ok(block, "Topics in topics.go");
-  const server = [...block[1].matchAll(/"([^"]+)"/g)].map((m) => m[1]);
-  assert.deepEqual([...webhookTopics], server);
+test("webhookTopics are the server's topics, in order, generated (scripts/topics.mjs) and current", () => {
+  const server = serverTopics(); // the Go declaration of var Topics
+  assert.deepEqual([...webhookTopics], server.topics, `the server's topics (${server.path}); run npm run generate`);
+  assert.equal(readFileSync(topicsFile, "utf8"), render(server), "src/topics.ts is not what scripts/topics.mjs makes of the server's topics: run npm run generate");
+});
+
+test("the topic generator reads one Go list of topics, and refuses anything else", () => {
+  const root = mkdtempSync(join(tmpdir(), "plinth-topics-"));
+  try {
+    const write = (path, topics) => {
+      mkdirSync(join(root, dirname(path)), { recursive: true });
+      writeFileSync(join(root, path), `package x\n\nvar Topics = []string{\n${topics.map((t) => `\t"${t}",\n`).join("")}}\n`);
+    };
+    assert.throws(() => serverTopics(root), /found 0/);
+    write("internal/webhook/topics.go", ["order.paid", "content.changed"]);
+    const found = serverTopics(root);
+    assert.deepEqual(found, { path: join("internal", "webhook", "topics.go"), topics: ["order.paid", "content.changed"] });
+    assert.match(render(found), /export const webhookTopics = \[\n  "order.paid",\n  "content.changed",\n\] as const;/);
+    write("tenant/outbox/topics.go", ["order.paid"]);
+    assert.throws(() => serverTopics(root), /found 2/);
+    rmSync(join(root, "internal"), { recursive: true });
+    assert.equal(serverTopics(root).path, join("tenant", "outbox", "topics.go"));
+    write("tenant/outbox/topics.go", ["order.paid", "Not a topic"]);
+    assert.throws(() => serverTopics(root), /is not a topic/);
+    write("tenant/outbox/topics.go", ["order.paid", "order.paid"]);
+    assert.throws(() => serverTopics(root), /repeated/);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 });
