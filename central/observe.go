@@ -13,12 +13,12 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/metrics"
 	"github.com/plinth-dev/plinth/internal/webhook"
 	"github.com/plinth-dev/plinth/provisioning"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/credits"
 )
 
 // What an operator sees of a process: one access-log line and the HTTP

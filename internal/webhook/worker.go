@@ -18,11 +18,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
-	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ssrf"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/credits"
 	"github.com/plinth-dev/plinth/tenant/webhooks/signature"
 )
 

@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/webhook"
 	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
+	"github.com/plinth-dev/plinth/tenant/credits"
 	"github.com/plinth-dev/plinth/tenant/webhooks/signature"
 )
 

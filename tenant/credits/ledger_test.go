@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/credits"
 )
 
 func TestPeriods(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/credits"
 )
 
 func setup(t *testing.T, plan string) (*apitest.Env, *apitest.Project) {
