@@ -14,10 +14,10 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/id"
-	"github.com/plinth-dev/plinth/internal/idempotency"
 	"github.com/plinth-dev/plinth/internal/ssrf"
 	"github.com/plinth-dev/plinth/internal/webhook"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/idempotency"
 )
 
 // RotationWindow is how long a replaced signing secret keeps signing.

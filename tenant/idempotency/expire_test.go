@@ -10,7 +10,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/idempotency"
+	"github.com/plinth-dev/plinth/tenant/idempotency"
 )
 
 // expire makes the project's entry for key expired.

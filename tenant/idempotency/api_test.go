@@ -18,8 +18,8 @@ import (
 
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/httpapi"
-	"github.com/plinth-dev/plinth/internal/idempotency"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/idempotency"
 )
 
 func post(env *apitest.Env, key, idemKey string, body any) *apitest.Resp {

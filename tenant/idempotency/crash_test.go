@@ -14,8 +14,8 @@ import (
 
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/httpapi"
-	"github.com/plinth-dev/plinth/internal/idempotency"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/idempotency"
 )
 
 // exec runs statements in the project's schema.
