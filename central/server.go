@@ -30,7 +30,6 @@ import (
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
 	"github.com/plinth-dev/plinth/internal/storage"
-	"github.com/plinth-dev/plinth/internal/webhook"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/blog"
 	"github.com/plinth-dev/plinth/tenant/booking"
@@ -39,6 +38,7 @@ import (
 	"github.com/plinth-dev/plinth/tenant/forms"
 	"github.com/plinth-dev/plinth/tenant/idempotency"
 	"github.com/plinth-dev/plinth/tenant/jobs"
+	"github.com/plinth-dev/plinth/tenant/outbox"
 	"github.com/plinth-dev/plinth/tenant/sites"
 	"github.com/plinth-dev/plinth/tenant/social"
 	"github.com/plinth-dev/plinth/tenant/usage"
@@ -95,7 +95,7 @@ type Server struct {
 	Store storage.Store
 	Media storage.Store
 	// Outbox emits webhook events inside a pillar's transaction.
-	Outbox *webhook.Outbox
+	Outbox *outbox.Outbox
 	// prefetch is the Outbox's read of the endpoints, put in the context
 	// of every request and job (tenant.WithPrefetch).
 	prefetch *tenant.Prefetch
@@ -149,22 +149,22 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	if qo.Queues == nil {
 		qo.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}}
 	}
-	qo.Queues[webhook.Queue] = webhook.QueueConfig // deliveries run on their own queue
+	qo.Queues[outbox.Queue] = outbox.QueueConfig // deliveries run on their own queue
 	s.registerMetrics(slices.Sorted(maps.Keys(qo.Queues)))
 	if s.River, err = queue.New(pool, workers, qo); err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
-	s.Outbox = webhook.NewOutbox(s.River)
+	s.Outbox = outbox.NewOutbox(s.River)
 	s.prefetch = s.Outbox.Prefetch()
 	c.SetLifecycle(Lifecycle{Queue: s.River, Media: s.Media, Grace: cfg.DeleteGrace})
 	c.SetProjectCap(cfg.MaxProjectsPerTenant)
 	river.AddWorker(workers, &DropWorker{Central: c})
-	hookSecrets := webhook.NewSecrets(c.Secret())
+	hookSecrets := outbox.NewSecrets(c.Secret())
 	c.UseArchives(s.River, s.Store, cfg.MediaURL)
 	river.AddWorker(workers, NewExportWorker(c))
 	river.AddWorker(workers, &idempotency.ExpireWorker{Projects: c})
-	s.waker = queue.NewWaker(pool, webhook.Queue, logger)
-	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
+	s.waker = queue.NewWaker(pool, outbox.Queue, logger)
+	river.AddWorker(workers, outbox.NewWorker(outbox.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
 		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger, Attempted: s.Metrics.WebhookAttempt, Waker: s.waker}, c, hookSecrets))
 
 	// The pillars.

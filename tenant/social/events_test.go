@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
+	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
 	"github.com/plinth-dev/plinth/tenant/social/socialtest"
 )
 

@@ -1,12 +1,15 @@
-// Package webhook is the outgoing webhook machinery: the transactional
+// Package outbox is the outgoing webhook machinery: the transactional
 // outbox every pillar emits events through, the signing of deliveries, and
 // the River worker that delivers them with retries, pacing and credits.
+// It is a service beside the kernel (it writes in a project's schema
+// through tenant.Scope), not a pillar: the webhooks pillar manages the
+// endpoints it delivers to.
 //
 // An event is emitted inside the transaction of the change it reports:
 // Emit freezes the envelope, writes one delivery per subscribed endpoint
 // and inserts their River jobs in that same transaction, so a rolled-back
 // change never sends anything and a committed one always does.
-package webhook
+package outbox
 
 import (
 	"context"

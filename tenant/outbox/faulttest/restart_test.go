@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
 	"github.com/plinth-dev/plinth/internal/pgtest"
-	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
 )
 
 // TestMain asks for a private cluster, whatever TEST_DATABASE_URL or

@@ -1,4 +1,4 @@
-package webhook_test
+package outbox_test
 
 import (
 	"bytes"
@@ -19,11 +19,11 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
 	"github.com/plinth-dev/plinth/internal/pgtest"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ssrf"
-	"github.com/plinth-dev/plinth/internal/webhook"
-	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
+	"github.com/plinth-dev/plinth/tenant/outbox"
 )
 
 // BenchmarkDeliveryThroughput measures deliveries per second from commit
@@ -95,7 +95,7 @@ func deliveries(b *testing.B, n, projects, endpoints int) (float64, time.Duratio
 // baselinePosts sends n bare POSTs to a receiver, 32 at a time.
 func baselinePosts(b *testing.B, n int) float64 {
 	rc := webhooktest.NewTLS(b, nil)
-	c := ssrf.NewClient(ssrf.Options{Dev: true, Timeout: 10 * time.Second, RootCAs: rc.RootCAs(), MaxConnsPerHost: webhook.MaxInFlight})
+	c := ssrf.NewClient(ssrf.Options{Dev: true, Timeout: 10 * time.Second, RootCAs: rc.RootCAs(), MaxConnsPerHost: outbox.MaxInFlight})
 	body := []byte(`{"id":"evt_x","type":"content.changed","created":1,"data":{"key":"k"}}`)
 	start := time.Now()
 	var wg sync.WaitGroup

@@ -1,4 +1,4 @@
-package webhook_test
+package outbox_test
 
 import (
 	"testing"
