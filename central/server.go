@@ -39,6 +39,7 @@ import (
 	"github.com/plinth-dev/plinth/tenant/idempotency"
 	"github.com/plinth-dev/plinth/tenant/jobs"
 	"github.com/plinth-dev/plinth/tenant/outbox"
+	projectlimit "github.com/plinth-dev/plinth/tenant/ratelimit"
 	"github.com/plinth-dev/plinth/tenant/sites"
 	"github.com/plinth-dev/plinth/tenant/social"
 	"github.com/plinth-dev/plinth/tenant/usage"
@@ -101,7 +102,7 @@ type Server struct {
 	prefetch *tenant.Prefetch
 	// Limits is the rate limiter in front of every route (tests that
 	// mount routes of their own put it in front of them too).
-	Limits *ratelimit.Guard
+	Limits *projectlimit.Guard
 
 	// Metrics is the process's registry (GET /metrics).
 	Metrics *metrics.Metrics
@@ -319,7 +320,7 @@ func OpenAPIDocument() openapi.M {
 
 // rateLimits builds the limiter of every request: Redis when REDIS_URL
 // is set (shared by every instance), else in-process.
-func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
+func (s *Server) rateLimits(opts Options) (*projectlimit.Guard, error) {
 	clock := opts.RateClock
 	if clock == nil {
 		clock = time.Now
@@ -336,9 +337,9 @@ func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
 			store, s.redis = rs, client
 		}
 	}
-	return &ratelimit.Guard{
+	return &projectlimit.Guard{
 		Store:        store,
-		Anonymous:    ratelimit.ForProject(&tenant.Project{Plan: "free"}),
+		Anonymous:    projectlimit.ForProject(&tenant.Project{Plan: "free"}),
 		Public:       ratelimit.Limit{RPM: s.Config.PublicRPM, Burst: s.Config.PublicBurst},
 		PublicPrefix: PublicPath,
 		// The processor's webhook is signed and comes in bursts: it shows

@@ -11,13 +11,22 @@ import (
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/ratelimit"
+	limiter "github.com/plinth-dev/plinth/internal/ratelimit"
 	"github.com/plinth-dev/plinth/internal/redistest"
 )
 
-func simulated(t *testing.T, opts ...apitest.Option) (*apitest.Env, *ratelimit.FakeClock) {
-	c := ratelimit.NewFakeClock(time.Now())
-	return apitest.New(t, append(opts, apitest.WithRateLimits(ratelimit.NewMemory(c.Now), c.Now))...), c
+// clock is a simulated clock, safe for concurrent use: it stands still
+// until Add moves it.
+type clock struct{ ns atomic.Int64 }
+
+func (c *clock) Now() time.Time      { return time.Unix(0, c.ns.Load()) }
+func (c *clock) Add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// simulated is a server whose rate limits run on a simulated clock.
+func simulated(t *testing.T, opts ...apitest.Option) (*apitest.Env, *clock) {
+	c := &clock{}
+	c.ns.Store(time.Now().UnixNano())
+	return apitest.New(t, append(opts, apitest.WithRateLimits(limiter.NewMemory(c.Now), c.Now))...), c
 }
 
 // limits asserts the three rate-limit headers and returns them.
