@@ -124,6 +124,9 @@ type Server struct {
 // NewServer builds the server over the central pool (also the default
 // shard). Migrations must have run.
 func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger, opts Options) (*Server, error) {
+	if err := CheckConfig(cfg); err != nil {
+		return nil, err
+	}
 	c, err := Open(ctx, pool, cfg.Secret, cfg.KeyCacheTTL, logger)
 	if err != nil {
 		return nil, err
