@@ -20,9 +20,9 @@ import (
 
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
-	"github.com/plinth-dev/plinth/internal/pgtest"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ssrf"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 	"github.com/plinth-dev/plinth/tenant/outbox"
 )
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/central/apitest/socialtest"
 	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
-	"github.com/plinth-dev/plinth/tenant/social/socialtest"
 )
 
 // A partial publish sends one social_post.published; a publish where

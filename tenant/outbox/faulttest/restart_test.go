@@ -12,7 +12,7 @@ import (
 
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
-	"github.com/plinth-dev/plinth/internal/pgtest"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
 
 // TestMain asks for a private cluster, whatever TEST_DATABASE_URL or
