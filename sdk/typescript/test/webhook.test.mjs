@@ -62,8 +62,8 @@ test("malformed headers and bodies are refused", async () => {
   await refused({ payload: notEvent, header: sign(t, notEvent, secret), secret }, "invalid_payload");
 });
 
-test("webhookTopics are the server's topics (internal/webhook/topics.go), in order", () => {
-  const src = readFileSync(join(repoRoot, "internal/webhook/topics.go"), "utf8");
+test("webhookTopics are the server's topics (tenant/outbox/topics.go), in order", () => {
+  const src = readFileSync(join(repoRoot, "tenant/outbox/topics.go"), "utf8");
   const block = /var Topics = \[\]string\{([^}]*)\}/.exec(src);
   assert.ok(block, "Topics in topics.go");
   const server = [...block[1].matchAll(/"([^"]+)"/g)].map((m) => m[1]);
