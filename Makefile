@@ -32,11 +32,12 @@ test-go: ## run every Go test against a real PostgreSQL, with the race detector
 test-sdk: build ## build and test the TypeScript SDK (sdk/typescript) against a real bin/plinth
 	PLINTH_BIN=$(CURDIR)/$(BIN) npm test --prefix sdk/typescript
 
-lint: ## gofmt, go vet, staticcheck and go mod tidy -diff (staticcheck fetched through the Go module proxy on first use)
+lint: ## gofmt, go vet, staticcheck, go mod tidy -diff and the layering of the imports (staticcheck fetched through the Go module proxy on first use)
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) mod tidy -diff
+	$(GO) run ./cmd/layercheck -go $(GO)
 
 bench: ## run the benchmarks (methods and figures: docs/performance.md)
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 3s -timeout 30m ./...

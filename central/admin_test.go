@@ -15,7 +15,7 @@ import (
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
+	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
 )
 
 // adminToken mints an admin token with scopes.

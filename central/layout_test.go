@@ -6,7 +6,6 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,61 +13,39 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plinth-dev/plinth/internal/layers"
 	"github.com/plinth-dev/plinth/tenant"
 )
 
-const module = "github.com/plinth-dev/plinth"
-
-// TestLayout keeps the layering of docs/architecture.md true. central is
-// the composition root, the only package that knows every pillar; the
-// kernel (tenant) and the parts under internal/ know none; a pillar never
-// reaches into the control plane but through tenant.ControlPlane. Tests
-// and their helper packages (apitest, socialtest, webhooktest...) may use
-// the full-stack harness, so only the imports of the other packages are
-// checked.
+// TestLayout keeps the layering of docs/architecture.md true, by the rule
+// of internal/layers (which make lint runs too, through cmd/layercheck):
+// central is the composition root, the only package that knows every
+// pillar; the kernel (tenant) knows neither the services beside it nor the
+// pillars; a service imports no pillar; nothing under tenant/ imports
+// central; internal/ imports only internal/. Test kits (apitest, pgtest,
+// webhooktest, socialtest...) are held to the rule of the folder they sit
+// in; only _test files may reach higher.
 func TestLayout(t *testing.T) {
 	t.Parallel()
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"/...").CombinedOutput()
+	pkgs, err := layers.List("go", ".")
 	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	// A pillar's own package; its sub-packages (tenant/webhooks/signature,
-	// which receivers import) are libraries of its contract, below it.
-	pillar := regexp.MustCompile(`^` + regexp.QuoteMeta(module) + `/tenant/[a-z]+$`)
-	sub := regexp.MustCompile(`^` + regexp.QuoteMeta(module) + `/tenant/[a-z]+/`)
-	isCentral := func(p string) bool { return p == module+"/central" || strings.HasPrefix(p, module+"/central/") }
-	var bad []string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
-		pkg, imports := fields[0], fields[1:]
-		if strings.HasSuffix(pkg, "test") {
-			continue // a test helper package
-		}
-		for _, imp := range imports {
-			if !strings.HasPrefix(imp, module+"/") {
-				continue
-			}
-			switch {
-			case strings.HasPrefix(pkg, module+"/internal/") && (isCentral(imp) || pillar.MatchString(imp)):
-				bad = append(bad, pkg+" imports "+imp+": internal/ knows neither the control plane nor a pillar")
-			case pkg == module+"/tenant" && (isCentral(imp) || pillar.MatchString(imp)):
-				bad = append(bad, pkg+" imports "+imp+": the kernel knows no pillar")
-			case sub.MatchString(pkg) && (isCentral(imp) || pillar.MatchString(imp)):
-				bad = append(bad, pkg+" imports "+imp+": a pillar's library stands alone")
-			case pillar.MatchString(pkg) && isCentral(imp):
-				bad = append(bad, pkg+" imports "+imp+": a pillar reaches the control plane through tenant.ControlPlane")
-			case strings.HasPrefix(pkg, module+"/cmd/bench") && pillar.MatchString(imp):
-				// A benchmark command reads a pillar's exported SQL, so that
-				// its bare baseline runs the very statements the pillar does.
-			case strings.HasPrefix(pkg, module+"/cmd/") && pillar.MatchString(imp):
-				bad = append(bad, pkg+" imports "+imp+": main calls central, the composition root")
-			case pkg == module+"/provisioning" && (isCentral(imp) || pillar.MatchString(imp)):
-				bad = append(bad, pkg+" imports "+imp+": provisioning is below the control plane")
-			}
-		}
+	if len(pkgs) < 40 {
+		t.Fatalf("go list found %d packages: %v", len(pkgs), pkgs)
 	}
-	if len(bad) > 0 {
-		t.Errorf("imports against the layering:\n%s", strings.Join(bad, "\n"))
+	if bad := layers.Check(pkgs); len(bad) > 0 {
+		var lines []string
+		for _, v := range bad {
+			lines = append(lines, v.String())
+		}
+		t.Errorf("imports against the layering:\n%s", strings.Join(lines, "\n"))
+	}
+	// Every listed pillar and service is a folder under tenant/.
+	for _, name := range append(slices.Clone(layers.Pillars), layers.Services...) {
+		if fi, err := os.Stat(filepath.Join("..", "tenant", name)); err != nil || !fi.IsDir() {
+			t.Errorf("tenant/%s is listed in internal/layers but is not a folder: %v", name, err)
+		}
 	}
 
 	entries, err := os.ReadDir("..")

@@ -13,12 +13,12 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/metrics"
-	"github.com/plinth-dev/plinth/internal/webhook"
 	"github.com/plinth-dev/plinth/provisioning"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/credits"
+	"github.com/plinth-dev/plinth/tenant/outbox"
 )
 
 // What an operator sees of a process: one access-log line and the HTTP
@@ -237,7 +237,7 @@ func (s *Server) jobOutcomes(ctx context.Context, events <-chan *river.Event) {
 			}
 			if e.Job != nil {
 				s.Metrics.Job(e.Job.Kind, outcomes[e.Kind], took)
-				if e.Kind == river.EventKindJobSnoozed && e.Job.Queue == webhook.Queue {
+				if e.Kind == river.EventKindJobSnoozed && e.Job.Queue == outbox.Queue {
 					s.waker.Written(e.Job.ScheduledAt) // the snooze is written now: wake it if already due
 				}
 			}

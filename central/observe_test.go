@@ -19,7 +19,7 @@ import (
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
+	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
 )
 
 // scrape fetches /metrics of base with an optional bearer token.

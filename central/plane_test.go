@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/plinth-dev/plinth/central"
-	"github.com/plinth-dev/plinth/internal/pgtest"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 	"github.com/plinth-dev/plinth/tenant"
 )
 

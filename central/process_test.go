@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/plinth-dev/plinth/central"
-	"github.com/plinth-dev/plinth/internal/pgtest"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
 
 // TestPrivateClusterIsDurable: the cluster `plinth serve` runs without

@@ -24,21 +24,22 @@ import (
 	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/httpapi"
-	"github.com/plinth-dev/plinth/internal/idempotency"
 	"github.com/plinth-dev/plinth/internal/metrics"
 	"github.com/plinth-dev/plinth/internal/openapi"
 	"github.com/plinth-dev/plinth/internal/payments"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
 	"github.com/plinth-dev/plinth/internal/storage"
-	"github.com/plinth-dev/plinth/internal/webhook"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/blog"
 	"github.com/plinth-dev/plinth/tenant/booking"
 	"github.com/plinth-dev/plinth/tenant/commerce"
 	"github.com/plinth-dev/plinth/tenant/content"
 	"github.com/plinth-dev/plinth/tenant/forms"
+	"github.com/plinth-dev/plinth/tenant/idempotency"
 	"github.com/plinth-dev/plinth/tenant/jobs"
+	"github.com/plinth-dev/plinth/tenant/outbox"
+	projectlimit "github.com/plinth-dev/plinth/tenant/ratelimit"
 	"github.com/plinth-dev/plinth/tenant/sites"
 	"github.com/plinth-dev/plinth/tenant/social"
 	"github.com/plinth-dev/plinth/tenant/usage"
@@ -95,13 +96,13 @@ type Server struct {
 	Store storage.Store
 	Media storage.Store
 	// Outbox emits webhook events inside a pillar's transaction.
-	Outbox *webhook.Outbox
+	Outbox *outbox.Outbox
 	// prefetch is the Outbox's read of the endpoints, put in the context
 	// of every request and job (tenant.WithPrefetch).
 	prefetch *tenant.Prefetch
 	// Limits is the rate limiter in front of every route (tests that
 	// mount routes of their own put it in front of them too).
-	Limits *ratelimit.Guard
+	Limits *projectlimit.Guard
 
 	// Metrics is the process's registry (GET /metrics).
 	Metrics *metrics.Metrics
@@ -123,6 +124,9 @@ type Server struct {
 // NewServer builds the server over the central pool (also the default
 // shard). Migrations must have run.
 func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger, opts Options) (*Server, error) {
+	if err := CheckConfig(cfg); err != nil {
+		return nil, err
+	}
 	c, err := Open(ctx, pool, cfg.Secret, cfg.KeyCacheTTL, logger)
 	if err != nil {
 		return nil, err
@@ -149,22 +153,22 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	if qo.Queues == nil {
 		qo.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}}
 	}
-	qo.Queues[webhook.Queue] = webhook.QueueConfig // deliveries run on their own queue
+	qo.Queues[outbox.Queue] = outbox.QueueConfig // deliveries run on their own queue
 	s.registerMetrics(slices.Sorted(maps.Keys(qo.Queues)))
 	if s.River, err = queue.New(pool, workers, qo); err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
-	s.Outbox = webhook.NewOutbox(s.River)
+	s.Outbox = outbox.NewOutbox(s.River)
 	s.prefetch = s.Outbox.Prefetch()
 	c.SetLifecycle(Lifecycle{Queue: s.River, Media: s.Media, Grace: cfg.DeleteGrace})
 	c.SetProjectCap(cfg.MaxProjectsPerTenant)
 	river.AddWorker(workers, &DropWorker{Central: c})
-	hookSecrets := webhook.NewSecrets(c.Secret())
+	hookSecrets := outbox.NewSecrets(c.Secret())
 	c.UseArchives(s.River, s.Store, cfg.MediaURL)
 	river.AddWorker(workers, NewExportWorker(c))
 	river.AddWorker(workers, &idempotency.ExpireWorker{Projects: c})
-	s.waker = queue.NewWaker(pool, webhook.Queue, logger)
-	river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
+	s.waker = queue.NewWaker(pool, outbox.Queue, logger)
+	river.AddWorker(workers, outbox.NewWorker(outbox.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
 		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger, Attempted: s.Metrics.WebhookAttempt, Waker: s.waker}, c, hookSecrets))
 
 	// The pillars.
@@ -319,7 +323,7 @@ func OpenAPIDocument() openapi.M {
 
 // rateLimits builds the limiter of every request: Redis when REDIS_URL
 // is set (shared by every instance), else in-process.
-func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
+func (s *Server) rateLimits(opts Options) (*projectlimit.Guard, error) {
 	clock := opts.RateClock
 	if clock == nil {
 		clock = time.Now
@@ -336,9 +340,9 @@ func (s *Server) rateLimits(opts Options) (*ratelimit.Guard, error) {
 			store, s.redis = rs, client
 		}
 	}
-	return &ratelimit.Guard{
+	return &projectlimit.Guard{
 		Store:        store,
-		Anonymous:    ratelimit.ForProject(&tenant.Project{Plan: tenant.PlanFree}),
+		Anonymous:    projectlimit.ForProject(&tenant.Project{Plan: tenant.PlanFree}),
 		Public:       ratelimit.Limit{RPM: s.Config.PublicRPM, Burst: s.Config.PublicBurst},
 		PublicPrefix: PublicPath,
 		// The processor's webhook is signed and comes in bursts: it shows

@@ -12,7 +12,7 @@ import (
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
+	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
 )
 
 // TestWriteRoundTrips: a write of one statement and a charge (PUT

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plinth-dev/plinth/internal/pgtest"
 	"github.com/plinth-dev/plinth/provisioning"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
 
 // placements returns a database whose central schema lists n projects,

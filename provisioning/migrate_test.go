@@ -18,8 +18,8 @@ import (
 	"github.com/pressly/goose/v3"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/plinth-dev/plinth/internal/pgtest"
 	"github.com/plinth-dev/plinth/provisioning"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
 
 // provisioned returns a database with n project schemas, project_1 …

@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
-	"github.com/plinth-dev/plinth/internal/pgtest"
 	"github.com/plinth-dev/plinth/migrations"
 	"github.com/plinth-dev/plinth/provisioning"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -29,7 +29,7 @@ type Pillar interface {
 
 // Emitter records a webhook event inside the caller's transaction, so a
 // committed change always produces its event and a rolled-back one never
-// does (internal/webhook's Outbox).
+// does (tenant/outbox's Outbox).
 type Emitter interface {
 	Emit(ctx context.Context, tx pgx.Tx, s *Scope, topic string, data any) error
 	// EmitLater is Emit for an event made from what statements kept for

@@ -26,11 +26,11 @@ import (
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/config"
-	"github.com/plinth-dev/plinth/internal/credits"
-	"github.com/plinth-dev/plinth/internal/pgtest"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/credits"
 )
 
 // Env is one running server over its own database.

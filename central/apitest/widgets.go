@@ -10,9 +10,9 @@ import (
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/config"
-	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/credits"
 )
 
 // WidgetRequest is the body of the test route POST /v1/test/widgets.

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/credits"
+	"github.com/plinth-dev/plinth/tenant/credits"
 )
 
 // chromiumPath is Debian's chromium; no downloaded browser builds.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/plinth-dev/plinth/internal/webhook"
+	"github.com/plinth-dev/plinth/tenant/outbox"
 )
 
 // The project's webhooks, jobs and form submissions. Their API routes are
@@ -79,7 +79,7 @@ func (d *Dashboard) webhooksPage(w http.ResponseWriter, r *http.Request, status 
 	if _, ok := data["Checked"]; !ok {
 		data["Checked"] = []string{}
 	}
-	data["Endpoints"], data["Topics"] = eps, webhook.Topics
+	data["Endpoints"], data["Topics"] = eps, outbox.Topics
 	d.render(w, r, status, "webhooks", page(s, p, "webhooks", "Webhooks", data))
 	return nil
 }

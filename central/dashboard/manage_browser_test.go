@@ -12,7 +12,7 @@ import (
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
+	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
 )
 
 // waitText reloads url until the text of sel satisfies ok, and returns it.

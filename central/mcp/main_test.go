@@ -3,7 +3,7 @@ package mcp_test
 import (
 	"testing"
 
-	"github.com/plinth-dev/plinth/internal/pgtest"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

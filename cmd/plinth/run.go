@@ -91,6 +91,9 @@ func (e *env) configTo(logs io.Writer) (config.Config, *slog.Logger, error) {
 	if err != nil {
 		return cfg, nil, err
 	}
+	if err := central.CheckConfig(cfg); err != nil {
+		return cfg, nil, err
+	}
 	logger, err := logging.New(logs, logging.Options{Format: cfg.LogFormat, Level: cfg.LogLevel})
 	return cfg, logger, err
 }

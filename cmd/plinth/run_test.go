@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plinth-dev/plinth/internal/pgtest"
 	"github.com/plinth-dev/plinth/provisioning"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
 
 func TestMain(m *testing.M) {
@@ -357,6 +357,11 @@ func TestCommandErrors(t *testing.T) {
 	}
 	if _, _, err := cli(t, map[string]string{"PLINTH_KEY_CACHE_TTL": "soon"}, "migrate"); err == nil || !strings.Contains(err.Error(), "PLINTH_KEY_CACHE_TTL") {
 		t.Fatalf("bad config: %v", err)
+	}
+	// a plan name the plan table lacks: refused at start, before the
+	// command reaches its database (central.CheckConfig)
+	if _, _, err := cli(t, map[string]string{"PLINTH_DASHBOARD_PLANS": "free,gold", "DATABASE_URL": "postgres://postgres@127.0.0.1:1/x?connect_timeout=2"}, "migrate"); err == nil || !strings.Contains(err.Error(), `PLINTH_DASHBOARD_PLANS: unknown plan "gold"`) {
+		t.Fatalf("unknown dashboard plan: %v", err)
 	}
 	if _, _, err := cli(t, map[string]string{"DATABASE_URL": "postgres://127.0.0.1:1/x?connect_timeout=2"}, "serve", "--bogus"); err == nil || !strings.Contains(err.Error(), "bogus") {
 		t.Fatalf("bad flag: %v", err)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/tenant/social/socialtest"
+	"github.com/plinth-dev/plinth/central/apitest/socialtest"
 )
 
 // Two worker processes (real plinth processes on one database, each

@@ -12,7 +12,7 @@ import (
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/httpapi"
-	"github.com/plinth-dev/plinth/internal/pgtest"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
 
 // cliURL runs one plinth command against db and decodes its JSON output.

@@ -4,7 +4,7 @@
 // for it, stops the cluster and exits with the command's status.
 //
 // Every test binary then shares one server instead of starting its own
-// (internal/pgtest builds the migrated template once, under an advisory
+// (provisioning/pgtest builds the migrated template once, under an advisory
 // lock, and gives each test a database cloned from it). Packages whose
 // tests restart PostgreSQL (pgtest.MainPrivate) still get a private
 // cluster. When TEST_DATABASE_URL is already set, testdb only runs the

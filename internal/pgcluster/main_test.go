@@ -3,7 +3,7 @@ package pgcluster_test
 import (
 	"testing"
 
-	"github.com/plinth-dev/plinth/internal/pgtest"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
 
 // TestMain: the tests start clusters of their own; pgtest.Main fails the

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plinth-dev/plinth/internal/pgtest"
 	. "github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
 
 // lockKeySQL is the liveness lock's key, as the package computes it.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"github.com/plinth-dev/plinth/internal/pgtest"
 	. "github.com/plinth-dev/plinth/internal/queue"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
 
 // A Waker sends River's insert notification for its queue, on River's

@@ -2,6 +2,11 @@
 // (the generic cell rate algorithm): a bucket of Burst requests that
 // refills at RPM/60 per second. The in-process Memory store is the
 // default; Redis shares one limit across instances.
+//
+// It knows no project: the buckets, their headers and 429, the client IP
+// and the per-IP and per-key limits of the control plane's routes. The
+// guard in front of /v1, which charges a request to its project's bucket,
+// is tenant/ratelimit.
 package ratelimit
 
 import (

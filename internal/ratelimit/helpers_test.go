@@ -10,8 +10,7 @@ import (
 
 func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// FakeClock is a simulated clock, safe for concurrent use. It is exported
-// for the ratelimit_test package's tests too.
+// FakeClock is a simulated clock, safe for concurrent use.
 type FakeClock struct {
 	mu sync.Mutex
 	t  time.Time

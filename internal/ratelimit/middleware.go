@@ -12,52 +12,24 @@ import (
 	"time"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
-	"github.com/plinth-dev/plinth/tenant"
 )
-
-// ForProject returns the limit of p (its plan's, or its own).
-func ForProject(p *tenant.Project) Limit {
-	l := p.Limits()
-	return Limit{RPM: l.RPM, Burst: l.Burst}
-}
-
-// Guard is the HTTP middleware that charges every request to its bucket
-// and sets X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset
-// before the rest of the chain runs, so every response carries them: those
-// of handlers, of other middleware (401, 403) and of unknown routes.
-//
-// A request whose key the identify step resolved (tenant.FromContext) is
-// charged to its project; one without
-// (a 401, an anonymous unknown route, an OAuth callback) to its client IP
-// at the Anonymous limit; one under PublicPrefix to its client IP at the
-// Public limit, before the public project is resolved, so probes of
-// unknown projects are limited too. Paths in Peek (GET /v1/health) show
-// the caller's bucket without charging it.
-type Guard struct {
-	Store        Store
-	Anonymous    Limit
-	Public       Limit
-	PublicPrefix string
-	Peek         []string
-	// Skip lists path prefixes with limits of their own (the dashboard).
-	Skip    []string
-	Trusted []netip.Prefix
-	Clock   func() time.Time
-	Logger  *slog.Logger
-	// Rejected, when set, is told of every 429 with the kind of limit
-	// that refused it (project, ip, public), for the metrics.
-	Rejected func(limit string)
-}
 
 type chargedKey struct{}
 
 // Charged returns ctx marking a request as already charged: one the
 // server makes to itself on behalf of a request that passed the limiter
 // (an MCP tool call served through the REST routes). The caller's one
-// request is not charged again for each route it runs. Only code in the
-// process can set it; no header or client input does.
+// request is not charged again for each route it runs (the guard of
+// tenant/ratelimit lets it through: IsCharged). Only code in the process
+// can set it; no header or client input does.
 func Charged(ctx context.Context) context.Context {
 	return context.WithValue(ctx, chargedKey{}, true)
+}
+
+// IsCharged reports whether ctx was marked by Charged.
+func IsCharged(ctx context.Context) bool {
+	charged, _ := ctx.Value(chargedKey{}).(bool)
+	return charged
 }
 
 type bundleKey struct{}
@@ -94,49 +66,10 @@ func firstOf(ctx context.Context, bucket string) bool {
 	return true
 }
 
-// Handler wraps next.
-func (g *Guard) Handler(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if charged, _ := r.Context().Value(chargedKey{}).(bool); charged {
-			next.ServeHTTP(w, r)
-			return
-		}
-		path := r.URL.Path
-		for _, p := range g.Skip {
-			if strings.HasPrefix(path, p) {
-				next.ServeHTTP(w, r)
-				return
-			}
-		}
-		var key, kind string
-		var l Limit
-		n := 1
-		if path == g.PublicPrefix || strings.HasPrefix(path, g.PublicPrefix+"/") {
-			key, l, kind = "pub:"+ClientIP(r, g.Trusted), g.Public, "public"
-		} else {
-			for _, p := range g.Peek {
-				if path == p {
-					n = 0
-				}
-			}
-			if s := tenant.FromContext(r.Context()); s != nil && s.Key != nil {
-				key, l, kind = "prj:"+s.Project.ID, ForProject(s.Project), "project"
-			} else {
-				key, l, kind = "ip:"+ClientIP(r, g.Trusted), g.Anonymous, "ip"
-			}
-		}
-		if charge(w, r, g.Store, key, l, n, g.Clock, g.Logger) {
-			next.ServeHTTP(w, r)
-		} else if g.Rejected != nil {
-			g.Rejected(kind)
-		}
-	})
-}
-
-// charge takes n requests from bucket key under l, sets the rate-limit
+// Charge takes n requests from bucket key under l, sets the rate-limit
 // headers and, when the bucket is empty, writes the 429. It reports
 // whether the request may go on; a store that fails lets it through.
-func charge(w http.ResponseWriter, r *http.Request, store Store, key string, l Limit, n int, clock func() time.Time, logger *slog.Logger) bool {
+func Charge(w http.ResponseWriter, r *http.Request, store Store, key string, l Limit, n int, clock func() time.Time, logger *slog.Logger) bool {
 	res, err := store.Take(r.Context(), key, l, n)
 	if err != nil {
 		logger.WarnContext(r.Context(), "rate limit decision failed; request let through", "err", err)
@@ -173,7 +106,7 @@ type PerIP struct {
 func (p *PerIP) Handler(name string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if charge(w, r, p.Store, name+":"+ClientIP(r, p.Trusted), p.Limit, 1, p.Clock, p.Logger) {
+			if Charge(w, r, p.Store, name+":"+ClientIP(r, p.Trusted), p.Limit, 1, p.Clock, p.Logger) {
 				next.ServeHTTP(w, r)
 			} else if p.Rejected != nil {
 				p.Rejected("login")
@@ -204,7 +137,7 @@ func (p *PerKey) Handler(next http.Handler) http.Handler {
 		if !firstOf(r.Context(), bucket) {
 			n = 0 // shown, not charged: the bundle paid once
 		}
-		if charge(w, r, p.Store, bucket, p.Limit, n, p.Clock, p.Logger) {
+		if Charge(w, r, p.Store, bucket, p.Limit, n, p.Clock, p.Logger) {
 			next.ServeHTTP(w, r)
 		} else if p.Rejected != nil {
 			p.Rejected(p.Name)

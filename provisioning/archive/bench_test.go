@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/pgtest"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/pgtest"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/blog"
 )

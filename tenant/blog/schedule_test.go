@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
+	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
 	"github.com/plinth-dev/plinth/tenant/blog"
 	"github.com/plinth-dev/plinth/tenant/jobs"
 )

@@ -12,7 +12,7 @@ import (
 
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/payments/stripetest"
-	"github.com/plinth-dev/plinth/internal/pgtest"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -21,7 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/credits"
+	"github.com/plinth-dev/plinth/tenant/credits"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")

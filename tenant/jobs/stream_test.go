@@ -15,7 +15,7 @@ import (
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/pgtest"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 	"github.com/plinth-dev/plinth/tenant/jobs"
 )
 

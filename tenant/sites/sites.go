@@ -13,11 +13,11 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/plinth-dev/plinth/internal/ai"
-	"github.com/plinth-dev/plinth/internal/credits"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/blog"
 	"github.com/plinth-dev/plinth/tenant/content"
+	"github.com/plinth-dev/plinth/tenant/credits"
 	"github.com/plinth-dev/plinth/tenant/jobs"
 )
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
-	"github.com/plinth-dev/plinth/tenant/social/socialtest"
+	"github.com/plinth-dev/plinth/central/apitest/socialtest"
+	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
 )
 
 // A partial publish sends one social_post.published; a publish where

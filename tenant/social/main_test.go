@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/pgtest"
-	"github.com/plinth-dev/plinth/tenant/social/socialtest"
+	"github.com/plinth-dev/plinth/central/apitest/socialtest"
+	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

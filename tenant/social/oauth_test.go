@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/plinth-dev/plinth/central/apitest/socialtest"
 	"github.com/plinth-dev/plinth/internal/oauth"
-	"github.com/plinth-dev/plinth/tenant/social/socialtest"
 )
 
 // The whole OAuth round trip against a fake authorization and token

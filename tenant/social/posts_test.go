@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plinth-dev/plinth/tenant/social/socialtest"
+	"github.com/plinth-dev/plinth/central/apitest/socialtest"
 )
 
 func TestPostsCRUD(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/central/apitest/socialtest"
 	"github.com/plinth-dev/plinth/internal/oauth"
-	"github.com/plinth-dev/plinth/tenant/social/socialtest"
 )
 
 // Publishing to three platforms where one fails: the post is

@@ -13,9 +13,9 @@ import (
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/central/apitest/socialtest"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/tenant/social"
-	"github.com/plinth-dev/plinth/tenant/social/socialtest"
 )
 
 // kindScheduled is the job kind that starts publishing a scheduled post.

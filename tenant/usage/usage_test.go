@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/credits"
+	"github.com/plinth-dev/plinth/tenant/credits"
 )
 
 func widget(t *testing.T, env *apitest.Env, key, op string, cost int64) {

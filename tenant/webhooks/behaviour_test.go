@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/central/apitest"
-	"github.com/plinth-dev/plinth/internal/credits"
-	"github.com/plinth-dev/plinth/internal/webhook"
-	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
+	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
+	"github.com/plinth-dev/plinth/tenant/credits"
+	"github.com/plinth-dev/plinth/tenant/outbox"
 	"github.com/plinth-dev/plinth/tenant/webhooks/signature"
 )
 
@@ -219,7 +219,7 @@ func TestPacing(t *testing.T) {
 		t.Fatalf("%d deliveries within one second", worst)
 	}
 	// the first requests may arrive bunched while connections are set up
-	if span < time.Duration(n-1)*webhook.Pace-150*time.Millisecond {
+	if span < time.Duration(n-1)*outbox.Pace-150*time.Millisecond {
 		t.Fatalf("%d deliveries in %s: faster than the pace", n, span)
 	}
 }
@@ -230,8 +230,8 @@ func TestPacing(t *testing.T) {
 // time, so the burst is sent at the pace, without a gap of a poll.
 func TestPacedDeliveriesWakeOnTime(t *testing.T) {
 	t.Parallel()
-	if webhook.QueueConfig.FetchPollInterval < time.Second {
-		t.Fatalf("the delivery queue polls every %s: this test needs the 1 s fallback poll", webhook.QueueConfig.FetchPollInterval)
+	if outbox.QueueConfig.FetchPollInterval < time.Second {
+		t.Fatalf("the delivery queue polls every %s: this test needs the 1 s fallback poll", outbox.QueueConfig.FetchPollInterval)
 	}
 	const n = 100
 	at := pacedBurst(t, n)
@@ -242,7 +242,7 @@ func TestPacedDeliveriesWakeOnTime(t *testing.T) {
 		gap = max(gap, at[i].Sub(at[i-1]))
 	}
 	span := at[len(at)-1].Sub(at[0])
-	t.Logf("%d deliveries in %s (the pace: %s), longest gap %s", n, span, time.Duration(n-1)*webhook.Pace, gap)
+	t.Logf("%d deliveries in %s (the pace: %s), longest gap %s", n, span, time.Duration(n-1)*outbox.Pace, gap)
 	if gap > 300*time.Millisecond {
 		t.Fatalf("a gap of %s between paced deliveries: a snoozed job waited for the poll", gap)
 	}
@@ -250,7 +250,7 @@ func TestPacedDeliveriesWakeOnTime(t *testing.T) {
 	// CI run saw 533 ms at a load of 12 on 2 cores, its longest gap
 	// 166 ms); a wake that waits for the poll shows above as a gap, and
 	// lateness of a whole poll interval is a waker that lags throughout.
-	if late := span - time.Duration(n-1)*webhook.Pace; late > webhook.QueueConfig.FetchPollInterval {
+	if late := span - time.Duration(n-1)*outbox.Pace; late > outbox.QueueConfig.FetchPollInterval {
 		t.Fatalf("%d deliveries in %s: the last was %s behind its slot", n, span, late)
 	}
 }
@@ -290,8 +290,8 @@ func TestSlowEndpointDoesNotDelayAnother(t *testing.T) {
 	if done := len(slow.Requests()); done != 0 {
 		t.Fatalf("%d slow requests ended first", done)
 	}
-	if m := slow.MaxInFlight(); m == 0 || m > webhook.MaxInFlight {
-		t.Fatalf("slow endpoint held %d requests at once, bound is %d", m, webhook.MaxInFlight)
+	if m := slow.MaxInFlight(); m == 0 || m > outbox.MaxInFlight {
+		t.Fatalf("slow endpoint held %d requests at once, bound is %d", m, outbox.MaxInFlight)
 	}
 	once.Do(func() { close(release) })
 }
@@ -305,7 +305,7 @@ func TestUndecryptableSecret(t *testing.T) {
 	env, p := setup(t, rc)
 	ep, _ := webhooktest.Endpoint(t, env, p.Key, rc.URL, "order.paid")
 	exec(t, p, `UPDATE webhook_endpoints SET secret = $2 WHERE id = $1`, ep,
-		webhook.NewSecrets([]byte("another server secret")).Seal(ep, webhook.NewSigningSecret()))
+		outbox.NewSecrets([]byte("another server secret")).Seal(ep, outbox.NewSigningSecret()))
 	webhooktest.Emit(t, env, p, "order.paid", map[string]any{"id": 1})
 	d := waitDeliveries(t, env, p.Key, ep, settled)
 	if d[0]["status"] != "failed" || d[0]["attempts"] != float64(0) || d[0]["last_error"] != "signing_secret_unusable" {

@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plinth-dev/plinth/central/apitest"
+	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
 	"github.com/plinth-dev/plinth/internal/id"
-	"github.com/plinth-dev/plinth/internal/webhook/webhooktest"
 	"github.com/plinth-dev/plinth/migrations"
 	"github.com/plinth-dev/plinth/tenant/webhooks/signature"
 )

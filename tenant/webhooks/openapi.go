@@ -2,7 +2,7 @@ package webhooks
 
 import (
 	"github.com/plinth-dev/plinth/internal/openapi"
-	"github.com/plinth-dev/plinth/internal/webhook"
+	"github.com/plinth-dev/plinth/tenant/outbox"
 )
 
 // OpenAPI describes the routes of the pillar: the endpoints that receive
@@ -25,7 +25,7 @@ func OpenAPI(d *openapi.Doc) {
 	delivery := openapi.JSON(d.Schema("WebhookDelivery", openapi.Obj(openapi.M{
 		"id": openapi.Prefixed("whd_"), "event_id": openapi.Prefixed("evt_"), "event_type": openapi.Str(),
 		"status": status, "attempts": openapi.M{"type": "integer", "minimum": 0},
-		"last_status_code": openapi.M{"type": []any{"integer", "null"}}, "last_error": openapi.Nullable(openapi.M{"type": "string", "pattern": webhook.ReasonPattern,
+		"last_status_code": openapi.M{"type": []any{"integer", "null"}}, "last_error": openapi.Nullable(openapi.M{"type": "string", "pattern": outbox.ReasonPattern,
 			"description": "Why the latest attempt failed, null until one does: `http_status <code>` (a non-2xx answer, redirects " +
 				"included), `timeout`, `dns_failure`, `connection_refused`, `connection_reset`, `tls_error`, `address_not_allowed` " +
 				"(the SSRF guard refused the address), `invalid_url` or `other`; or, when nothing was sent, `insufficient_credits`, " +

@@ -1,6 +1,6 @@
 // Package webhooks serves /v1/webhook-endpoints: the endpoints a project's
 // events are delivered to, their signing secrets, their deliveries and
-// redelivery. Delivery itself is internal/webhook.
+// redelivery. Delivery itself is tenant/outbox.
 package webhooks
 
 import (
@@ -14,10 +14,10 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/id"
-	"github.com/plinth-dev/plinth/internal/idempotency"
 	"github.com/plinth-dev/plinth/internal/ssrf"
-	"github.com/plinth-dev/plinth/internal/webhook"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/idempotency"
+	"github.com/plinth-dev/plinth/tenant/outbox"
 )
 
 // RotationWindow is how long a replaced signing secret keeps signing.
@@ -28,18 +28,18 @@ const maxURL = 2048
 
 // Deps is what the pillar is built with.
 type Deps struct {
-	Outbox  *webhook.Outbox
-	Secrets *webhook.Secrets
+	Outbox  *outbox.Outbox
+	Secrets *outbox.Secrets
 	// Dev allows http:// and loopback URLs (PLINTH_DEV=1).
 	Dev bool
 }
 
 // Service is the webhooks pillar: the endpoints a project subscribes and
-// their deliveries (internal/webhook delivers them).
+// their deliveries (tenant/outbox delivers them).
 type Service struct {
 	tenant.Base
-	outbox  *webhook.Outbox
-	secrets *webhook.Secrets
+	outbox  *outbox.Outbox
+	secrets *outbox.Secrets
 	dev     bool
 }
 
@@ -134,7 +134,7 @@ func (h *Service) checkURL(ctx context.Context, v *httpapi.Validator, raw string
 func checkEvents(v *httpapi.Validator, events []string) []string {
 	out := make([]string, 0, len(events))
 	for _, e := range events {
-		if !webhook.ValidTopic(e) {
+		if !outbox.ValidTopic(e) {
 			v.Check(false, "events", "unknown topic "+e)
 			continue
 		}
@@ -159,7 +159,7 @@ func (h *Service) create(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 	}
 	active := req.IsActive == nil || *req.IsActive
 	eid := id.New("whe_")
-	secret := webhook.NewSigningSecret()
+	secret := outbox.NewSigningSecret()
 	sealed := h.secrets.Seal(eid, secret)
 	e, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Endpoint, error) {
 		return insertEndpoint(r.Context(), tx, eid, req.URL, events, active, sealed)
@@ -240,7 +240,7 @@ func (h *Service) rotate(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 	if err != nil {
 		return err
 	}
-	secret := webhook.NewSigningSecret()
+	secret := outbox.NewSigningSecret()
 	sealed := h.secrets.Seal(eid, secret)
 	e, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Endpoint, error) { return rotateSecret(r.Context(), tx, eid, sealed) })
 	if err != nil {

@@ -1,9 +1,0 @@
-package webhook_test
-
-import (
-	"testing"
-
-	"github.com/plinth-dev/plinth/internal/pgtest"
-)
-
-func TestMain(m *testing.M) { pgtest.Main(m) }
