@@ -3,11 +3,12 @@
 // stdio proxy of `plinth mcp`.
 //
 // Every tool runs the REST route it mirrors: it builds the route's
-// request (path, query, JSON body, the caller's Authorization and
-// Idempotency-Key) and serves it through the API's own router in the
-// process. Validation, scopes, credits, events and idempotency are then
-// the REST ones by construction, and a refusal is the route's problem,
-// returned as a tool error.
+// request (path, query, JSON body, the caller's Idempotency-Key) and
+// serves it through the API's own router in the process (central/inproc),
+// with the project and key the /v1/mcp request was identified with.
+// Validation, scopes, credits, events and idempotency are then the REST
+// ones by construction, and a refusal is the route's problem, returned as
+// a tool error.
 package mcp
 
 import (
@@ -21,16 +22,16 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/plinth-dev/plinth/central/inproc"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/openapi"
-	"github.com/plinth-dev/plinth/internal/ratelimit"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // Deps are what the server needs.
@@ -38,7 +39,8 @@ type Deps struct {
 	// API serves the REST routes the tools run: the API router behind
 	// the request basics (request id, body limit), without the access
 	// log. Its rate limiter lets the tools' requests through uncharged:
-	// the /v1/mcp request that carries a tool call was charged once.
+	// the /v1/mcp request that carries a tool call was charged once
+	// (Handler is mounted behind the limiter).
 	API http.Handler
 	// OpenAPI is the API's OpenAPI document (openapi.json).
 	OpenAPI []byte
@@ -51,7 +53,10 @@ type Deps struct {
 
 // Server is the MCP server of the API.
 type Server struct {
-	deps   Deps
+	deps Deps
+	// api runs the tools' routes (Deps.API), each a request of its own
+	// for the /v1/mcp request that carried the call.
+	api    *inproc.Caller
 	server *sdk.Server
 	tools  map[string]*tool
 	docs   []document
@@ -81,7 +86,7 @@ func New(deps Deps) (*Server, error) {
 	}
 	info, _ := d["info"].(map[string]any)
 	version, _ := info["version"].(string)
-	s := &Server{deps: deps, tools: map[string]*tool{}}
+	s := &Server{deps: deps, tools: map[string]*tool{}, api: &inproc.Caller{Handler: deps.API, Headers: toolHeaders, Detach: true}}
 	s.server = sdk.NewServer(&sdk.Implementation{Name: "plinth", Title: "Plinth", Version: version}, &sdk.ServerOptions{
 		Logger: deps.Logger,
 		Instructions: "Plinth is the backend of this website project: its content keys, pages, components, brand, galleries, blog, " +
@@ -265,11 +270,21 @@ func without(list []any, v any) []any {
 	return out
 }
 
+// toolHeaders are the headers of the /v1/mcp request its tools' routes
+// carry: the client's agent and address, for the logs. Never
+// Authorization: the routes act with the scope the request was
+// identified with (parent). Idempotency-Key is the tool's to set.
+var toolHeaders = []string{"User-Agent", "X-Forwarded-For", "X-Real-Ip"}
+
 // Handler serves MCP over Streamable HTTP. It is stateless: each POST
 // carries its own tool call with the caller's key, so any instance can
 // answer it and no session outlives the request. A request from a
 // browser page of another origin is refused (403), and so is a JSON-RPC
 // batch (400), before the SDK sees either.
+//
+// It is mounted where the key was identified and the rate limit charged
+// (the authenticated /v1 group): the tools' routes act with that scope,
+// the key resolved once per /v1/mcp request, and are not charged again.
 func (s *Server) Handler() http.Handler {
 	h := problems(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.server }, &sdk.StreamableHTTPOptions{
 		Stateless: true,
@@ -288,8 +303,28 @@ func (s *Server) Handler() http.Handler {
 		httpapi.WriteError(w, r, httpapi.NewError(http.StatusForbidden, httpapi.CodeForbidden,
 			"cross-origin requests from a browser are refused: MCP clients call /v1/mcp from outside a browser"))
 	}))
-	return cop.Handler(noBatches(h))
+	return cop.Handler(noBatches(withParent(h)))
 }
+
+type parentKey struct{}
+
+// withParent keeps the /v1/mcp request on its context as the parent of
+// the routes its tool calls run. The SDK hands a tool handler a context
+// that carries the values of the request whose POST connected its
+// session (stateless: the POST that carries the call), but not the
+// request: its address and headers are kept here, its scope (the key
+// identified in front of the route) with them.
+func withParent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := inproc.Of(r)
+		p.Scope, p.Charged = tenant.FromContext(r.Context()), true
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), parentKey{}, p)))
+	})
+}
+
+// errNoParent is a tool call that did not come through Handler with an
+// identified key: nothing would know what project it acts on.
+var errNoParent = errors.New("mcp: the tool call carries no identified key: MCP is served at /v1/mcp only")
 
 // noBatches refuses a JSON-RPC batch (a body that is a JSON array) with
 // 400. MCP 2025-06-18 removed batching, and the SDK refuses it only when
@@ -328,9 +363,6 @@ func firstByte(b *bufio.Reader) (byte, error) {
 	}
 }
 
-// SDK returns the MCP server, for transports other than HTTP.
-func (s *Server) SDK() *sdk.Server { return s.server }
-
 // args are a tool call's arguments.
 type args struct {
 	params map[string]any
@@ -357,11 +389,11 @@ func (s *Server) handler(t *tool) sdk.ToolHandler {
 			}
 			a.params[k] = x
 		}
-		var header http.Header
-		if req.Extra != nil {
-			header = req.Extra.Header
+		parent, ok := ctx.Value(parentKey{}).(inproc.Parent)
+		if !ok || parent.Scope == nil {
+			return nil, errNoParent
 		}
-		c := &call{s: s, t: t, header: header}
+		c := &call{s: s, t: t, parent: parent}
 		status, body, err := c.run(ctx, a)
 		if err != nil {
 			return nil, err
@@ -384,11 +416,12 @@ func (s *Server) handler(t *tool) sdk.ToolHandler {
 	}
 }
 
-// call is one tool call: its tool and the caller's HTTP header.
+// call is one tool call: its tool and the /v1/mcp request that carried
+// it.
 type call struct {
 	s      *Server
 	t      *tool
-	header http.Header
+	parent inproc.Parent
 }
 
 // run serves the tool's route (or, for an upsert, the update route and
@@ -482,30 +515,21 @@ func scalar(v any) string {
 	return string(b)
 }
 
-// serve runs one request through the API in the process. Its context
-// keeps the tool call's cancellation but none of its values: the
-// request is identified, scoped and made idempotent afresh, by the
-// caller's own Authorization and Idempotency-Key headers.
+// serve runs one request through the API in the process, as a request
+// of its own (its idempotency step, its request id) with the scope of
+// the /v1/mcp request, and its cancellation (ctx, the tool call's).
 func (c *call) serve(ctx context.Context, method, path string, query url.Values, body []byte, params map[string]any) (int, []byte, error) {
-	sub, cancel := context.WithCancel(ratelimit.Charged(context.Background()))
-	defer cancel()
-	stop := context.AfterFunc(ctx, cancel)
-	defer stop()
 	target := path
 	if len(query) > 0 {
 		target += "?" + query.Encode()
 	}
-	req, err := http.NewRequestWithContext(sub, method, target, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
+	req := inproc.Request{Method: method, Target: target, Header: http.Header{"Accept": {"application/json"}}}
 	if len(body) > 0 {
+		req.Body = bytes.NewReader(body)
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Authorization", c.header.Get("Authorization"))
 	if c.t.idempotencyKey && method != http.MethodGet {
-		key := c.header.Get("Idempotency-Key")
+		key := c.parent.Header.Get("Idempotency-Key")
 		if k, ok := params["idempotency_key"].(string); ok {
 			key = k
 		}
@@ -513,13 +537,13 @@ func (c *call) serve(ctx context.Context, method, path string, query url.Values,
 			req.Header.Set("Idempotency-Key", key)
 		}
 	}
-	if ua := c.header.Get("User-Agent"); ua != "" {
-		req.Header.Set("User-Agent", ua)
+	p := c.parent
+	p.Ctx = ctx
+	res, err := c.s.api.Do(p, req)
+	if err != nil {
+		return 0, nil, err
 	}
-	req.RemoteAddr = "127.0.0.1:0" // in the process; the caller's address was the /v1/mcp request's
-	rec := httptest.NewRecorder()
-	c.s.deps.API.ServeHTTP(rec, req)
-	return rec.Code, rec.Body.Bytes(), nil
+	return res.Status, res.Body.Bytes(), nil
 }
 
 // follow reads the job of answer until it ends, reporting its progress
