@@ -81,10 +81,10 @@ func TestKeyResolvedOnceMCP(t *testing.T) {
 		args   map[string]any
 		routes int
 	}{
-		{"set_content", map[string]any{"key": "home.title", "body": map[string]any{"value": "Hi"}}, 1},
+		{"set_content", map[string]any{"key": "home.title", "value": "Hi"}, 1},
 		{"get_content", map[string]any{"key": "home.title"}, 1},
-		{"upsert_component", map[string]any{"slug": "hero", "body": map[string]any{"name": "Hero"}}, 2}, // PATCH 404, then POST
-		{"upsert_component", map[string]any{"slug": "hero", "body": map[string]any{"name": "Hero banner"}}, 1},
+		{"upsert_component", map[string]any{"slug": "hero", "name": "Hero"}, 2}, // PATCH 404, then POST
+		{"upsert_component", map[string]any{"slug": "hero", "name": "Hero banner"}, 1},
 		{"list_components", nil, 1},
 	}
 	resolved, requests, routes := c.Resolves(), sent.Load(), 0

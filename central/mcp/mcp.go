@@ -27,6 +27,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/plinth-dev/plinth/central/inproc"
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -69,6 +70,15 @@ type tool struct {
 	pathParams     []string
 	queryParams    []string
 	updateParam    string // the update route's path parameter
+	// body maps each argument that is a field of the route's JSON body
+	// to that field (body_slug → slug); nil when the route takes none.
+	body map[string]string
+	// args are the arguments' names, the required ones first (llms.txt).
+	args []string
+	// check validates the arguments against the input schema; create,
+	// of an upsert, also those that name nothing to update against the
+	// create body's required fields.
+	check, create *jsonschema.Schema
 }
 
 // New builds the server: one tool per spec, with the schemas of its
@@ -91,7 +101,9 @@ func New(deps Deps) (*Server, error) {
 		Logger: deps.Logger,
 		Instructions: "Plinth is the backend of this website project: its content keys, pages, components, brand, galleries, blog, " +
 			"catalogue, bookings and AI jobs. Every tool runs one REST route of the API (see plinth://openapi) with the project " +
-			"API key this connection uses, within that key's scopes; tools that cost credits say so.",
+			"API key this connection uses, within that key's scopes; tools that cost credits say so. A tool's arguments are its " +
+			"route's path and query parameters and its JSON body's fields side by side, as its input schema says " +
+			"(set_content: {\"key\": \"home.title\", \"value\": \"Hi\"}); arguments that do not match it are refused, naming them.",
 	})
 	for _, sp := range specs {
 		t, mt, err := build(d, sp)
@@ -150,6 +162,11 @@ func build(d doc, sp spec) (*tool, *sdk.Tool, error) {
 				schema["description"] = "An existing one to update (" + sp.update.method + " " + sp.update.path + "); " +
 					"without it, or when there is none, one is created (" + sp.method + " " + sp.path + ")."
 			}
+			if p.in == "path" && schema["type"] == "string" {
+				// A path is text, and the answers give numeric ids as
+				// numbers: ref 42 is /v1/blog-posts/42.
+				schema["type"] = []any{"string", "integer"}
+			}
 			props[name] = schema
 			if p.required && !optional {
 				required = append(required, name)
@@ -160,7 +177,7 @@ func build(d doc, sp spec) (*tool, *sdk.Tool, error) {
 	if err := addParams(params(op), false); err != nil {
 		return nil, nil, err
 	}
-	body, bodyRequired := jsonBody(op)
+	body, _ := jsonBody(op)
 	if sp.body != "" {
 		body = map[string]any{"$ref": componentRef + sp.body}
 	}
@@ -175,7 +192,10 @@ func build(d doc, sp spec) (*tool, *sdk.Tool, error) {
 		}
 		updateBody, _ = jsonBody(uop)
 	}
+	// The body's fields are arguments beside the parameters.
+	var createRequired []any
 	if body != nil {
+		f := &fields{t: t, props: props}
 		b, err := d.standalone(body)
 		if err != nil {
 			return nil, nil, err
@@ -190,21 +210,30 @@ func build(d doc, sp spec) (*tool, *sdk.Tool, error) {
 			}
 		}
 		parts = append(parts, b)
-		if updateBody != nil {
+		req, err := f.add(b, "creating")
+		if err != nil {
+			return nil, nil, fmt.Errorf("mcp: %s: the body of %s %s: %w", sp.name, sp.method, sp.path, err)
+		}
+		if updateBody == nil {
+			required = append(required, req...)
+		} else {
+			// Required to create, not to update: checked when the
+			// arguments name nothing to update (tool.create).
+			createRequired = req
 			u, err := d.standalone(updateBody)
 			if err != nil {
 				return nil, nil, err
 			}
 			parts = append(parts, u)
-			b = map[string]any{"anyOf": []any{b, u},
-				"description": "The new resource's fields (the create body) or, with " + t.updateParam + ", the fields to change (the update body)."}
-		} else {
-			b["description"] = "The request body of " + sp.method + " " + sp.path + "."
+			req, err := f.add(u, "updating")
+			if err == nil && len(req) > 0 {
+				err = fmt.Errorf("it requires %v: an upsert's update requires nothing but its path parameter", req)
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("mcp: %s: the body of %s %s: %w", sp.name, sp.update.method, sp.update.path, err)
+			}
 		}
-		props["body"] = b
-		if bodyRequired {
-			required = append(required, "body")
-		}
+		f.describe(createRequired)
 	}
 	input := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 	if len(required) > 0 {
@@ -212,6 +241,15 @@ func build(d doc, sp spec) (*tool, *sdk.Tool, error) {
 	}
 	if defs := merged(parts...); len(defs) > 0 {
 		input["$defs"] = defs
+	}
+	t.args = argNames(props, required, createRequired)
+	if t.check, err = compile(input, nil); err != nil {
+		return nil, nil, fmt.Errorf("mcp: %s: the input schema: %w", sp.name, err)
+	}
+	if len(createRequired) > 0 {
+		if t.create, err = compile(input, createRequired); err != nil {
+			return nil, nil, fmt.Errorf("mcp: %s: the input schema of a create: %w", sp.name, err)
+		}
 	}
 	status := sp.status
 	if status == 0 {
@@ -363,35 +401,15 @@ func firstByte(b *bufio.Reader) (byte, error) {
 	}
 }
 
-// args are a tool call's arguments.
-type args struct {
-	params map[string]any
-	body   json.RawMessage
-}
-
 func (s *Server) handler(t *tool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		var in map[string]json.RawMessage
-		if len(req.Params.Arguments) > 0 {
-			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
-				return toolError("the arguments are not a JSON object: " + err.Error()), nil
-			}
-		}
-		a := args{params: map[string]any{}}
-		for k, v := range in {
-			if k == "body" {
-				a.body = v
-				continue
-			}
-			var x any
-			if err := json.Unmarshal(v, &x); err != nil {
-				return toolError(k + " is not JSON"), nil
-			}
-			a.params[k] = x
-		}
 		parent, ok := ctx.Value(parentKey{}).(inproc.Parent)
 		if !ok || parent.Scope == nil {
 			return nil, errNoParent
+		}
+		a, refused := t.arguments(req.Params.Arguments)
+		if refused != "" {
+			return toolError(refused), nil
 		}
 		c := &call{s: s, t: t, parent: parent}
 		status, body, err := c.run(ctx, a)
@@ -428,21 +446,12 @@ type call struct {
 // then, if it found nothing, the create route).
 func (c *call) run(ctx context.Context, a args) (int, []byte, error) {
 	t := c.t
-	body := a.body
-	if len(t.set) > 0 {
-		var m map[string]any
-		if len(body) > 0 {
-			if err := json.Unmarshal(body, &m); err != nil {
-				return c.invalid("body must be a JSON object")
-			}
-		}
-		if m == nil {
-			m = map[string]any{}
-		}
+	var body []byte
+	if a.body != nil {
 		for k, v := range t.set {
-			m[k] = v
+			a.body[k] = v
 		}
-		body, _ = json.Marshal(m)
+		body, _ = json.Marshal(a.body)
 	}
 	if t.update != nil {
 		if ref, ok := a.params[t.updateParam]; ok {
@@ -455,17 +464,13 @@ func (c *call) run(ctx context.Context, a args) (int, []byte, error) {
 				return status, res, err
 			}
 			// Nothing to update: create it under that name.
-			var m map[string]any
-			if len(body) > 0 && json.Unmarshal(body, &m) != nil {
-				return status, res, nil
+			if a.body == nil {
+				a.body = map[string]any{}
 			}
-			if m == nil {
-				m = map[string]any{}
+			if _, set := a.body[t.createAs]; !set {
+				a.body[t.createAs] = scalar(ref) // the path's text
 			}
-			if _, set := m[t.createAs]; !set {
-				m[t.createAs] = ref
-			}
-			body, _ = json.Marshal(m)
+			body, _ = json.Marshal(a.body)
 		}
 	}
 	path, err := expand(t.path, t.pathParams, a.params)
