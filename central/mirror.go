@@ -1,7 +1,6 @@
 package central
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/plinth-dev/plinth/central/inproc"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
 )
@@ -47,9 +47,10 @@ var mirrorParam = regexp.MustCompile(`\{[a-z_]+\}`)
 // mirrorRoutes mounts dashboardMirrors on r (behind DashboardAuth), each
 // served by api, the server's router of /v1.
 func (c *Central) mirrorRoutes(r chi.Router, api http.Handler) {
+	v1 := &inproc.Caller{Handler: api, Headers: mirrorHeaders}
 	for _, m := range dashboardMirrors {
 		r.Method(m.method, "/projects/{id}"+m.path, httpapi.H(func(w http.ResponseWriter, r *http.Request) error {
-			return c.serveMirror(w, r, api, m)
+			return c.serveMirror(w, r, v1, m)
 		}))
 	}
 }
@@ -63,12 +64,13 @@ var mirrorHeaders = []string{"Content-Type", "Accept", "User-Agent", "X-Forwarde
 // serveMirror runs the /v1 route of m for the path's project, once the
 // project is found in the session's workspace: as a request of a key of
 // that project holding m's scope only, live (not test). It goes through
-// the /v1 router whole, so the project's rate limit counts it and a
-// route that charges credits charges them, as for any key.
+// the /v1 router whole, so the project's rate limit counts it (the
+// dashboard request was not charged to it) and a route that charges
+// credits charges them, as for any key.
 //
 // The project's status applies as it does to keys: a read of a project
 // being deleted is 404, a change of a project that is not active 403.
-func (c *Central) serveMirror(w http.ResponseWriter, r *http.Request, api http.Handler, m mirror) error {
+func (c *Central) serveMirror(w http.ResponseWriter, r *http.Request, v1 *inproc.Caller, m mirror) error {
 	project := c.writableProject
 	if m.method == http.MethodGet {
 		project = c.readableProject
@@ -95,21 +97,9 @@ func (c *Central) serveMirror(w http.ResponseWriter, r *http.Request, api http.H
 	if r.URL.RawQuery != "" {
 		path += "?" + r.URL.RawQuery
 	}
-	// Routed afresh: without the dashboard route's chi state, which the
-	// router would take for a parent's.
-	ctx := tenant.WithScope(context.WithValue(r.Context(), chi.RouteCtxKey, nil), sc)
-	req, err := http.NewRequestWithContext(ctx, m.method, path, r.Body)
-	if err != nil {
-		return err
-	}
-	req.ContentLength, req.RemoteAddr = r.ContentLength, r.RemoteAddr
-	for _, h := range mirrorHeaders {
-		if v := r.Header.Values(h); len(v) > 0 {
-			req.Header[h] = v
-		}
-	}
-	api.ServeHTTP(w, req)
-	return nil
+	parent := inproc.Of(r)
+	parent.Scope = sc
+	return v1.Serve(w, parent, inproc.Request{Method: m.method, Target: path, Body: r.Body, ContentLength: r.ContentLength})
 }
 
 // dashboardKeyID is the key id a dashboard user's mirrored requests carry

@@ -213,8 +213,9 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	root.Use(httpapi.StrictTransport(cfg.TrustedProxies)) // HSTS over HTTPS, directly or through a trusted proxy
 	s.opsRoutes(root)
 	r := httpapi.NewRouter()
-	// The MCP tools run the API's routes in the process, through r; the
-	// request that carried the call was logged and rate-limited once.
+	// The MCP tools run the API's routes in the process, through r
+	// (central/inproc); the request that carried the call was identified,
+	// logged and rate-limited once.
 	agent, err := mcp.New(mcp.Deps{API: httpapi.Base(cfg.ErrorBase, logger, 11<<20)(r), OpenAPI: OpenAPIJSON, Docs: docs.FS, Logger: logger})
 	if err != nil {
 		return nil, err

@@ -1,18 +1,15 @@
 package dashboard
 
 import (
-	"github.com/plinth-dev/plinth/tenant/webhooks"
-
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/go-chi/chi/v5"
+	"github.com/plinth-dev/plinth/central/inproc"
+	"github.com/plinth-dev/plinth/tenant/webhooks"
 )
 
 // problem is a problem+json answer of the API, as far as the pages use it.
@@ -31,68 +28,37 @@ type problem struct {
 
 func (p *problem) Error() string { return fmt.Sprintf("%d %s: %s", p.Status, p.Code, p.Detail) }
 
-// recorder keeps an in-process answer of the API.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (rec *recorder) Header() http.Header { return rec.header }
-func (rec *recorder) Write(b []byte) (int, error) {
-	if rec.status == 0 {
-		rec.status = 200
-	}
-	return rec.body.Write(b)
-}
-func (rec *recorder) WriteHeader(status int) {
-	if rec.status == 0 {
-		rec.status = status
-	}
-}
-
 // call sends a request to the central API through the server's router,
 // as the browser's client (its address, so the login's per-IP limit
 // counts the browser), with the session's token when there is one. A
 // 2xx answer is decoded into out; anything else is a *problem, except
 // 401, which means the session is over (errSignedOut).
 func (d *Dashboard) call(r *http.Request, method, path string, body, out any) error {
-	rec, err := d.send(r, method, path, "application/json", body)
+	res, err := d.send(r, method, path, "application/json", body)
 	if err != nil {
 		return err
 	}
-	if out == nil || rec.status == 204 {
+	if out == nil || res.Status == 204 {
 		return nil
 	}
-	return json.Unmarshal(rec.body.Bytes(), out)
+	return json.Unmarshal(res.Body.Bytes(), out)
 }
+
+// pageHeaders are the headers of a page's request its API requests
+// carry: the client's address and agent, for the limits and the logs.
+// Never the cookies: the session's token goes as Authorization.
+var pageHeaders = []string{"X-Forwarded-For", "X-Real-Ip", "User-Agent"}
 
 // send is call's request, asking for the media type accept, with the
 // answer kept whole when it is a 2xx (a CSV export is passed on as is).
-func (d *Dashboard) send(r *http.Request, method, path, accept string, body any) (*recorder, error) {
-	var rd io.Reader = http.NoBody
+func (d *Dashboard) send(r *http.Request, method, path, accept string, body any) (*inproc.Response, error) {
+	req := inproc.Request{Method: method, Target: path, Header: http.Header{"Accept": {accept}}}
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return nil, err
 		}
-		rd = bytes.NewReader(b)
-	}
-	// The API request is routed afresh: without the page's chi routing
-	// state, which the router would otherwise take for a parent's.
-	ctx := context.WithValue(r.Context(), chi.RouteCtxKey, nil)
-	req, err := http.NewRequestWithContext(ctx, method, path, rd)
-	if err != nil {
-		return nil, err
-	}
-	req.RemoteAddr = r.RemoteAddr
-	for _, h := range []string{"X-Forwarded-For", "X-Real-Ip", "User-Agent"} {
-		if v := r.Header.Get(h); v != "" {
-			req.Header.Set(h, v)
-		}
-	}
-	req.Header.Set("Accept", accept)
-	if body != nil {
+		req.Body = bytes.NewReader(b)
 		req.Header.Set("Content-Type", "application/json")
 	}
 	tok := ""
@@ -105,19 +71,21 @@ func (d *Dashboard) send(r *http.Request, method, path, accept string, body any)
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	rec := &recorder{header: http.Header{}}
-	d.api.ServeHTTP(rec, req)
-	if rec.status >= 200 && rec.status < 300 {
-		return rec, nil
+	res, err := d.api.Do(inproc.Of(r), req)
+	if err != nil {
+		return nil, err
 	}
-	if rec.status == 401 && tok != "" {
+	if res.Status >= 200 && res.Status < 300 {
+		return res, nil
+	}
+	if res.Status == 401 && tok != "" {
 		return nil, errSignedOut
 	}
 	p := &problem{}
-	if err := json.Unmarshal(rec.body.Bytes(), p); err != nil || p.Status == 0 {
-		return nil, fmt.Errorf("dashboard: %s %s answered %d: %s", method, path, rec.status, rec.body.String())
+	if err := json.Unmarshal(res.Body.Bytes(), p); err != nil || p.Status == 0 {
+		return nil, fmt.Errorf("dashboard: %s %s answered %d: %s", method, path, res.Status, res.Body.String())
 	}
-	p.RetryAfter, _ = strconv.Atoi(rec.header.Get("Retry-After"))
+	p.RetryAfter, _ = strconv.Atoi(res.Header.Get("Retry-After"))
 	return nil, p
 }
 

@@ -27,6 +27,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/plinth-dev/plinth/central/inproc"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
 )
@@ -48,7 +49,8 @@ const (
 
 // Dashboard serves the dashboard's pages.
 type Dashboard struct {
-	api    http.Handler
+	// api reaches /central/api in the process.
+	api    *inproc.Caller
 	pages  map[string]*template.Template
 	logger *slog.Logger
 	// trusted are the proxies whose X-Forwarded-Proto makes the cookies
@@ -60,7 +62,7 @@ type Dashboard struct {
 // pages reach /central/api through it. trusted are the proxies whose
 // X-Forwarded-Proto is believed.
 func New(api http.Handler, logger *slog.Logger, trusted []netip.Prefix) (*Dashboard, error) {
-	d := &Dashboard{api: api, pages: map[string]*template.Template{}, logger: logger, trusted: trusted}
+	d := &Dashboard{api: &inproc.Caller{Handler: api, Headers: pageHeaders}, pages: map[string]*template.Template{}, logger: logger, trusted: trusted}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err

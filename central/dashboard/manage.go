@@ -210,19 +210,19 @@ func (d *Dashboard) submissionsCSV(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	rec, err := d.send(r, "GET", base+"/form-submissions", "text/csv", nil)
+	res, err := d.send(r, "GET", base+"/form-submissions", "text/csv", nil)
 	if err != nil {
 		return pageOf(err)
 	}
-	if ct := rec.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/csv") {
+	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/csv") {
 		return fmt.Errorf("dashboard: the export answered %q", ct)
 	}
 	h := w.Header()
 	for _, k := range []string{"Content-Type", "Content-Disposition"} {
-		h.Set(k, rec.header.Get(k))
+		h.Set(k, res.Header.Get(k))
 	}
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(rec.body.Bytes())
+	_, _ = w.Write(res.Body.Bytes())
 	return nil
 }

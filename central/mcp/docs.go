@@ -114,9 +114,15 @@ func (s *Server) ServeLLMs(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(&b, "- [%s](/docs/%s.md)\n", d.title, d.name)
 	}
 	b.WriteString("\n## MCP tools\n\n")
+	b.WriteString("A tool's arguments are its route's path and query parameters and its JSON body's fields side by side " +
+		"(required ones marked *): `set_content` takes `{\"key\": \"home.title\", \"value\": \"Hi\", \"lang\": \"en\"}`.\n\n")
 	for _, sp := range specs {
 		t := s.tools[sp.name]
-		fmt.Fprintf(&b, "- `%s`: %s %s\n", sp.name, t.method, t.path)
+		fmt.Fprintf(&b, "- `%s`: %s %s", sp.name, t.method, t.path)
+		if len(t.args) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(t.args, ", "))
+		}
+		b.WriteString("\n")
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "public, max-age=300")

@@ -17,7 +17,7 @@ import (
 // setContentCall is the JSON-RPC request of a set_content tool call.
 func setContentCall(id int, key, value string) map[string]any {
 	return map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call",
-		"params": map[string]any{"name": "set_content", "arguments": map[string]any{"key": key, "body": map[string]any{"value": value}}}}
+		"params": map[string]any{"name": "set_content", "arguments": map[string]any{"key": key, "value": value}}}
 }
 
 // postMCP sends body to /v1/mcp as a Streamable HTTP client does, with

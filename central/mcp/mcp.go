@@ -3,11 +3,12 @@
 // stdio proxy of `plinth mcp`.
 //
 // Every tool runs the REST route it mirrors: it builds the route's
-// request (path, query, JSON body, the caller's Authorization and
-// Idempotency-Key) and serves it through the API's own router in the
-// process. Validation, scopes, credits, events and idempotency are then
-// the REST ones by construction, and a refusal is the route's problem,
-// returned as a tool error.
+// request (path, query, JSON body, the caller's Idempotency-Key) and
+// serves it through the API's own router in the process (central/inproc),
+// with the project and key the /v1/mcp request was identified with.
+// Validation, scopes, credits, events and idempotency are then the REST
+// ones by construction, and a refusal is the route's problem, returned as
+// a tool error.
 package mcp
 
 import (
@@ -21,16 +22,17 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/plinth-dev/plinth/central/inproc"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/openapi"
-	"github.com/plinth-dev/plinth/internal/ratelimit"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // Deps are what the server needs.
@@ -38,7 +40,8 @@ type Deps struct {
 	// API serves the REST routes the tools run: the API router behind
 	// the request basics (request id, body limit), without the access
 	// log. Its rate limiter lets the tools' requests through uncharged:
-	// the /v1/mcp request that carries a tool call was charged once.
+	// the /v1/mcp request that carries a tool call was charged once
+	// (Handler is mounted behind the limiter).
 	API http.Handler
 	// OpenAPI is the API's OpenAPI document (openapi.json).
 	OpenAPI []byte
@@ -51,7 +54,10 @@ type Deps struct {
 
 // Server is the MCP server of the API.
 type Server struct {
-	deps   Deps
+	deps Deps
+	// api runs the tools' routes (Deps.API), each a request of its own
+	// for the /v1/mcp request that carried the call.
+	api    *inproc.Caller
 	server *sdk.Server
 	tools  map[string]*tool
 	docs   []document
@@ -64,6 +70,15 @@ type tool struct {
 	pathParams     []string
 	queryParams    []string
 	updateParam    string // the update route's path parameter
+	// body maps each argument that is a field of the route's JSON body
+	// to that field (body_slug → slug); nil when the route takes none.
+	body map[string]string
+	// args are the arguments' names, the required ones first (llms.txt).
+	args []string
+	// check validates the arguments against the input schema; create,
+	// of an upsert, also those that name nothing to update against the
+	// create body's required fields.
+	check, create *jsonschema.Schema
 }
 
 // New builds the server: one tool per spec, with the schemas of its
@@ -81,12 +96,14 @@ func New(deps Deps) (*Server, error) {
 	}
 	info, _ := d["info"].(map[string]any)
 	version, _ := info["version"].(string)
-	s := &Server{deps: deps, tools: map[string]*tool{}}
+	s := &Server{deps: deps, tools: map[string]*tool{}, api: &inproc.Caller{Handler: deps.API, Headers: toolHeaders, Detach: true}}
 	s.server = sdk.NewServer(&sdk.Implementation{Name: "plinth", Title: "Plinth", Version: version}, &sdk.ServerOptions{
 		Logger: deps.Logger,
 		Instructions: "Plinth is the backend of this website project: its content keys, pages, components, brand, galleries, blog, " +
 			"catalogue, bookings and AI jobs. Every tool runs one REST route of the API (see plinth://openapi) with the project " +
-			"API key this connection uses, within that key's scopes; tools that cost credits say so.",
+			"API key this connection uses, within that key's scopes; tools that cost credits say so. A tool's arguments are its " +
+			"route's path and query parameters and its JSON body's fields side by side, as its input schema says " +
+			"(set_content: {\"key\": \"home.title\", \"value\": \"Hi\"}); arguments that do not match it are refused, naming them.",
 	})
 	for _, sp := range specs {
 		t, mt, err := build(d, sp)
@@ -145,6 +162,11 @@ func build(d doc, sp spec) (*tool, *sdk.Tool, error) {
 				schema["description"] = "An existing one to update (" + sp.update.method + " " + sp.update.path + "); " +
 					"without it, or when there is none, one is created (" + sp.method + " " + sp.path + ")."
 			}
+			if p.in == "path" && schema["type"] == "string" {
+				// A path is text, and the answers give numeric ids as
+				// numbers: ref 42 is /v1/blog-posts/42.
+				schema["type"] = []any{"string", "integer"}
+			}
 			props[name] = schema
 			if p.required && !optional {
 				required = append(required, name)
@@ -155,7 +177,7 @@ func build(d doc, sp spec) (*tool, *sdk.Tool, error) {
 	if err := addParams(params(op), false); err != nil {
 		return nil, nil, err
 	}
-	body, bodyRequired := jsonBody(op)
+	body, _ := jsonBody(op)
 	if sp.body != "" {
 		body = map[string]any{"$ref": componentRef + sp.body}
 	}
@@ -170,7 +192,10 @@ func build(d doc, sp spec) (*tool, *sdk.Tool, error) {
 		}
 		updateBody, _ = jsonBody(uop)
 	}
+	// The body's fields are arguments beside the parameters.
+	var createRequired []any
 	if body != nil {
+		f := &fields{t: t, props: props}
 		b, err := d.standalone(body)
 		if err != nil {
 			return nil, nil, err
@@ -185,21 +210,30 @@ func build(d doc, sp spec) (*tool, *sdk.Tool, error) {
 			}
 		}
 		parts = append(parts, b)
-		if updateBody != nil {
+		req, err := f.add(b, "creating")
+		if err != nil {
+			return nil, nil, fmt.Errorf("mcp: %s: the body of %s %s: %w", sp.name, sp.method, sp.path, err)
+		}
+		if updateBody == nil {
+			required = append(required, req...)
+		} else {
+			// Required to create, not to update: checked when the
+			// arguments name nothing to update (tool.create).
+			createRequired = req
 			u, err := d.standalone(updateBody)
 			if err != nil {
 				return nil, nil, err
 			}
 			parts = append(parts, u)
-			b = map[string]any{"anyOf": []any{b, u},
-				"description": "The new resource's fields (the create body) or, with " + t.updateParam + ", the fields to change (the update body)."}
-		} else {
-			b["description"] = "The request body of " + sp.method + " " + sp.path + "."
+			req, err := f.add(u, "updating")
+			if err == nil && len(req) > 0 {
+				err = fmt.Errorf("it requires %v: an upsert's update requires nothing but its path parameter", req)
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("mcp: %s: the body of %s %s: %w", sp.name, sp.update.method, sp.update.path, err)
+			}
 		}
-		props["body"] = b
-		if bodyRequired {
-			required = append(required, "body")
-		}
+		f.describe(createRequired)
 	}
 	input := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 	if len(required) > 0 {
@@ -207,6 +241,15 @@ func build(d doc, sp spec) (*tool, *sdk.Tool, error) {
 	}
 	if defs := merged(parts...); len(defs) > 0 {
 		input["$defs"] = defs
+	}
+	t.args = argNames(props, required, createRequired)
+	if t.check, err = compile(input, nil); err != nil {
+		return nil, nil, fmt.Errorf("mcp: %s: the input schema: %w", sp.name, err)
+	}
+	if len(createRequired) > 0 {
+		if t.create, err = compile(input, createRequired); err != nil {
+			return nil, nil, fmt.Errorf("mcp: %s: the input schema of a create: %w", sp.name, err)
+		}
 	}
 	status := sp.status
 	if status == 0 {
@@ -265,11 +308,21 @@ func without(list []any, v any) []any {
 	return out
 }
 
+// toolHeaders are the headers of the /v1/mcp request its tools' routes
+// carry: the client's agent and address, for the logs. Never
+// Authorization: the routes act with the scope the request was
+// identified with (parent). Idempotency-Key is the tool's to set.
+var toolHeaders = []string{"User-Agent", "X-Forwarded-For", "X-Real-Ip"}
+
 // Handler serves MCP over Streamable HTTP. It is stateless: each POST
 // carries its own tool call with the caller's key, so any instance can
 // answer it and no session outlives the request. A request from a
 // browser page of another origin is refused (403), and so is a JSON-RPC
 // batch (400), before the SDK sees either.
+//
+// It is mounted where the key was identified and the rate limit charged
+// (the authenticated /v1 group): the tools' routes act with that scope,
+// the key resolved once per /v1/mcp request, and are not charged again.
 func (s *Server) Handler() http.Handler {
 	h := problems(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.server }, &sdk.StreamableHTTPOptions{
 		Stateless: true,
@@ -288,8 +341,28 @@ func (s *Server) Handler() http.Handler {
 		httpapi.WriteError(w, r, httpapi.NewError(http.StatusForbidden, httpapi.CodeForbidden,
 			"cross-origin requests from a browser are refused: MCP clients call /v1/mcp from outside a browser"))
 	}))
-	return cop.Handler(noBatches(h))
+	return cop.Handler(noBatches(withParent(h)))
 }
+
+type parentKey struct{}
+
+// withParent keeps the /v1/mcp request on its context as the parent of
+// the routes its tool calls run. The SDK hands a tool handler a context
+// that carries the values of the request whose POST connected its
+// session (stateless: the POST that carries the call), but not the
+// request: its address and headers are kept here, its scope (the key
+// identified in front of the route) with them.
+func withParent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := inproc.Of(r)
+		p.Scope, p.Charged = tenant.FromContext(r.Context()), true
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), parentKey{}, p)))
+	})
+}
+
+// errNoParent is a tool call that did not come through Handler with an
+// identified key: nothing would know what project it acts on.
+var errNoParent = errors.New("mcp: the tool call carries no identified key: MCP is served at /v1/mcp only")
 
 // noBatches refuses a JSON-RPC batch (a body that is a JSON array) with
 // 400. MCP 2025-06-18 removed batching, and the SDK refuses it only when
@@ -328,40 +401,17 @@ func firstByte(b *bufio.Reader) (byte, error) {
 	}
 }
 
-// SDK returns the MCP server, for transports other than HTTP.
-func (s *Server) SDK() *sdk.Server { return s.server }
-
-// args are a tool call's arguments.
-type args struct {
-	params map[string]any
-	body   json.RawMessage
-}
-
 func (s *Server) handler(t *tool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		var in map[string]json.RawMessage
-		if len(req.Params.Arguments) > 0 {
-			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
-				return toolError("the arguments are not a JSON object: " + err.Error()), nil
-			}
+		parent, ok := ctx.Value(parentKey{}).(inproc.Parent)
+		if !ok || parent.Scope == nil {
+			return nil, errNoParent
 		}
-		a := args{params: map[string]any{}}
-		for k, v := range in {
-			if k == "body" {
-				a.body = v
-				continue
-			}
-			var x any
-			if err := json.Unmarshal(v, &x); err != nil {
-				return toolError(k + " is not JSON"), nil
-			}
-			a.params[k] = x
+		a, refused := t.arguments(req.Params.Arguments)
+		if refused != "" {
+			return toolError(refused), nil
 		}
-		var header http.Header
-		if req.Extra != nil {
-			header = req.Extra.Header
-		}
-		c := &call{s: s, t: t, header: header}
+		c := &call{s: s, t: t, parent: parent}
 		status, body, err := c.run(ctx, a)
 		if err != nil {
 			return nil, err
@@ -384,32 +434,24 @@ func (s *Server) handler(t *tool) sdk.ToolHandler {
 	}
 }
 
-// call is one tool call: its tool and the caller's HTTP header.
+// call is one tool call: its tool and the /v1/mcp request that carried
+// it.
 type call struct {
 	s      *Server
 	t      *tool
-	header http.Header
+	parent inproc.Parent
 }
 
 // run serves the tool's route (or, for an upsert, the update route and
 // then, if it found nothing, the create route).
 func (c *call) run(ctx context.Context, a args) (int, []byte, error) {
 	t := c.t
-	body := a.body
-	if len(t.set) > 0 {
-		var m map[string]any
-		if len(body) > 0 {
-			if err := json.Unmarshal(body, &m); err != nil {
-				return c.invalid("body must be a JSON object")
-			}
-		}
-		if m == nil {
-			m = map[string]any{}
-		}
+	var body []byte
+	if a.body != nil {
 		for k, v := range t.set {
-			m[k] = v
+			a.body[k] = v
 		}
-		body, _ = json.Marshal(m)
+		body, _ = json.Marshal(a.body)
 	}
 	if t.update != nil {
 		if ref, ok := a.params[t.updateParam]; ok {
@@ -422,17 +464,13 @@ func (c *call) run(ctx context.Context, a args) (int, []byte, error) {
 				return status, res, err
 			}
 			// Nothing to update: create it under that name.
-			var m map[string]any
-			if len(body) > 0 && json.Unmarshal(body, &m) != nil {
-				return status, res, nil
+			if a.body == nil {
+				a.body = map[string]any{}
 			}
-			if m == nil {
-				m = map[string]any{}
+			if _, set := a.body[t.createAs]; !set {
+				a.body[t.createAs] = scalar(ref) // the path's text
 			}
-			if _, set := m[t.createAs]; !set {
-				m[t.createAs] = ref
-			}
-			body, _ = json.Marshal(m)
+			body, _ = json.Marshal(a.body)
 		}
 	}
 	path, err := expand(t.path, t.pathParams, a.params)
@@ -482,30 +520,21 @@ func scalar(v any) string {
 	return string(b)
 }
 
-// serve runs one request through the API in the process. Its context
-// keeps the tool call's cancellation but none of its values: the
-// request is identified, scoped and made idempotent afresh, by the
-// caller's own Authorization and Idempotency-Key headers.
+// serve runs one request through the API in the process, as a request
+// of its own (its idempotency step, its request id) with the scope of
+// the /v1/mcp request, and its cancellation (ctx, the tool call's).
 func (c *call) serve(ctx context.Context, method, path string, query url.Values, body []byte, params map[string]any) (int, []byte, error) {
-	sub, cancel := context.WithCancel(ratelimit.Charged(context.Background()))
-	defer cancel()
-	stop := context.AfterFunc(ctx, cancel)
-	defer stop()
 	target := path
 	if len(query) > 0 {
 		target += "?" + query.Encode()
 	}
-	req, err := http.NewRequestWithContext(sub, method, target, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
+	req := inproc.Request{Method: method, Target: target, Header: http.Header{"Accept": {"application/json"}}}
 	if len(body) > 0 {
+		req.Body = bytes.NewReader(body)
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Authorization", c.header.Get("Authorization"))
 	if c.t.idempotencyKey && method != http.MethodGet {
-		key := c.header.Get("Idempotency-Key")
+		key := c.parent.Header.Get("Idempotency-Key")
 		if k, ok := params["idempotency_key"].(string); ok {
 			key = k
 		}
@@ -513,13 +542,13 @@ func (c *call) serve(ctx context.Context, method, path string, query url.Values,
 			req.Header.Set("Idempotency-Key", key)
 		}
 	}
-	if ua := c.header.Get("User-Agent"); ua != "" {
-		req.Header.Set("User-Agent", ua)
+	p := c.parent
+	p.Ctx = ctx
+	res, err := c.s.api.Do(p, req)
+	if err != nil {
+		return 0, nil, err
 	}
-	req.RemoteAddr = "127.0.0.1:0" // in the process; the caller's address was the /v1/mcp request's
-	rec := httptest.NewRecorder()
-	c.s.deps.API.ServeHTTP(rec, req)
-	return rec.Code, rec.Body.Bytes(), nil
+	return res.Status, res.Body.Bytes(), nil
 }
 
 // follow reads the job of answer until it ends, reporting its progress

@@ -149,9 +149,11 @@ func TestToolsList(t *testing.T) {
 		in := set.InputSchema.(map[string]any)
 		props := in["properties"].(map[string]any)
 		require.Equal(t, "^[a-z0-9][a-z0-9._-]{0,199}$", props["key"].(map[string]any)["pattern"], "the path parameter's schema")
-		body := props["body"].(map[string]any)
-		require.Contains(t, body["properties"], "value", "the request body's schema")
-		require.ElementsMatch(t, []any{"key", "body"}, in["required"])
+		require.Equal(t, "string", props["value"].(map[string]any)["type"], "the body's field, beside the parameter")
+		require.Contains(t, props, "lang")
+		require.NotContains(t, props, "body")
+		require.ElementsMatch(t, []any{"key", "value"}, in["required"], "the path parameter's and the body's")
+		require.Equal(t, false, in["additionalProperties"])
 		require.Contains(t, props, "idempotency_key")
 		require.Contains(t, set.OutputSchema.(map[string]any)["properties"], "all_locales", "the 200's ContentKey")
 		require.Equal(t, "content:write", set.Meta["plinth/scope"])
@@ -168,9 +170,20 @@ func TestToolsList(t *testing.T) {
 		require.Contains(t, gen.Description, "60 credits")
 		require.False(t, gen.Annotations.IdempotentHint)
 		require.False(t, *gen.Annotations.DestructiveHint)
-		genBody := gen.InputSchema.(map[string]any)["properties"].(map[string]any)["body"].(map[string]any)
-		require.Contains(t, genBody["properties"], "topic")
-		require.NotContains(t, genBody["properties"], "type", "the tool chooses the AI member")
+		genProps := gen.InputSchema.(map[string]any)["properties"].(map[string]any)
+		require.Contains(t, genProps, "topic")
+		require.NotContains(t, genProps, "type", "the tool chooses the AI member")
+		require.Equal(t, []any{"topic"}, gen.InputSchema.(map[string]any)["required"])
+
+		// An upsert's path parameter keeps its name; the body's field of
+		// that name is body_slug. Required to create only, name is not
+		// required by the schema.
+		up := tools["upsert_component"].InputSchema.(map[string]any)
+		upProps := up["properties"].(map[string]any)
+		require.Contains(t, upProps["slug"].(map[string]any)["description"], "An existing one to update")
+		require.Contains(t, upProps["body_slug"].(map[string]any)["description"], "The body's field slug")
+		require.Contains(t, upProps["name"].(map[string]any)["description"], "Required when creating")
+		require.Nil(t, up["required"])
 		require.Contains(t, gen.OutputSchema.(map[string]any)["properties"], "progress", "the 202's Job")
 		// A nested reference resolves inside the schema.
 		require.Contains(t, gen.OutputSchema.(map[string]any)["$defs"], "JobStatus")
@@ -189,7 +202,7 @@ func TestContentRoundTrip(t *testing.T) {
 		cs := connect(t, env, transport, p.Key, nil)
 
 		before := p.Balance(t)
-		got := structured(t, callTool(t, cs, "set_content", map[string]any{"key": "hero.title", "body": map[string]any{"value": "Fresh bread daily"}}))
+		got := structured(t, callTool(t, cs, "set_content", map[string]any{"key": "hero.title", "value": "Fresh bread daily"}))
 		require.Equal(t, "hero.title", got["key"])
 		require.Equal(t, "Fresh bread daily", got["value"])
 		viaTool := before - p.Balance(t)
@@ -206,26 +219,89 @@ func TestContentRoundTrip(t *testing.T) {
 		require.Equal(t, 2, query[int](t, p, `SELECT count(*) FROM webhook_events WHERE type = 'content.changed'`), "one event per write, as REST")
 
 		// The same value again is no change: no event, as through REST.
-		structured(t, callTool(t, cs, "set_content", map[string]any{"key": "hero.title", "body": map[string]any{"value": "Fresh bread daily"}}))
+		structured(t, callTool(t, cs, "set_content", map[string]any{"key": "hero.title", "value": "Fresh bread daily"}))
 		require.Equal(t, 2, query[int](t, p, `SELECT count(*) FROM webhook_events WHERE type = 'content.changed'`))
 
-		// The route's validation: a key outside the pattern is its 422.
-		res := callTool(t, cs, "set_content", map[string]any{"key": "Hero Title", "body": map[string]any{"value": "x"}})
+		// The route's pattern is the input schema's: a key outside it is
+		// refused before the route runs, naming the argument.
+		res := callTool(t, cs, "set_content", map[string]any{"key": "Hero Title", "value": "x"})
 		require.True(t, res.IsError)
-		require.Contains(t, text(res), "422")
+		require.Contains(t, text(res), "key: 'Hero Title' does not match pattern")
+		// What only the route checks is its 422: a key and language twice.
+		twice := map[string]any{"key": "hero.x", "value": "x"}
+		res = callTool(t, cs, "set_content_bulk", map[string]any{"updates": []any{twice, twice}})
+		require.True(t, res.IsError)
+		require.Contains(t, text(res), "HTTP 422 validation_failed")
 
 		// A replayed Idempotency-Key answers the stored response, charging once.
 		before = p.Balance(t)
-		args := map[string]any{"key": "hero.cta", "body": map[string]any{"value": "Order"}, "idempotency_key": "cta-1"}
+		args := map[string]any{"key": "hero.cta", "value": "Order", "idempotency_key": "cta-1"}
 		structured(t, callTool(t, cs, "set_content", args))
 		structured(t, callTool(t, cs, "set_content", args))
 		require.Equal(t, viaREST, before-p.Balance(t))
 
 		// Bulk and list.
-		structured(t, callTool(t, cs, "set_content_bulk", map[string]any{"body": map[string]any{"updates": []any{
-			map[string]any{"key": "footer.a", "value": "A"}, map[string]any{"key": "footer.b", "value": "B"}}}}))
+		structured(t, callTool(t, cs, "set_content_bulk", map[string]any{"updates": []any{
+			map[string]any{"key": "footer.a", "value": "A"}, map[string]any{"key": "footer.b", "value": "B"}}}))
 		list := structured(t, callTool(t, cs, "list_content", map[string]any{"keys": "footer.a,footer.b,hero.title"}))
 		require.Equal(t, map[string]any{"footer.a": "A", "footer.b": "B", "hero.title": "Fresh bread daily"}, list["data"])
+	})
+}
+
+// TestFlatArguments: a tool takes its route's parameters and its body's
+// fields side by side (set_content: key, value, lang), and arguments that
+// do not match its input schema are a tool error naming the argument,
+// before anything runs: nothing is written, no credit charged.
+func TestFlatArguments(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	eachTransport(t, func(t *testing.T, transport string) {
+		p := env.NewProject("build")
+		cs := connect(t, env, transport, p.Key, nil)
+		got := structured(t, callTool(t, cs, "set_content", map[string]any{"key": "home.title", "value": "Hi", "lang": "en"}))
+		require.Equal(t, "home.title", got["key"])
+		require.Equal(t, "Hi", got["value"])
+		require.Equal(t, "Hi", structured(t, callTool(t, cs, "get_content", map[string]any{"key": "home.title", "lang": "en"}))["value"])
+		require.Equal(t, "Hi", env.Do("GET", "/v1/content/home.title", p.Key, nil).Expect(t, 200).JSON(t)["value"])
+
+		before := p.Balance(t)
+		for _, c := range []struct {
+			name string
+			args map[string]any
+			// names is what the error names; says the failure
+			names, says string
+		}{
+			{"value missing", map[string]any{"key": "home.title", "lang": "en"}, "'value'", "missing"},
+			{"value a number", map[string]any{"key": "home.title", "value": 5}, "value: ", "want string"},
+			{"an unknown argument", map[string]any{"key": "home.title", "value": "Bye", "colour": "red"}, "'colour'", "not allowed"},
+			{"the body nested", map[string]any{"key": "home.title", "body": map[string]any{"value": "Bye"}}, "'body'", "not allowed"},
+			{"no arguments", nil, "'key'", "missing"},
+			{"a nested field", nil, "updates/0/value: ", "want string"},
+		} {
+			tool := "set_content"
+			if c.name == "a nested field" {
+				tool, c.args = "set_content_bulk", map[string]any{"updates": []any{map[string]any{"key": "home.title", "value": 7}}}
+			}
+			res := callTool(t, cs, tool, c.args)
+			require.True(t, res.IsError, c.name)
+			require.Contains(t, text(res), "invalid arguments", c.name)
+			require.Contains(t, text(res), c.names, c.name)
+			require.Contains(t, text(res), c.says, c.name)
+		}
+		require.Equal(t, before, p.Balance(t), "no route ran")
+		require.Equal(t, "Hi", env.Do("GET", "/v1/content/home.title", p.Key, nil).Expect(t, 200).JSON(t)["value"])
+
+		// An upsert: its create needs the create body's required fields;
+		// the body's field named as the parameter is body_slug.
+		res := callTool(t, cs, "upsert_component", map[string]any{"props": map[string]any{"a": 1}})
+		require.True(t, res.IsError)
+		require.Contains(t, text(res), "missing property 'name'")
+		require.Empty(t, structured(t, callTool(t, cs, "list_components", nil))["data"], "nothing created")
+		created := structured(t, callTool(t, cs, "upsert_component", map[string]any{"slug": "hero", "name": "Hero"}))
+		renamed := structured(t, callTool(t, cs, "upsert_component", map[string]any{"slug": "hero", "body_slug": "banner"}))
+		require.Equal(t, created["id"], renamed["id"])
+		require.Equal(t, "banner", renamed["slug"])
+		require.Equal(t, "Hero", renamed["name"])
 	})
 }
 
@@ -239,7 +315,7 @@ func TestScopeRefused(t *testing.T) {
 		env.Do("PUT", "/v1/content/hero.title", p.Key, map[string]any{"value": "Hello"}).Expect(t, 200)
 		cs := connect(t, env, transport, p.NewKey(false, "content:read"), nil)
 
-		res := callTool(t, cs, "set_content", map[string]any{"key": "hero.title", "body": map[string]any{"value": "Changed"}})
+		res := callTool(t, cs, "set_content", map[string]any{"key": "hero.title", "value": "Changed"})
 		require.True(t, res.IsError)
 		require.Contains(t, text(res), "content:write")
 		require.Contains(t, text(res), "403")
@@ -254,7 +330,9 @@ func TestScopeRefused(t *testing.T) {
 }
 
 // TestEveryToolNeedsItsScope: a key with no scope is refused by every
-// tool with the scope its declaration names, before anything runs.
+// tool with the scope its declaration names, before anything runs. The
+// arguments are valid ones (the route's required parameters and fields,
+// the upserts' resource), so the refusal is the route's.
 func TestEveryToolNeedsItsScope(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
@@ -262,26 +340,43 @@ func TestEveryToolNeedsItsScope(t *testing.T) {
 	cs := connect(t, env, "http", p.NewKey(false, "project:read"), nil)
 	tools, err := cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
-	args := map[string]any{"key": "a", "id_or_slug": "a", "slug": "a", "ref": "a", "id": "job_000000000000000000000000",
-		"body": map[string]any{}}
+	args := map[string]any{"key": "a", "value": "v", "updates": []any{map[string]any{"key": "a", "value": "v"}},
+		"id_or_slug": "a", "slug": "a", "ref": "a", "title": "T", "topic": "T", "prompt": "P", "brief": "A bakery", "service_id": 1}
 	for _, tool := range tools.Tools {
 		scope := tool.Meta["plinth/scope"].(string)
 		if scope == "project:read" {
 			continue
 		}
+		schema := tool.InputSchema.(map[string]any)
+		props := schema["properties"].(map[string]any)
 		in := map[string]any{}
-		for k := range tool.InputSchema.(map[string]any)["properties"].(map[string]any) {
+		for k := range props {
 			if v, ok := args[k]; ok {
 				in[k] = v
 			}
 		}
-		if tool.Name == "get_availability" {
-			in["service_id"], in["date"] = "svc_1", "2030-01-01"
+		if id, ok := props["id"].(map[string]any); ok {
+			in["id"] = "job_000000000000000000000000"
+			if id["type"] == "integer" {
+				in["id"] = 1 // upsert_product's
+			}
+		}
+		for _, r := range asStrings(schema["required"]) {
+			require.Contains(t, in, r, "%s: the test gives every required argument", tool.Name)
 		}
 		res := callTool(t, cs, tool.Name, in)
 		require.True(t, res.IsError, tool.Name)
 		require.Contains(t, text(res), "lacks the scope "+scope, tool.Name)
 	}
+}
+
+func asStrings(v any) []string {
+	var out []string
+	list, _ := v.([]any)
+	for _, e := range list {
+		out = append(out, e.(string))
+	}
+	return out
 }
 
 // TestGenerateBlogPostFollowed: generate_blog_post with a progress token
@@ -303,7 +398,7 @@ func TestGenerateBlogPostFollowed(t *testing.T) {
 		}})
 
 		before := p.Balance(t)
-		params := &sdk.CallToolParams{Name: "generate_blog_post", Arguments: map[string]any{"body": map[string]any{"topic": "Sourdough at home", "language_code": "en"}}}
+		params := &sdk.CallToolParams{Name: "generate_blog_post", Arguments: map[string]any{"topic": "Sourdough at home", "language_code": "en"}}
 		params.SetProgressToken("gen-1")
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -334,7 +429,7 @@ func TestGenerateBlogPostFollowed(t *testing.T) {
 		require.Equal(t, postID, post["id"])
 
 		// Without a token the tool answers the pending job; get_job follows it.
-		started := structured(t, callTool(t, cs, "generate_blog_post", map[string]any{"body": map[string]any{"topic": "Rye"}}))
+		started := structured(t, callTool(t, cs, "generate_blog_post", map[string]any{"topic": "Rye"}))
 		require.Contains(t, []any{"pending", "processing"}, started["status"])
 		env.WaitJob(t, p.Key, started["id"].(string))
 		got := structured(t, callTool(t, cs, "get_job", map[string]any{"id": started["id"]}))
@@ -388,17 +483,17 @@ func TestUpsert(t *testing.T) {
 	env := apitest.New(t)
 	p := env.NewProject("build")
 	cs := connect(t, env, "http", p.Key, nil)
-	created := structured(t, callTool(t, cs, "upsert_component", map[string]any{"slug": "hero", "body": map[string]any{"name": "Hero", "props": map[string]any{"a": 1}}}))
+	created := structured(t, callTool(t, cs, "upsert_component", map[string]any{"slug": "hero", "name": "Hero", "props": map[string]any{"a": 1}}))
 	require.Equal(t, "hero", created["slug"])
-	updated := structured(t, callTool(t, cs, "upsert_component", map[string]any{"slug": "hero", "body": map[string]any{"name": "Hero banner"}}))
+	updated := structured(t, callTool(t, cs, "upsert_component", map[string]any{"slug": "hero", "name": "Hero banner"}))
 	require.Equal(t, created["id"], updated["id"])
 	require.Equal(t, "Hero banner", updated["name"])
 	list := structured(t, callTool(t, cs, "list_components", nil))
 	require.Len(t, list["data"], 1)
 
-	page := structured(t, callTool(t, cs, "upsert_page", map[string]any{"body": map[string]any{"title": "About", "slug": "about"}}))
+	page := structured(t, callTool(t, cs, "upsert_page", map[string]any{"title": "About", "slug": "about"}))
 	require.Equal(t, "about", page["slug"])
-	page = structured(t, callTool(t, cs, "upsert_page", map[string]any{"id_or_slug": "about", "body": map[string]any{"title": "About us"}}))
+	page = structured(t, callTool(t, cs, "upsert_page", map[string]any{"id_or_slug": "about", "title": "About us"}))
 	require.Equal(t, "About us", page["title"])
 	require.Equal(t, "About us", structured(t, callTool(t, cs, "get_page", map[string]any{"id_or_slug": "about"}))["title"])
 }
@@ -419,7 +514,7 @@ func TestToolCallIsOneRequest(t *testing.T) {
 		return n
 	}
 	r0 := remaining()
-	structured(t, callTool(t, cs, "upsert_component", map[string]any{"slug": "nav", "body": map[string]any{"name": "Nav"}})) // PATCH 404, then POST
+	structured(t, callTool(t, cs, "upsert_component", map[string]any{"slug": "nav", "name": "Nav"})) // PATCH 404, then POST
 	r1 := remaining()
 	require.Equal(t, 2, r0-r1, "the tool call's one POST and the probe")
 }

@@ -15,7 +15,8 @@ import (
 // TestNodeClient: a second, independent client, the TypeScript SDK
 // (testdata/mcp-client, pinned by its package-lock.json), lists the
 // tools and calls get_content over Streamable HTTP; it validates the
-// answer against the tool's output schema.
+// answer against the tool's output schema. Its set_content with flat
+// arguments writes the value; without value it is a tool error naming it.
 func TestNodeClient(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -52,6 +53,14 @@ func TestNodeClient(t *testing.T) {
 			IsError bool
 			Text    string
 		}
+		Set struct {
+			IsError bool
+			Content map[string]any
+		}
+		Invalid struct {
+			IsError bool
+			Text    string
+		}
 	}
 	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
 	require.Equal(t, "plinth", got.Server.Name)
@@ -67,6 +76,11 @@ func TestNodeClient(t *testing.T) {
 	require.Equal(t, "hero.title", got.Content["key"])
 	require.True(t, got.Missing.IsError)
 	require.Contains(t, got.Missing.Text, "404")
+	require.False(t, got.Set.IsError, "%v", got.Set)
+	require.Equal(t, "Set from Node", got.Set.Content["value"])
+	require.Equal(t, "Set from Node", env.Do("GET", "/v1/content/node.title", p.Key, nil).Expect(t, 200).JSON(t)["value"])
+	require.True(t, got.Invalid.IsError)
+	require.Contains(t, got.Invalid.Text, "missing property 'value'")
 }
 
 // unavailable fails under CI=true, where .ci/run installs what the test

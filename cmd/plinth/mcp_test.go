@@ -54,7 +54,7 @@ func TestMCPCommand(t *testing.T) {
 	require.Len(t, names, 29)
 
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "set_content",
-		Arguments: map[string]any{"key": "hero.title", "body": map[string]any{"value": "From a local agent"}}})
+		Arguments: map[string]any{"key": "hero.title", "value": "From a local agent"}})
 	require.NoError(t, err)
 	require.False(t, res.IsError)
 	got := srv.Do("GET", "/v1/content/hero.title", p.Key, nil).Expect(t, 200).JSON(t)
@@ -70,7 +70,7 @@ func TestMCPCommand(t *testing.T) {
 
 	ro := start(p.NewKey(false, "content:read"))
 	res, err = ro.CallTool(context.Background(), &sdk.CallToolParams{Name: "set_content",
-		Arguments: map[string]any{"key": "hero.title", "body": map[string]any{"value": "No"}}})
+		Arguments: map[string]any{"key": "hero.title", "value": "No"}})
 	require.NoError(t, err)
 	require.True(t, res.IsError)
 	var text strings.Builder

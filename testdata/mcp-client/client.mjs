@@ -1,6 +1,8 @@
 // A second MCP client, the official TypeScript SDK, against Plinth's
 // Streamable HTTP server: node client.mjs <base url> <API key> <content key>.
-// It prints one JSON object: the tools it listed and get_content's result.
+// It prints one JSON object: the tools it listed, get_content's result, and
+// set_content's with flat arguments (the path parameter and the body's
+// fields side by side), then without its required value.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
@@ -14,6 +16,8 @@ const { tools } = await client.listTools();
 // callTool validates structuredContent against the tool's outputSchema.
 const got = await client.callTool({ name: "get_content", arguments: { key: contentKey } });
 const refused = await client.callTool({ name: "get_content", arguments: { key: "no.such.key" } });
+const set = await client.callTool({ name: "set_content", arguments: { key: "node.title", value: "Set from Node", lang: "en" } });
+const invalid = await client.callTool({ name: "set_content", arguments: { key: "node.title" } });
 await client.close();
 console.log(JSON.stringify({
   server: client.getServerVersion(),
@@ -21,4 +25,6 @@ console.log(JSON.stringify({
   content: got.structuredContent,
   isError: got.isError ?? false,
   missing: { isError: refused.isError ?? false, text: refused.content.map((c) => c.text).join("\n") },
+  set: { isError: set.isError ?? false, content: set.structuredContent },
+  invalid: { isError: invalid.isError ?? false, text: invalid.content.map((c) => c.text).join("\n") },
 }));
