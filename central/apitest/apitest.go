@@ -543,6 +543,15 @@ func (e *Env) DueNow(t testing.TB, kind string, args map[string]any) {
 	}
 }
 
+// AheadOf is a schedule time far enough ahead for as many requests as
+// those that just took took to be sent before it (a fixed 2 s runs out on
+// a loaded machine, and the API refuses a time in the past): 2 s, plus
+// twice took, for a machine that gets slower meanwhile; in milliseconds,
+// as the API stores it.
+func AheadOf(took time.Duration) time.Time {
+	return time.Now().Add(2*time.Second + 2*took).UTC().Truncate(time.Millisecond)
+}
+
 // WaitRiverJobs polls RiverJobs until it lists at least one job and every
 // one has ended (completed, cancelled or discarded), at most 30 s, and
 // returns them.

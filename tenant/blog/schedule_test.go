@@ -24,12 +24,6 @@ func ahead(d time.Duration) time.Time { return time.Now().Add(d).UTC().Truncate(
 
 func stamp(t time.Time) string { return t.Format(time.RFC3339Nano) }
 
-// aheadOf is a schedule time far enough ahead for as many requests as
-// those that just took took to be sent before it (a fixed 2 s runs out on
-// a loaded machine, and the API refuses a time in the past): 2 s, plus
-// twice took, for a machine that gets slower meanwhile.
-func aheadOf(took time.Duration) time.Time { return ahead(2*time.Second + 2*took) }
-
 // schedule schedules the post at path at at.
 func schedule(t *testing.T, env *apitest.Env, key, path string, at time.Time) {
 	t.Helper()
@@ -87,7 +81,7 @@ func TestScheduledPostPublished(t *testing.T) {
 	start := time.Now()
 	m := post(t, env, p.Key, map[string]any{"title": "On time"})
 	path := "/v1/blog-posts/" + idOf(m)
-	at := aheadOf(time.Since(start))
+	at := apitest.AheadOf(time.Since(start))
 	schedule(t, env, p.Key, path, at)
 	schedule(t, second, p.Key, path, at)
 	require.Len(t, env.RiverJobs(t, kindScheduled, map[string]any{"post_id": m["id"]}), 1, "one job per post and time")
@@ -121,7 +115,7 @@ func TestRescheduledPost(t *testing.T) {
 	path := "/v1/blog-posts/" + idOf(m)
 	// The first time leaves room for the two requests below: the move
 	// must come before it.
-	first := aheadOf(time.Since(start))
+	first := apitest.AheadOf(time.Since(start))
 	schedule(t, env, p.Key, path, first)
 	// River makes due jobs available every 5 s: 6 s apart, the old job
 	// runs before the new time comes, and would publish the post early.
@@ -195,7 +189,7 @@ func TestScheduledPostSurvivesRestart(t *testing.T) {
 	start := time.Now()
 	m := post(t, env, p.Key, map[string]any{"title": "Across a restart"})
 	// Room for the schedule and the stop, each taking about a request.
-	at := aheadOf(2 * time.Since(start))
+	at := apitest.AheadOf(2 * time.Since(start))
 	schedule(t, env, p.Key, "/v1/blog-posts/"+idOf(m), at)
 	require.NoError(t, env.Server.Stop(context.Background()))
 	require.True(t, time.Now().Before(at), "the instance stopped after the post's time: nothing shows the post waited for an instance")

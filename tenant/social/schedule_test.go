@@ -26,11 +26,8 @@ func ahead(d time.Duration) string {
 	return time.Now().Add(d).UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
 }
 
-// aheadOf is a schedule time far enough ahead for as many requests as
-// those that just took took to be sent before it (a fixed 2 s ran out
-// on a loaded machine, and the API refused a time in the past): 2 s, plus
-// twice took, for a machine that gets slower meanwhile.
-func aheadOf(took time.Duration) string { return ahead(2*time.Second + 2*took) }
+// aheadOf is apitest.AheadOf as the API writes it.
+func aheadOf(took time.Duration) string { return apitest.AheadOf(took).Format(time.RFC3339Nano) }
 
 // draft creates a post to schedule later.
 func draft(t *testing.T, env *apitest.Env, key, content string) any {
@@ -156,22 +153,21 @@ func TestRescheduledPost(t *testing.T) {
 	socialtest.Connect(t, env, p.Key, fakes["twitter"])
 	start := time.Now()
 	id := draft(t, env, p.Key, "moved")
-	created := map[string]any{"id": id}
 	// The first time leaves room for the two requests below: the move
 	// must come before it.
-	first, _ := time.Parse(time.RFC3339Nano, aheadOf(time.Since(start)))
+	first := apitest.AheadOf(time.Since(start))
 	schedule(t, env, p.Key, id, first.Format(time.RFC3339Nano))
 	// River makes due jobs available every 5 s: 6 s apart, the old job
 	// runs before the new time comes, and would publish the post early.
 	later := first.Add(6 * time.Second).Format(time.RFC3339Nano)
 	schedule(t, env, p.Key, id, later)
 
-	done := waitPost(t, env, p.Key, created["id"])
+	done := waitPost(t, env, p.Key, id)
 	if done["status"] != "published" {
 		t.Fatalf("post: %v", done)
 	}
 	notBefore(t, done, later)
-	if n := len(postJobs(t, env, kindScheduled, p, created["id"])); n != 2 {
+	if n := len(postJobs(t, env, kindScheduled, p, id)); n != 2 {
 		t.Fatalf("%d scheduled jobs, want 2 (the old and the new)", n)
 	}
 	if tw := tweets(fakes["twitter"]); len(tw) != 1 || tw["moved"] != 1 {
