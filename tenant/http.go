@@ -14,7 +14,6 @@ const (
 	scopeKey ctxKey = iota
 	authErrKey
 	gateKey
-	commitHookKey
 )
 
 // WithScope returns ctx carrying s: the caller's key and project (set by

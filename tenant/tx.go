@@ -14,6 +14,117 @@ import (
 // extended protocol, so it travels in a pipeline.
 const bindSQL = "SELECT set_config('search_path', $1, true)"
 
+// A Finisher is work a transaction keeps for its end (AtCommit). The
+// statements the finishers of a transaction queue travel in one batch,
+// its last round trip before COMMIT; each Finish then acts on what its
+// statements answered (a further round trip only when it must write more).
+type Finisher interface {
+	// Queue adds the finisher's statements to b.
+	Queue(b *pgx.Batch)
+	// Finish completes the work once b's results are read.
+	Finish(ctx context.Context, tx pgx.Tx) error
+}
+
+// A Sealer is a Finisher that may say, before its statements are queued,
+// that its Finish will write nothing more: its statements fail by
+// themselves when the transaction must not commit (PostgreSQL has run
+// the COMMIT after them by the time their answers are read, so a
+// callback of theirs may translate a failure, never fail a success). When every finisher
+// of a transaction is sealed, COMMIT travels in their batch, and Finish
+// runs after it with a nil transaction.
+type Sealer interface {
+	Sealed() bool
+}
+
+// A Guarded finisher is a Sealer whose Sealed is a bet it cannot check
+// before the transaction's end (that no webhook endpoint wants its
+// events): Guard queues, before every finisher's statements (behind a
+// savepoint), the statement that fails when the bet is lost, and Lost
+// tells whether err is that failure, and makes the finisher unsealed. The
+// transaction then goes back to the savepoint, finishes every finisher as
+// unsealed ones finish (Queue and Finish in the transaction), and commits.
+type Guarded interface {
+	Finisher
+	Sealer
+	Guard(b *pgx.Batch)
+	Lost(err error) bool
+}
+
+// Finish runs finishers in tx now: their statements in one batch, then
+// each Finish in order. It is how work kept for the end runs in a
+// transaction that is not Scope.Tx's (AtCommit answered false).
+func Finish(ctx context.Context, tx pgx.Tx, fs ...Finisher) error {
+	b := &pgx.Batch{}
+	for _, f := range fs {
+		f.Queue(b)
+	}
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+	}
+	for _, f := range fs {
+		if err := f.Finish(ctx, tx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AtCommit returns the finisher registered under key on tx, registering
+// the one newFinisher returns on first use, so that it runs as the last
+// statements of the transaction, just before its commit hook and COMMIT
+// (with COMMIT, when they are sealed). It is for work that takes a row
+// lock many transactions contend for (the credit pool): taken last, the
+// lock is held for the commit only, not for the whole transaction; and
+// for work whose statements do
+// not depend on the transaction's others (the webhook outbox), which then
+// shares their round trip. ok is false when tx is not a transaction of
+// Scope.Tx (a job's own, a savepoint): the caller then does the work at
+// once (Finish).
+func AtCommit(tx pgx.Tx, key any, newFinisher func() Finisher) (f Finisher, ok bool) {
+	t, ok := tx.(*lazyTx)
+	if !ok {
+		return nil, false
+	}
+	for _, kf := range t.finishers {
+		if kf.key == key {
+			return kf.v, true
+		}
+	}
+	f = newFinisher()
+	t.finishers = append(t.finishers, keyedFinisher{key, f})
+	return f, true
+}
+
+// A CommitHook runs at the end of every Tx made with a context carrying
+// it, just before the commit, so that what it writes commits with the
+// transaction's effect or not at all. Idempotency records with it that a
+// request's effect committed (docs/decisions.md section 6).
+type CommitHook func(ctx context.Context, s *Scope, tx pgx.Tx) error
+
+// WithCommitHook returns ctx carrying hook for the transactions made with it.
+func WithCommitHook(ctx context.Context, hook CommitHook) context.Context {
+	return context.WithValue(ctx, commitHookKey, hook)
+}
+
+// TxV runs fn as Tx does and returns its value: the read or write of one
+// store function in its own transaction.
+func TxV[T any](ctx context.Context, s *Scope, fn func(pgx.Tx) (T, error)) (T, error) {
+	var v T
+	err := s.Tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		v, err = fn(tx)
+		return err
+	})
+	return v, err
+}
+
+type commitHookKeyT struct{}
+
+// commitHookKey carries a CommitHook (WithCommitHook).
+var commitHookKey commitHookKeyT
+
 // Tx runs fn in a transaction whose search_path is the project's schema
 // (then public). It commits when fn returns nil and rolls back otherwise.
 // The finishers fn registered (AtCommit) run after fn, then the commit
