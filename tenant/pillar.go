@@ -33,7 +33,7 @@ type Pillar interface {
 type Emitter interface {
 	Emit(ctx context.Context, tx pgx.Tx, s *Scope, topic string, data any) error
 	// EmitLater is Emit for an event made from what statements kept for
-	// the transaction's end (AtCommit) answer: data is called once they
+	// the transaction's end (FinisherOf) answer: data is called once they
 	// have, and returns the event's data, or false for no event.
 	EmitLater(ctx context.Context, tx pgx.Tx, s *Scope, topic string, data func() (any, bool)) error
 }

@@ -14,7 +14,7 @@ import (
 // extended protocol, so it travels in a pipeline.
 const bindSQL = "SELECT set_config('search_path', $1, true)"
 
-// A Finisher is work a transaction keeps for its end (AtCommit). The
+// A Finisher is work a transaction keeps for its end (FinisherOf). The
 // statements the finishers of a transaction queue travel in one batch,
 // its last round trip before COMMIT; each Finish then acts on what its
 // statements answered (a further round trip only when it must write more).
@@ -52,7 +52,7 @@ type Guarded interface {
 
 // Finish runs finishers in tx now: their statements in one batch, then
 // each Finish in order. It is how work kept for the end runs in a
-// transaction that is not Scope.Tx's (AtCommit answered false).
+// transaction that is not Scope.Tx's (FinisherOf's kept false).
 func Finish(ctx context.Context, tx pgx.Tx, fs ...Finisher) error {
 	b := &pgx.Batch{}
 	for _, f := range fs {
@@ -71,30 +71,94 @@ func Finish(ctx context.Context, tx pgx.Tx, fs ...Finisher) error {
 	return nil
 }
 
-// AtCommit returns the finisher registered under key on tx, registering
-// the one newFinisher returns on first use, so that it runs as the last
-// statements of the transaction, just before its commit hook and COMMIT
-// (with COMMIT, when they are sealed). It is for work that takes a row
-// lock many transactions contend for (the credit pool): taken last, the
-// lock is held for the commit only, not for the whole transaction; and
-// for work whose statements do
-// not depend on the transaction's others (the webhook outbox), which then
-// shares their round trip. ok is false when tx is not a transaction of
-// Scope.Tx (a job's own, a savepoint): the caller then does the work at
-// once (Finish).
-func AtCommit(tx pgx.Tx, key any, newFinisher func() Finisher) (f Finisher, ok bool) {
+// FinisherOf returns the finisher of type F that tx keeps for its end
+// under key, making it with newF and registering it on first use, so that
+// every caller's work of that kind in one transaction is done by one
+// finisher (a write's charges, its events): its statements run as the
+// last of the transaction, just before its commit hook and COMMIT (with
+// COMMIT, when they are sealed). It is for work that takes a row lock
+// many transactions contend for (the credit pool): taken last, the lock
+// is held for the commit only, not for the whole transaction; and for
+// work whose statements do not depend on the transaction's others (the
+// webhook outbox), which then shares their round trip.
+//
+// A finisher is known by its key and its type: key tells apart finishers
+// of one type (the outbox they record in), nil for one per type and
+// transaction; F is a concrete type (a pointer to the finisher's struct).
+// kept is false when tx is not a transaction of Scope.Tx (a job's own, a
+// savepoint): f is then a new finisher, registered nowhere, that the
+// caller runs at once (Finish) once it has added its work.
+//
+//	c, kept := tenant.FinisherOf(tx, nil, func() *charges { return &charges{s: s} })
+//	c.add(op, cost)
+//	if !kept {
+//		return tenant.Finish(ctx, tx, c)
+//	}
+func FinisherOf[F Finisher](tx pgx.Tx, key any, newF func() F) (f F, kept bool) {
 	t, ok := tx.(*lazyTx)
 	if !ok {
-		return nil, false
+		return newF(), false
 	}
 	for _, kf := range t.finishers {
 		if kf.key == key {
-			return kf.v, true
+			if f, ok := kf.v.(F); ok {
+				return f, true
+			}
 		}
 	}
-	f = newFinisher()
+	f = newF()
 	t.finishers = append(t.finishers, keyedFinisher{key, f})
 	return f, true
+}
+
+// ErrPending is what Later.Get answers before the value is there: its
+// transaction has not committed, or nothing filled it.
+var ErrPending = errors.New("tenant: a value filled at commit read before its transaction committed")
+
+// A Later is an answer that a transaction's end fills: what statements
+// kept for it (FinisherOf) read, such as a written row read back in the
+// pipeline that commits it. Its Get answers ErrPending until the
+// transaction of Scope.Tx it was made in (LaterIn) has committed and the
+// finisher has filled it (Fill, from its Finish); a function returning
+// one tells by its type that its answer is read after Scope.Tx returns:
+//
+//	keys, err := tenant.TxV(ctx, s, func(tx pgx.Tx) (*tenant.Later[[]ContentKey], error) {
+//		return write(ctx, tx, s, items)
+//	})
+//	...
+//	out, err := keys.Get()
+//
+// In a transaction that is not Scope.Tx's, whose finishers run at once
+// (FinisherOf's kept false), and for a Later not made by LaterIn, Get
+// answers once it is filled: the commit is then the caller's. A Later is
+// kept where it was made (a field of its finisher) and read through a
+// pointer, not copied; it is read after Scope.Tx returned, in the
+// goroutine that called it or one that learned it returned.
+type Later[T any] struct {
+	tx     *lazyTx // the transaction it waits for; nil: none
+	v      T
+	filled bool
+}
+
+// LaterIn returns a Later of tx, for its finisher to fill.
+func LaterIn[T any](tx pgx.Tx) Later[T] {
+	t, _ := tx.(*lazyTx)
+	return Later[T]{tx: t}
+}
+
+// Fill sets the value; a finisher calls it from its Finish, or from its
+// statements' callbacks.
+func (l *Later[T]) Fill(v T) {
+	l.v, l.filled = v, true
+}
+
+// Get returns the value once its transaction committed, ErrPending before.
+func (l *Later[T]) Get() (T, error) {
+	if !l.filled || (l.tx != nil && !l.tx.committed) {
+		var zero T
+		return zero, ErrPending
+	}
+	return l.v, nil
 }
 
 // A CommitHook runs at the end of every Tx made with a context carrying
@@ -127,7 +191,7 @@ var commitHookKey commitHookKeyT
 
 // Tx runs fn in a transaction whose search_path is the project's schema
 // (then public). It commits when fn returns nil and rolls back otherwise.
-// The finishers fn registered (AtCommit) run after fn, then the commit
+// The finishers fn registered (FinisherOf) run after fn, then the commit
 // hook ctx carries (WithCommitHook), in the same transaction; an error of
 // either rolls the transaction back.
 //
@@ -167,9 +231,12 @@ func (s *Scope) Tx(ctx context.Context, fn func(pgx.Tx) error) error {
 		}
 		return err
 	case committed || t.tx == nil:
+		t.committed = true
 		return nil
 	}
-	return t.tx.Commit(ctx)
+	err = t.tx.Commit(ctx)
+	t.committed = err == nil
+	return err
 }
 
 // run runs fn and the transaction's end in t. committed tells that the
@@ -258,10 +325,13 @@ func (s *Scope) sealed(ctx context.Context, t *lazyTx, fs []Finisher, guarded []
 		if err := Finish(ctx, t, fs...); err != nil {
 			return false, err
 		}
-		return true, t.tx.Commit(ctx)
+		err := t.tx.Commit(ctx)
+		t.committed = err == nil
+		return true, err
 	case err != nil:
 		return false, err
 	}
+	t.committed = true
 	for _, f := range fs {
 		if err := f.Finish(ctx, nil); err != nil {
 			return true, fmt.Errorf("tenant: a sealed finisher failed after the commit: %w", err)
@@ -272,7 +342,7 @@ func (s *Scope) sealed(ctx context.Context, t *lazyTx, fs []Finisher, guarded []
 
 // lazyTx is the transaction Scope.Tx hands its function: a pgx.Tx that
 // begins with its first statement, with the finishers registered on it
-// (AtCommit) and what its prefetch read.
+// (FinisherOf), what its prefetch read and whether it committed (Later).
 type lazyTx struct {
 	conn *pgx.Conn
 	path string // the search_path it binds
@@ -281,6 +351,8 @@ type lazyTx struct {
 	finishers []keyedFinisher
 	pre       *Prefetch
 	fetched   any
+	// committed: the transaction committed (the Laters of it answer).
+	committed bool
 }
 
 type keyedFinisher struct {

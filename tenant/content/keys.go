@@ -218,7 +218,8 @@ func checkValue(v *httpapi.Validator, field string, value string, lang *string, 
 
 // write sets each value, charging 1 credit per value and reporting each
 // changed value as content.changed, all in tx, and returns the content
-// key of each value written, in its language.
+// key of each value written, in its language, as the transaction's end
+// reads them (Get, once tx committed).
 // A batch is checked against its whole cost first, so its 402 states the
 // cost of the batch; each value then has its own ledger entry, so the
 // usage report counts values.
@@ -226,13 +227,14 @@ func checkValue(v *httpapi.Validator, field string, value string, lang *string, 
 // The writes and the reads after them travel in one batch: none depends
 // on another's answer, and each read, a later statement of the
 // transaction, sees the writes before it. In a transaction of Scope.Tx
-// the batch is kept for its end (tenant.AtCommit), with the charges and
-// COMMIT when no endpoint wants the events: the rows it locks (a value
-// many requests write) are locked for that one pipeline's work, not
-// across a round trip. The key read back fills the answer as the
-// transaction ends; the events are then made from what the writes
-// answered (the outbox's EmitLater).
-func (sv *Service) write(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items []ValueChange) ([]ContentKey, error) {
+// the batch is kept for its end (tenant.FinisherOf: one per transaction,
+// whatever the number of writes), with the charges and COMMIT when no
+// endpoint wants the events: the rows it locks (a value many requests
+// write) are locked for that one pipeline's work, not across a round
+// trip. The keys read back fill the answer as the transaction ends
+// (tenant.Later); the events are then made from what the writes answered
+// (the outbox's EmitLater).
+func (sv *Service) write(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items []ValueChange) (*tenant.Later[[]ContentKey], error) {
 	if total := ValueCost * int64(len(items)); len(items) > 1 {
 		bal, err := credits.Balance(ctx, tx, s)
 		if err != nil {
@@ -243,8 +245,9 @@ func (sv *Service) write(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items 
 				total/credits.Unit, bal/credits.Unit), total, bal)
 		}
 	}
-	w := &valueWrites{items: items, changes: make([]ValueChange, len(items)), changed: make([]bool, len(items)), out: make([]ContentKey, len(items))}
-	if _, kept := tenant.AtCommit(tx, w, func() tenant.Finisher { return w }); !kept {
+	w, kept := tenant.FinisherOf(tx, nil, func() *valueWrites { return &valueWrites{} })
+	out, from := w.add(tx, items)
+	if !kept {
 		if err := tenant.Finish(ctx, tx, w); err != nil {
 			return nil, err
 		}
@@ -253,31 +256,68 @@ func (sv *Service) write(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items 
 		if err := credits.Charge(ctx, tx, s, "content_update", ValueCost, "content:"+it.Key+":"+it.Lang); err != nil {
 			return nil, err
 		}
-		if err := sv.events.EmitLater(ctx, tx, s, TopicChanged, func() (any, bool) { return w.changes[i], w.changed[i] }); err != nil {
+		j := from + i
+		if err := sv.events.EmitLater(ctx, tx, s, TopicChanged, func() (any, bool) { return w.changes[j], w.changed[j] }); err != nil {
 			return nil, err
 		}
 	}
-	return w.out, nil
+	return out, nil
 }
 
-// valueWrites are the value writes of write and the reads of their keys
-// after them, as one batch, and what they answered.
+// valueWrites are the value writes of a transaction (of each write of
+// it, in order) and the reads of their keys after them, as one batch,
+// and what they answered.
 type valueWrites struct {
 	items   []ValueChange
 	changes []ValueChange
 	changed []bool
-	out     []ContentKey
+	keys    []ContentKey
+	// first is the answer of the transaction's first write, more those
+	// of the writes after it.
+	first writeAnswer
+	more  []*writeAnswer
+}
+
+// writeAnswer is the answer of one write: the keys of items [from, to).
+type writeAnswer struct {
+	from, to int
+	keys     tenant.Later[[]ContentKey]
+}
+
+// add adds the writes of items, and returns their answer and the index
+// of the first in w.
+func (w *valueWrites) add(tx pgx.Tx, items []ValueChange) (*tenant.Later[[]ContentKey], int) {
+	first := w.changes == nil
+	a := &w.first
+	if !first {
+		a = &writeAnswer{}
+		w.more = append(w.more, a)
+	}
+	a.from, a.to, a.keys = len(w.items), len(w.items)+len(items), tenant.LaterIn[[]ContentKey](tx)
+	if first {
+		// The first write's items are w's: clipped, a later write's
+		// append copies them rather than writing past them.
+		w.items = slices.Clip(items)
+		w.changes, w.changed, w.keys = make([]ValueChange, len(items)), make([]bool, len(items)), make([]ContentKey, len(items))
+	} else {
+		w.items = append(w.items, items...)
+		w.changes = append(w.changes, make([]ValueChange, len(items))...)
+		w.changed = append(w.changed, make([]bool, len(items))...)
+		w.keys = append(w.keys, make([]ContentKey, len(items))...)
+	}
+	return &a.keys, a.from
 }
 
 // Queue queues the writes, their rows locked in key order, whatever the
 // order of the items, so two batches naming the same keys never wait for
-// each other in a cycle; then the read of each item's key.
+// each other in a cycle (a key written twice in the transaction, by two
+// writes, is written in their order); then the read of each item's key.
 func (w *valueWrites) Queue(b *pgx.Batch) {
 	order := make([]int, len(w.items))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(x, y int) int {
+	slices.SortStableFunc(order, func(x, y int) int {
 		return cmp.Or(strings.Compare(w.items[x].Key, w.items[y].Key), strings.Compare(w.items[x].Lang, w.items[y].Lang))
 	})
 	for _, i := range order {
@@ -290,7 +330,7 @@ func (w *valueWrites) Queue(b *pgx.Batch) {
 	for i, it := range w.items {
 		b.Queue(keySQL, it.Key).Query(func(rows pgx.Rows) error {
 			var err error
-			w.out[i], err = scanKey(rows, it.Key, it.Lang, it.Lang)
+			w.keys[i], err = scanKey(rows, it.Key, it.Lang, it.Lang)
 			return err
 		})
 	}
@@ -299,8 +339,16 @@ func (w *valueWrites) Queue(b *pgx.Batch) {
 // Sealed: the writes fail by themselves, and nothing follows them.
 func (w *valueWrites) Sealed() bool { return true }
 
-// Finish has nothing left to do.
-func (w *valueWrites) Finish(context.Context, pgx.Tx) error { return nil }
+// Finish fills each write's answer with the keys read back.
+func (w *valueWrites) Finish(context.Context, pgx.Tx) error {
+	w.first.fill(w.keys)
+	for _, a := range w.more {
+		a.fill(w.keys)
+	}
+	return nil
+}
+
+func (a *writeAnswer) fill(keys []ContentKey) { a.keys.Fill(keys[a.from:a.to:a.to]) }
 
 // setValue writes key's value in lang and, when it changed, emits
 // content.changed, in tx.
@@ -324,9 +372,13 @@ func (sv *Service) putKey(w http.ResponseWriter, r *http.Request, s *tenant.Scop
 	if err := v.Err(); err != nil {
 		return err
 	}
-	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]ContentKey, error) {
+	later, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (*tenant.Later[[]ContentKey], error) {
 		return sv.write(r.Context(), tx, s, []ValueChange{{Key: key, Lang: lang, Value: *req.Value}})
 	})
+	if err != nil {
+		return err
+	}
+	out, err := later.Get()
 	if err != nil {
 		return err
 	}
@@ -360,9 +412,13 @@ func (sv *Service) putBatch(w http.ResponseWriter, r *http.Request, s *tenant.Sc
 	if err := v.Err(); err != nil {
 		return err
 	}
-	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]ContentKey, error) {
+	later, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (*tenant.Later[[]ContentKey], error) {
 		return sv.write(r.Context(), tx, s, items)
 	})
+	if err != nil {
+		return err
+	}
+	out, err := later.Get()
 	if err != nil {
 		return err
 	}

@@ -119,13 +119,12 @@ func Charge(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int
 		return nil
 	}
 	if !IsAI(op) {
-		f, ok := tenant.AtCommit(tx, chargesKey{}, func() tenant.Finisher { return &charges{s: s} })
-		if ok {
-			c := f.(*charges)
-			c.ops, c.costs, c.refs = append(c.ops, op), append(c.costs, cost), append(c.refs, ref)
-			return nil
+		c, kept := tenant.FinisherOf(tx, nil, func() *charges { return &charges{s: s} })
+		c.ops, c.costs, c.refs = append(c.ops, op), append(c.costs, cost), append(c.refs, ref)
+		if !kept {
+			return tenant.Finish(ctx, tx, c)
 		}
-		return tenant.Finish(ctx, tx, &charges{s: s, ops: []string{op}, costs: []int64{cost}, refs: []string{ref}})
+		return nil
 	}
 	st, err := lock(ctx, tx, s, time.Now())
 	if err != nil {
@@ -147,10 +146,8 @@ func Charge(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int
 	return debit(ctx, tx, s, op, cost, st.periodStart, []string{ref}, []int64{fromPlan}, []int64{cost - fromPlan})
 }
 
-// chargesKey registers a transaction's charges (tenant.AtCommit).
-type chargesKey struct{}
-
-// charges are the charges of one transaction, made together by Finish.
+// charges are the charges of one transaction (tenant.FinisherOf), made
+// together by Finish.
 type charges struct {
 	s     *tenant.Scope
 	ops   []string

@@ -107,7 +107,7 @@ func NewOutbox(c *queue.Client) *Outbox { return &Outbox{river: c} }
 // Events of a test-key request are charged to the test credit pool.
 //
 // In a transaction of tenant.Scope.Tx, the event is recorded at the end
-// of the transaction (tenant.AtCommit). The subscribed endpoints are those
+// of the transaction (tenant.FinisherOf). The subscribed endpoints are those
 // the transaction read as it began (Prefetch, when its context carries
 // it; an endpoint created later in the same transaction is not among
 // them), or else are read in the round trip of its other last
@@ -124,7 +124,7 @@ func (o *Outbox) Emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic str
 }
 
 // EmitLater is Emit for an event whose data statements kept for the end
-// of tx (tenant.AtCommit) answer: data is called after they have, and
+// of tx (tenant.FinisherOf) answer: data is called after they have, and
 // returns the data, or false for no event. The event's id and time are
 // those of this call. When no endpoint wants the topic, data is never
 // called. In a transaction that is not Scope.Tx's, nothing is kept for
@@ -164,18 +164,20 @@ func (o *Outbox) emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic str
 			o.wanted.Delete(s.Project.ID)
 		}
 	}
-	f, ok := tenant.AtCommit(tx, o, func() tenant.Finisher {
+	// Outside a transaction of Scope.Tx (not kept) the endpoints are
+	// never known, and Queue gives up the bet no guard checks: the events
+	// are recorded at once as unsealed ones are.
+	e, kept := tenant.FinisherOf(tx, o, func() *emits {
 		e := &emits{o: o, s: s, known: known, bet: !known}
 		if known {
 			e.endpoints = subs.([]subscriber)
 		}
 		return e
 	})
-	if !ok {
-		return tenant.Finish(ctx, tx, &emits{o: o, s: s, events: []pending{evt}})
-	}
-	e := f.(*emits)
 	e.events = append(e.events, evt)
+	if !kept {
+		return tenant.Finish(ctx, tx, e)
+	}
 	return nil
 }
 
