@@ -71,7 +71,10 @@ func TestWriteRoundTrips(t *testing.T) {
 			if status != 200 || body["value"] != v {
 				t.Fatalf("%s %d: %d %v", what, i, status, body)
 			}
-			if trips < 1 || txs != 1 {
+			// The counter counts a turn when a Read call starts after a
+			// Write: a read pgconn's background reader had already begun
+			// is missed (0, seen under load), so only an exact 1 counts.
+			if txs != 1 {
 				t.Fatalf("%s %d took %d round trips and %d transactions, want 1 and 1", what, i, trips, txs)
 			}
 			if trips == 1 {
