@@ -49,7 +49,6 @@ type Deps struct {
 	Queue *queue.Client
 	AI    ai.Provider
 	Media storage.Store
-	Plane tenant.ControlPlane
 	// MediaURL is the public URL of a stored image of a project
 	// (content.Service.MediaURL): generated featured images are
 	// registered in the project's images like any generated image.
@@ -66,14 +65,13 @@ type Service struct {
 	river    *queue.Client
 	ai       ai.Provider
 	media    storage.Store
-	plane    tenant.ControlPlane
 	mediaURL func(projectID, key string) string
 	events   tenant.Emitter
 }
 
 // New builds the pillar and registers its job types with d.Jobs.
 func New(d Deps) *Service {
-	sv := &Service{river: d.Queue, ai: d.AI, media: d.Media, plane: d.Plane, mediaURL: d.MediaURL, events: d.Events}
+	sv := &Service{river: d.Queue, ai: d.AI, media: d.Media, mediaURL: d.MediaURL, events: d.Events}
 	d.Jobs.Handle(TypeGenerate, 20*time.Minute, sv.generateJob)
 	d.Jobs.Handle(handlerTranslate, 30*time.Minute, sv.translateJob)
 	return sv

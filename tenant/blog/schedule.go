@@ -77,8 +77,8 @@ type publishScheduledWorker struct {
 // whose project is gone has nothing left to do.
 func (w *publishScheduledWorker) Work(ctx context.Context, job *river.Job[PublishScheduledArgs]) error {
 	a := job.Args
-	s, ok, err := tenant.LiveScope(ctx, w.sv.plane, a.ProjectID)
-	if !ok {
+	s, err := tenant.JobScope(ctx) // bound by the job gate
+	if err != nil {
 		return err
 	}
 	return s.Tx(ctx, func(tx pgx.Tx) error {
