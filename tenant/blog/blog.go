@@ -72,6 +72,12 @@ type Service struct {
 	events    tenant.Emitter
 }
 
+// publishScheduled names the kind of the scheduled-publish job
+// (PublishScheduledArgs).
+type publishScheduled struct{}
+
+func (publishScheduled) Kind() string { return "blog.publish_scheduled" }
+
 // New builds the pillar and registers its job types with d.Jobs.
 func New(d Deps) *Service {
 	sv := &Service{river: d.Queue, ai: d.AI, media: d.Media, mediaURL: d.MediaURL, events: d.Events}

@@ -2,7 +2,6 @@ package blog
 
 import (
 	"context"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,17 +14,6 @@ import (
 // unscheduled, published, archived or deleted it no longer matches, and
 // the job does nothing.
 type PublishScheduledArgs = schedule.Args[publishScheduled]
-
-// publishScheduled names its job kind.
-type publishScheduled struct{}
-
-func (publishScheduled) Kind() string { return "blog.publish_scheduled" }
-
-// enqueuePublish inserts, in tx, the job that publishes the post when its
-// scheduled time at (as stored) comes.
-func (sv *Service) enqueuePublish(ctx context.Context, tx pgx.Tx, s *tenant.Scope, postID int64, at time.Time) error {
-	return sv.scheduled.Enqueue(ctx, tx, s, postID, at)
-}
 
 // EnqueueScheduled inserts the publish job of every scheduled post of the
 // project and returns how many it inserted (schedule.Schedule.EnqueueAll:
