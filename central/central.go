@@ -313,6 +313,7 @@ func (c *Central) Projects(ctx context.Context, tenantID int64) ([]*tenant.Proje
 // shard: for jobs and the public surface. The project comes from the
 // cache when fresh, else from the database.
 func (c *Central) ScopeFor(ctx context.Context, projectID string) (*tenant.Scope, error) {
+	countScope(ctx)
 	p, ok := c.keys.project(projectID)
 	if !ok {
 		gen := c.keys.generation()

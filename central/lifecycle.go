@@ -144,24 +144,28 @@ func (c *Central) wakeJobs(ctx context.Context, projectID string) error {
 	}
 }
 
-// jobProject is the field every project job's args carry.
-type jobProject struct {
-	ProjectID string `json:"project_id"`
-}
-
-// JobGate is the River middleware that keeps a suspended project's jobs
-// (webhook deliveries included) from running: they snooze, which costs
-// no attempt, until ResumeProject wakes them, so none is lost. A deleting
-// project's jobs are cancelled: its data is about to go.
+// JobGate is the River middleware that binds a project job's project,
+// once, before its worker runs: the scope goes on the job's context, where
+// the worker reads it (tenant.JobScope) instead of resolving the project
+// again. The args name the project by tenant.JobProject's fields; a test
+// job (test: true) gets the test scope of its key_id. A suspended
+// project's jobs (webhook deliveries included) snooze, which costs no
+// attempt, until ResumeProject wakes them, so none is lost. A deleting
+// project's jobs are cancelled: its data is about to go; so are the jobs
+// of a project that is gone. Jobs without a project_id (platform jobs:
+// the drop) pass through untouched.
 func (c *Central) JobGate() rivertype.Middleware {
 	return river.WorkerMiddlewareFunc(func(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
-		var a jobProject
+		var a tenant.JobProject
 		if json.Unmarshal(job.EncodedArgs, &a) != nil || a.ProjectID == "" {
 			return doInner(ctx)
 		}
 		s, err := c.ScopeFor(ctx, a.ProjectID)
+		if errors.Is(err, httpapi.ErrNotFound) {
+			return river.JobCancel(fmt.Errorf("project %s no longer exists", a.ProjectID))
+		}
 		if err != nil {
-			return doInner(ctx) // a project that is gone: the worker decides
+			return err // River tries again with its backoff
 		}
 		switch s.Project.Status {
 		case StatusSuspended:
@@ -169,7 +173,10 @@ func (c *Central) JobGate() rivertype.Middleware {
 		case StatusDeleting:
 			return river.JobCancel(fmt.Errorf("project %s is being deleted", a.ProjectID))
 		}
-		return doInner(ctx)
+		if s, err = a.Bind(s); err != nil {
+			return err
+		}
+		return doInner(tenant.WithJobScope(ctx, s))
 	})
 }
 

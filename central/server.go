@@ -166,17 +166,17 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	hookSecrets := outbox.NewSecrets(c.Secret())
 	c.UseArchives(s.River, s.Store, cfg.MediaURL)
 	river.AddWorker(workers, NewExportWorker(c))
-	river.AddWorker(workers, &idempotency.ExpireWorker{Projects: c})
+	river.AddWorker(workers, &idempotency.ExpireWorker{})
 	s.waker = queue.NewWaker(pool, outbox.Queue, logger)
 	river.AddWorker(workers, outbox.NewWorker(outbox.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
-		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger, Attempted: s.Metrics.WebhookAttempt, Waker: s.waker}, c, hookSecrets))
+		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger, Attempted: s.Metrics.WebhookAttempt, Waker: s.waker}, hookSecrets))
 
 	// The pillars.
-	jobsSvc := jobs.New(jobs.Deps{Plane: c, Pool: pool, Queue: s.River, Logger: logger})
+	jobsSvc := jobs.New(jobs.Deps{Pool: pool, Queue: s.River, Logger: logger})
 	s.Jobs, s.JobEvents = jobsSvc.Runner(), jobsSvc.Hub()
 	contentSvc := content.New(content.Deps{AI: s.AI, Media: s.Media, Queue: s.River, Events: s.Outbox, Jobs: s.Jobs,
 		MediaURL: cfg.MediaURL, Fetch: content.GuardedFetch(cfg.Dev, opts.RootCAs)})
-	blogSvc := blog.New(blog.Deps{Queue: s.River, AI: s.AI, Media: s.Media, Plane: c, MediaURL: contentSvc.MediaURL,
+	blogSvc := blog.New(blog.Deps{Queue: s.River, AI: s.AI, Media: s.Media, MediaURL: contentSvc.MediaURL,
 		Events: s.Outbox, Jobs: s.Jobs})
 	socialSvc := social.New(social.Deps{Config: cfg, Plane: c, Queue: s.River, AI: s.AI, Images: contentSvc,
 		Events: s.Outbox, Jobs: s.Jobs, Logger: logger})

@@ -1,11 +1,6 @@
 package tenant
 
-import (
-	"context"
-	"errors"
-
-	"github.com/plinth-dev/plinth/internal/httpapi"
-)
+import "context"
 
 // ControlPlane is what the kernel's parts and the pillars may ask of the
 // central control plane, which implements it. It is the only way they
@@ -24,14 +19,4 @@ type ControlPlane interface {
 	// ProjectForAccount returns the project a processor account belongs
 	// to; httpapi.ErrNotFound when none.
 	ProjectForAccount(ctx context.Context, accountID string) (string, error)
-}
-
-// LiveScope binds the project a job names. A project that is gone is no
-// error: ok is false, and the job has nothing left to do.
-func LiveScope(ctx context.Context, plane ControlPlane, projectID string) (s *Scope, ok bool, err error) {
-	s, err = plane.ScopeFor(ctx, projectID)
-	if errors.Is(err, httpapi.ErrNotFound) {
-		return nil, false, nil
-	}
-	return s, err == nil, err
 }

@@ -49,7 +49,7 @@ var Pillars = []string{"blog", "booking", "commerce", "content", "forms", "jobs"
 
 // Services are the packages under tenant/ that are no pillar: scope-aware
 // services that pillars and the control plane use.
-var Services = []string{"credits", "idempotency", "outbox", "ratelimit"}
+var Services = []string{"credits", "idempotency", "outbox", "ratelimit", "schedule"}
 
 // Package is one package and the packages its non-test files import.
 type Package struct {

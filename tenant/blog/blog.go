@@ -27,6 +27,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/storage"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/jobs"
+	"github.com/plinth-dev/plinth/tenant/schedule"
 )
 
 // Event topics of the pillar.
@@ -49,7 +50,6 @@ type Deps struct {
 	Queue *queue.Client
 	AI    ai.Provider
 	Media storage.Store
-	Plane tenant.ControlPlane
 	// MediaURL is the public URL of a stored image of a project
 	// (content.Service.MediaURL): generated featured images are
 	// registered in the project's images like any generated image.
@@ -63,17 +63,26 @@ type Deps struct {
 // Service is the blog pillar.
 type Service struct {
 	tenant.Base
-	river    *queue.Client
-	ai       ai.Provider
-	media    storage.Store
-	plane    tenant.ControlPlane
-	mediaURL func(projectID, key string) string
-	events   tenant.Emitter
+	river *queue.Client
+	ai    ai.Provider
+	media storage.Store
+	// scheduled publishes scheduled posts at their time.
+	scheduled *schedule.Schedule[publishScheduled]
+	mediaURL  func(projectID, key string) string
+	events    tenant.Emitter
 }
+
+// publishScheduled names the kind of the scheduled-publish job
+// (PublishScheduledArgs).
+type publishScheduled struct{}
+
+func (publishScheduled) Kind() string { return "blog.publish_scheduled" }
 
 // New builds the pillar and registers its job types with d.Jobs.
 func New(d Deps) *Service {
-	sv := &Service{river: d.Queue, ai: d.AI, media: d.Media, plane: d.Plane, mediaURL: d.MediaURL, events: d.Events}
+	sv := &Service{river: d.Queue, ai: d.AI, media: d.Media, mediaURL: d.MediaURL, events: d.Events}
+	sv.scheduled = &schedule.Schedule[publishScheduled]{Queue: d.Queue, ScheduledSQL: scheduledPostsSQL,
+		Claim: claimScheduled, Claimed: sv.publishClaimed}
 	d.Jobs.Handle(TypeGenerate, 20*time.Minute, sv.generateJob)
 	d.Jobs.Handle(handlerTranslate, 30*time.Minute, sv.translateJob)
 	return sv
@@ -113,7 +122,7 @@ func (sv *Service) PublicRoutes(r chi.Router) {
 }
 
 // Workers adds the worker of scheduled posts.
-func (sv *Service) Workers(w *river.Workers) { river.AddWorker(w, &publishScheduledWorker{sv: sv}) }
+func (sv *Service) Workers(w *river.Workers) { sv.scheduled.AddWorker(w) }
 
 // emit records an event when an emitter is wired.
 func (sv *Service) emit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, topic string, data any) error {

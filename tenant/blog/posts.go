@@ -260,7 +260,7 @@ func (sv *Service) finishWrite(ctx context.Context, tx pgx.Tx, s *tenant.Scope, 
 	case StatusPublished:
 		err = sv.emit(ctx, tx, s, TopicPublished, toAPIPost(p, p.Language))
 	case StatusScheduled:
-		err = sv.enqueuePublish(ctx, tx, s, p.ID, *p.ScheduledAt)
+		err = sv.scheduled.Enqueue(ctx, tx, s, p.ID, *p.ScheduledAt) // its publish job, at its time
 	}
 	if err != nil {
 		return Post{}, err

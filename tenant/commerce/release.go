@@ -50,9 +50,9 @@ var errPaymentProcessing = errors.New("commerce: the checkout's payment is still
 
 // Release runs the release of one order (the job's work).
 func (s *Service) Release(ctx context.Context, a ReleaseArgs) error {
-	sc, ok, err := tenant.LiveScope(ctx, s.plane, a.ProjectID)
-	if !ok {
-		return err // nil when the project is gone
+	sc, err := tenant.JobScope(ctx) // bound by the job gate
+	if err != nil {
+		return err
 	}
 	oa, err := tenant.TxV(ctx, sc, func(tx pgx.Tx) (orderAccount, error) { return getOrderAccount(ctx, tx, a.OrderID) })
 	if errors.Is(err, httpapi.ErrNotFound) {

@@ -101,16 +101,15 @@ func (e *expiries) set(projectID string, until, now time.Time) {
 // ExpireWorker works ExpireArgs.
 type ExpireWorker struct {
 	river.WorkerDefaults[ExpireArgs]
-	Projects tenant.ControlPlane
 }
 
 // Work deletes the project's expired entries, then waits (snoozes) for the
 // first of those left to expire, or completes when none is left. Snoozing
 // does not use up attempts in River: the job lives as long as the keys.
 func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) error {
-	s, ok, err := tenant.LiveScope(ctx, w.Projects, job.Args.ProjectID)
-	if !ok {
-		return err // nil when the project is gone, and its keys with its schema
+	s, err := tenant.JobScope(ctx) // bound by the job gate
+	if err != nil {
+		return err
 	}
 	for range expireRounds {
 		n, err := deleteExpired(ctx, s)

@@ -95,7 +95,7 @@ func settle(t *testing.T, env *apitest.Env, id int64, before int) *rivertype.Job
 			t.Fatal(err)
 		}
 		switch j.State {
-		case rivertype.JobStateCompleted, rivertype.JobStateRetryable, rivertype.JobStateDiscarded:
+		case rivertype.JobStateCompleted, rivertype.JobStateRetryable, rivertype.JobStateDiscarded, rivertype.JobStateCancelled:
 			return j
 		case rivertype.JobStateScheduled:
 			if snoozes(t, j) > before {
@@ -247,7 +247,8 @@ func TestExpiryJobBounded(t *testing.T) {
 }
 
 // TestExpiryJobUnknownProject: the job of a project that no longer exists
-// completes, rather than failing until River discards it.
+// is cancelled by the job gate, rather than failing until River discards
+// it.
 func TestExpiryJobUnknownProject(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t, apitest.WithWorkers())
@@ -255,5 +256,5 @@ func TestExpiryJobUnknownProject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expectState(t, settle(t, env, res.Job.ID, 0), rivertype.JobStateCompleted)
+	expectState(t, settle(t, env, res.Job.ID, 0), rivertype.JobStateCancelled)
 }

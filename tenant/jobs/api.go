@@ -23,7 +23,6 @@ import (
 
 // Deps is what the pillar is built with.
 type Deps struct {
-	Plane tenant.ControlPlane
 	// Pool is the shard pool whose job notifications the hub listens to.
 	Pool  *pgxpool.Pool
 	Queue *queue.Client
@@ -82,7 +81,7 @@ type Service struct {
 
 // New builds the pillar.
 func New(d Deps) *Service {
-	return &Service{runner: NewRunner(d.Plane, d.Logger), hub: NewHub(d.Pool, d.Logger), river: d.Queue,
+	return &Service{runner: NewRunner(d.Logger), hub: NewHub(d.Pool, d.Logger), river: d.Queue,
 		heartbeat: or(d.Heartbeat, 15*time.Second), streams: streamSlots{open: map[string]int{}}}
 }
 

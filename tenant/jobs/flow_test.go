@@ -137,7 +137,7 @@ func TestStreamHeartbeat(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t) // no workers: the job stays pending
 	p := env.NewProject("build")
-	api := jobs.New(jobs.Deps{Plane: env.Server.Central, Pool: env.DB.Pool, Queue: env.Server.River, Heartbeat: 50 * time.Millisecond,
+	api := jobs.New(jobs.Deps{Pool: env.DB.Pool, Queue: env.Server.River, Heartbeat: 50 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler)})
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	defer stopHub()

@@ -53,12 +53,12 @@ type registration struct {
 	timeout time.Duration
 }
 
-// Runner is the River worker of every job type: it resolves the project,
-// runs the registered handler and records the outcome on the Job.
+// Runner is the River worker of every job type: in the project the job
+// gate bound (tenant.JobScope), it runs the registered handler and records
+// the outcome on the Job.
 type Runner struct {
 	river.WorkerDefaults[Args]
 
-	scopes tenant.ControlPlane
 	logger *slog.Logger
 
 	mu       sync.RWMutex
@@ -66,8 +66,8 @@ type Runner struct {
 }
 
 // NewRunner returns a runner with no handlers.
-func NewRunner(scopes tenant.ControlPlane, logger *slog.Logger) *Runner {
-	return &Runner{scopes: scopes, logger: logger, handlers: map[string]registration{}}
+func NewRunner(logger *slog.Logger) *Runner {
+	return &Runner{logger: logger, handlers: map[string]registration{}}
 }
 
 // Handle registers the handler of jobType; timeout bounds one attempt
@@ -186,18 +186,11 @@ func completeSteps(j *row) []event {
 // Work implements river.Worker.
 func (r *Runner) Work(ctx context.Context, rj *river.Job[Args]) error {
 	a := rj.Args
-	s, err := r.scopes.ScopeFor(ctx, a.ProjectID)
-	if errors.Is(err, httpapi.ErrNotFound) {
-		return river.JobCancel(fmt.Errorf("project %s no longer exists", a.ProjectID))
-	}
+	// The job gate bound the project, and a test job's key: its credits
+	// belong to the test pool of the key that submitted it.
+	s, err := tenant.JobScope(ctx)
 	if err != nil {
 		return err
-	}
-	if a.Test {
-		// The job's credits belong to the test pool of the key that submitted it.
-		if s, err = tenant.NewScope(s.Pool(), s.Project, &tenant.Key{ID: a.KeyID, Test: true}); err != nil {
-			return err
-		}
 	}
 	reg, known := r.handler(a.handlerName())
 	run := &Run{JobID: a.JobID, Type: a.Type, Scope: s, Attempt: rj.Attempt, payload: a.Payload}

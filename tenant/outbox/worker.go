@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
-	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ssrf"
 	"github.com/plinth-dev/plinth/tenant"
@@ -75,7 +74,6 @@ type WorkerConfig struct {
 type Worker struct {
 	river.WorkerDefaults[DeliverArgs]
 	cfg     WorkerConfig
-	scopes  tenant.ControlPlane
 	secrets *Secrets
 	client  *http.Client
 	limits  *limits
@@ -96,14 +94,14 @@ type leaseReq struct {
 	n        int
 }
 
-// NewWorker builds the delivery worker.
-func NewWorker(cfg WorkerConfig, scopes tenant.ControlPlane, secrets *Secrets) *Worker {
+// NewWorker builds the delivery worker. It works in the project the job
+// gate bound (tenant.JobScope).
+func NewWorker(cfg WorkerConfig, secrets *Secrets) *Worker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Worker{
 		cfg:     cfg,
-		scopes:  scopes,
 		secrets: secrets,
 		client:  ssrf.NewClient(ssrf.Options{Dev: cfg.Dev, Timeout: cfg.Timeout, RootCAs: cfg.RootCAs, MaxConnsPerHost: MaxInFlight}),
 		limits:  newLimits(MaxInFlight, cfg.Timeout),
@@ -178,10 +176,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 
 func (w *Worker) work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	a := job.Args
-	sc, err := w.scopes.ScopeFor(ctx, a.ProjectID)
-	if errors.Is(err, httpapi.ErrNotFound) {
-		return river.JobCancel(fmt.Errorf("project %s no longer exists", a.ProjectID))
-	}
+	sc, err := tenant.JobScope(ctx) // bound by the job gate
 	if err != nil {
 		return err
 	}

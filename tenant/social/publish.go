@@ -3,7 +3,6 @@ package social
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -103,17 +102,10 @@ func targets(ctx context.Context, tx pgx.Tx, p Post) ([]target, error) {
 // post's status and the event.
 func (w *PublishWorker) Work(ctx context.Context, job *river.Job[PublishArgs]) error {
 	a := job.Args
-	s, err := w.sv.plane.ScopeFor(ctx, a.ProjectID)
-	if errors.Is(err, httpapi.ErrNotFound) {
-		return river.JobCancel(fmt.Errorf("project %s no longer exists", a.ProjectID))
-	}
+	// The job gate bound the project, with the test key of a test publish.
+	s, err := tenant.JobScope(ctx)
 	if err != nil {
 		return err
-	}
-	if a.Test {
-		if s, err = tenant.NewScope(s.Pool(), s.Project, &tenant.Key{ID: a.KeyID, Test: true}); err != nil {
-			return err
-		}
 	}
 	err = w.sv.publishPost(ctx, s, a.PostID)
 	if err != nil && job.Attempt >= job.MaxAttempts && ctx.Err() == nil {

@@ -2,47 +2,23 @@ package social
 
 import (
 	"context"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
-	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/schedule"
 )
 
 // PublishScheduledArgs is the River job that starts publishing one
-// scheduled post at its time: River runs it then, and it is inserted in
-// the transaction that schedules the post, so nothing visits a project's
-// schema unless one of its posts is due. ScheduledAt is the post's scheduled_at the job was
-// inserted for; once the post is rescheduled, unscheduled, published or
-// deleted it no longer matches, and the job does nothing.
-type PublishScheduledArgs struct {
-	ProjectID   string    `json:"project_id"`
-	PostID      int64     `json:"post_id"`
-	ScheduledAt time.Time `json:"scheduled_at"`
-}
+// scheduled post at its time (tenant/schedule): once the post is
+// rescheduled, unscheduled, published or deleted it no longer matches,
+// and the job does nothing.
+type PublishScheduledArgs = schedule.Args[startScheduled]
 
-// Kind is the River job kind.
-func (PublishScheduledArgs) Kind() string { return "social.publish_scheduled" }
+// startScheduled is the kind of the job (schedule.Kind).
+type startScheduled struct{}
 
-// InsertOpts implements river.JobArgsWithInsertOpts: scheduling a post
-// again for the same time (a double submit, a replay, EnqueueScheduled
-// run twice) finds the job already there instead of adding another.
-func (PublishScheduledArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
-}
-
-// scheduledJob is the job of a post scheduled at at, run at that time.
-// at is the scheduled_at as stored (microseconds), in UTC so that the
-// same schedule always encodes to the same args.
-func scheduledJob(projectID string, postID int64, at time.Time) river.InsertManyParams {
-	at = at.UTC()
-	return river.InsertManyParams{
-		Args:       PublishScheduledArgs{ProjectID: projectID, PostID: postID, ScheduledAt: at},
-		InsertOpts: &river.InsertOpts{ScheduledAt: at},
-	}
-}
+func (startScheduled) Kind() string { return "social.publish_scheduled" }
 
 // enqueuePublish inserts, in tx, the job that starts publishing p when its
 // scheduled time comes; p is the post as stored, so that the job's time
@@ -51,48 +27,21 @@ func (sv *Service) enqueuePublish(ctx context.Context, tx pgx.Tx, s *tenant.Scop
 	if p.Status != StatusScheduled {
 		return nil
 	}
-	j := scheduledJob(s.Project.ID, p.ID, *p.ScheduledAt)
-	_, err := sv.river.InsertTx(ctx, tx, j.Args, j.InsertOpts)
-	return err
+	return sv.scheduled.Enqueue(ctx, tx, s, p.ID, *p.ScheduledAt)
 }
 
 // EnqueueScheduled inserts the job of every scheduled post of the project
-// and returns how many it inserted. Posts scheduled before scheduling was
-// done by these jobs have none; a post that already has its job (same
-// post, same time) is skipped, so running it again inserts nothing. A
-// post whose time has passed is published within seconds.
+// and returns how many it inserted (schedule.Schedule.EnqueueAll: running
+// it again inserts nothing).
 func (sv *Service) EnqueueScheduled(ctx context.Context, s *tenant.Scope) (int, error) {
-	return tenant.TxV(ctx, s, func(tx pgx.Tx) (int, error) {
-		return queue.InsertRows(ctx, sv.river, tx, scheduledPostsSQL,
-			func(id int64, at time.Time) river.InsertManyParams { return scheduledJob(s.Project.ID, id, at) })
-	})
+	return sv.scheduled.EnqueueAll(ctx, s)
 }
 
-// publishScheduledWorker works PublishScheduledArgs.
-type publishScheduledWorker struct {
-	river.WorkerDefaults[PublishScheduledArgs]
-	sv *Service
-}
-
-// Work starts publishing the job's post if it is still scheduled for the
-// job's time: the post becomes publishing (a new run) and its publish job
-// is inserted, in one transaction, as POST .../publish does. The claim is
-// one conditional UPDATE: of however many jobs run for the post (a retry,
-// a duplicate), one claims it and the others, like a stale job, find no
-// row. A job whose project is gone has nothing left to do.
-func (w *publishScheduledWorker) Work(ctx context.Context, job *river.Job[PublishScheduledArgs]) error {
-	a := job.Args
-	s, ok, err := tenant.LiveScope(ctx, w.sv.plane, a.ProjectID)
-	if !ok {
-		return err
-	}
-	return s.Tx(ctx, func(tx pgx.Tx) error {
-		claimed, err := claimScheduled(ctx, tx, a.PostID, a.ScheduledAt)
-		if err != nil || !claimed {
-			return err
-		}
-		// No key: the publish's events draw on the live pool.
-		_, err = w.sv.river.InsertTx(ctx, tx, PublishArgs{ProjectID: a.ProjectID, PostID: a.PostID}, nil)
-		return err
-	})
+// startClaimed starts publishing a scheduled post its job claimed: the
+// post is publishing (a new run, claimScheduled) and its publish job is
+// inserted in the claim's transaction, as POST .../publish does. No key:
+// the publish's events draw on the live pool.
+func (sv *Service) startClaimed(ctx context.Context, tx pgx.Tx, s *tenant.Scope, postID int64) error {
+	_, err := sv.river.InsertTx(ctx, tx, PublishArgs{ProjectID: s.Project.ID, PostID: postID}, nil)
+	return err
 }

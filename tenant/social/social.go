@@ -38,6 +38,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/ssrf"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/jobs"
+	"github.com/plinth-dev/plinth/tenant/schedule"
 )
 
 // ImageStore keeps a generated image in the project's media library and
@@ -79,6 +80,8 @@ type Service struct {
 	ai     ai.Provider
 	images ImageStore
 	events tenant.Emitter
+	// scheduled starts publishing scheduled posts at their time.
+	scheduled *schedule.Schedule[startScheduled]
 	// publicURL is the externally visible base (PLINTH_PUBLIC_URL).
 	publicURL string
 	// media fetches user-supplied media URLs (YouTube uploads).
@@ -114,6 +117,8 @@ func New(d Deps) *Service {
 		states:         oauth.NewSigner(d.Plane.Secret()),
 		sealer:         oauth.NewSealer(d.Plane.Secret()),
 	}
+	sv.scheduled = &schedule.Schedule[startScheduled]{Queue: d.Queue, ScheduledSQL: scheduledPostsSQL,
+		Claim: claimScheduled, Claimed: sv.startClaimed}
 	if d.Jobs != nil {
 		d.Jobs.Handle(TypeGenerate, 15*time.Minute, sv.generateJob)
 	}
@@ -141,7 +146,7 @@ func (sv *Service) Routes(r chi.Router) {
 // Workers adds the publisher and the worker of scheduled posts.
 func (sv *Service) Workers(w *river.Workers) {
 	river.AddWorker(w, &PublishWorker{sv: sv})
-	river.AddWorker(w, &publishScheduledWorker{sv: sv})
+	sv.scheduled.AddWorker(w)
 }
 
 // KeylessRoutes mounts the routes a browser reaches with no key: the
