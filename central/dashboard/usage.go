@@ -3,24 +3,13 @@ package dashboard
 import (
 	"net/http"
 	"net/url"
-	"time"
+
+	"github.com/plinth-dev/plinth/tenant/credits"
 )
 
-// usageReport is the API's usage report of a period.
-type usageReport struct {
-	PeriodStart      time.Time `json:"period_start"`
-	PeriodEnd        time.Time `json:"period_end"`
-	Plan             string    `json:"plan"`
-	PlanCredits      int64     `json:"plan_credits"`
-	TopupCredits     int64     `json:"topup_credits"`
-	CreditsUsed      int64     `json:"credits_used"`
-	CreditsRemaining int64     `json:"credits_remaining"`
-	Breakdown        []struct {
-		Op      string `json:"op"`
-		Count   int64  `json:"count"`
-		Credits int64  `json:"credits"`
-	} `json:"breakdown"`
-}
+// usageReport is the API's usage report of a period, as the usage
+// service (tenant/credits) writes it.
+type usageReport = credits.Usage
 
 func (d *Dashboard) usage(r *http.Request, projectID string) (usageReport, error) {
 	var u usageReport
