@@ -27,15 +27,27 @@ test: test-go test-sdk ## run every test: the Go tests, then the TypeScript SDK'
 test-go: ## run every Go test against a real PostgreSQL, with the race detector
 	$(GO) run ./cmd/testdb $(GO) test -race -count=1 -vet=off -timeout 20m ./...
 
-# The SDK's tests start bin/plinth (built here) with its private cluster;
-# npm ci --prefix sdk/typescript installs their packages first (.ci/run does).
-test-sdk: build ## build and test the TypeScript SDK (sdk/typescript) against a real bin/plinth
-	PLINTH_BIN=$(CURDIR)/$(BIN) npm test --prefix sdk/typescript
+# The SDK's tests start a plinth built here with the race detector (the
+# packages make test-go compiled, so only a link) with its private
+# cluster; npm ci --prefix sdk/typescript installs their packages first
+# (.ci/run does).
+RACE_BIN := bin/plinth-race
+test-sdk: ## build plinth with -race and test the TypeScript SDK (sdk/typescript) against it
+	$(GO) build -race -o $(RACE_BIN) ./cmd/plinth
+	PLINTH_BIN=$(CURDIR)/$(RACE_BIN) npm test --prefix sdk/typescript
+
+# go vet and staticcheck type-check against export data that the go
+# command compiles; with -race they compile exactly what make test
+# builds (packages and their test variants), so a change is compiled once
+# for the lint and the tests, not once plain and again with -race.
+# staticcheck itself is built plain (into bin/) and runs under -race.
+LINT_GOFLAGS := $(GOFLAGS) -race
 
 lint: ## gofmt, go vet, staticcheck, go mod tidy -diff and the layering of the imports (staticcheck fetched through the Go module proxy on first use)
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
-	$(GO) vet ./...
-	$(GO) run $(STATICCHECK) ./...
+	GOFLAGS='$(LINT_GOFLAGS)' $(GO) vet ./...
+	GOBIN=$(CURDIR)/bin $(GO) install $(STATICCHECK)
+	GOFLAGS='$(LINT_GOFLAGS)' ./bin/staticcheck ./...
 	$(GO) mod tidy -diff
 	$(GO) run ./cmd/layercheck -go $(GO)
 

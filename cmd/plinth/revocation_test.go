@@ -27,10 +27,9 @@ func buildPlinth(t *testing.T, flags ...string) string {
 
 // child is a `plinth serve` process on the test database.
 type child struct {
-	base   string
-	cmd    *exec.Cmd
-	exited chan error
-	logs   *syncBuffer
+	*process
+	base string
+	logs *syncBuffer
 }
 
 // startChild starts `plinth serve` from bin over env's database with the
@@ -38,26 +37,17 @@ type child struct {
 func startChild(t *testing.T, bin string, env *apitest.Env, ttl time.Duration) *child {
 	t.Helper()
 	addr := freeAddr(t)
-	c := &child{base: "http://" + addr, exited: make(chan error, 1), logs: &syncBuffer{}}
-	c.cmd = exec.Command(bin, "serve", "--no-migrate", "--no-workers")
-	c.cmd.Env = append(os.Environ(),
+	c := &child{base: "http://" + addr, logs: &syncBuffer{}}
+	cmd := exec.Command(bin, "serve", "--no-migrate", "--no-workers")
+	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+env.DB.URL,
 		"PLINTH_SECRET="+env.Config.Secret,
 		"PLINTH_ADDR="+addr,
 		"PLINTH_KEY_CACHE_TTL="+ttl.String(),
 	)
-	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { c.exited <- c.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = c.cmd.Process.Kill()
-		select {
-		case <-c.exited:
-		case <-time.After(10 * time.Second):
-		}
-	})
+	cmd.Stdout, cmd.Stderr = c.logs, c.logs
+	c.process = startProcess(t, cmd)
+	t.Cleanup(func() { c.signalWait(os.Kill, 10*time.Second) })
 	return c
 }
 
@@ -184,9 +174,9 @@ func TestRevocationAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-long.exited:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, long.logs.String())
+	case <-long.exited:
+		if long.waitErr != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", long.waitErr, long.logs.String())
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("no exit within 20 s of SIGTERM")
