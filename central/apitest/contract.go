@@ -11,10 +11,8 @@ import (
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
-	"github.com/pb33f/libopenapi-validator/config"
 	verrors "github.com/pb33f/libopenapi-validator/errors"
 	"github.com/pb33f/libopenapi-validator/paths"
-	"github.com/pb33f/libopenapi-validator/radix"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
 	"github.com/plinth-dev/plinth/central"
@@ -27,9 +25,6 @@ import (
 type Contract struct {
 	model *v3.Document
 	v     validator.Validator
-	// opts finds a request's path item the way the validator does: by
-	// the document's path tree, and compiled path expressions kept.
-	opts *config.ValidationOptions
 	// mu serialises checks: libopenapi's schema proxies cache their hash
 	// without a lock (a data race under -race when parallel tests check
 	// at once).
@@ -47,12 +42,7 @@ func NewContract(doc []byte) (*Contract, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi model: %w", err)
 	}
-	// Compiled schemas (cached by default) and path expressions are kept
-	// for the whole process: thousands of exchanges check against the
-	// same few hundred schemas.
-	opts := config.NewValidationOptions(config.WithRegexCache(&sync.Map{}))
-	opts.PathTree = radix.BuildPathTree(&m.Model)
-	return &Contract{model: &m.Model, opts: opts, v: validator.NewValidatorFromV3Model(&m.Model, config.WithExistingOpts(opts))}, nil
+	return &Contract{model: &m.Model, v: validator.NewValidatorFromV3Model(&m.Model)}, nil
 }
 
 var defaultContract = sync.OnceValues(func() (*Contract, error) { return NewContract(central.OpenAPIJSON) })
@@ -96,7 +86,7 @@ func (c *Contract) Check(ex Exchange) []string {
 		res.Body = http.NoBody
 	}
 	where := ex.Method + " " + ex.Path + fmt.Sprintf(" → %d", ex.Status)
-	item, perrs, found := paths.FindPath(req, c.model, c.opts)
+	item, perrs, found := paths.FindPath(req, c.model)
 	if len(perrs) > 0 {
 		if ex.Routed {
 			return []string{where + ": the router serves this route but the OpenAPI document does not describe it"}
@@ -149,7 +139,7 @@ func describe(prefix string, errs []*verrors.ValidationError) []string {
 			msg += " (" + e.Reason + ")"
 		}
 		for _, s := range e.SchemaValidationErrors {
-			loc := s.KeywordLocation
+			loc := s.Location
 			if s.FieldPath != "" {
 				loc = s.FieldPath
 			}
