@@ -302,8 +302,14 @@ func (s *bgServe) ready(t *testing.T, timeout time.Duration) {
 	t.Fatalf("%s never became ready:\n%s", s.base, s.logs.String())
 }
 
-// stop sends SIGTERM and requires a clean exit.
+// stop sends SIGTERM and requires a clean exit within 60 s.
 func (s *bgServe) stop(t *testing.T) {
+	t.Helper()
+	s.stopWithin(t, 60*time.Second)
+}
+
+// stopWithin sends SIGTERM and requires a clean exit within limit.
+func (s *bgServe) stopWithin(t *testing.T, limit time.Duration) {
 	t.Helper()
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -313,8 +319,8 @@ func (s *bgServe) stop(t *testing.T) {
 		if s.waitErr != nil {
 			t.Fatalf("exit after SIGTERM: %v\n%s", s.waitErr, s.logs.String())
 		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no exit within 60 s of SIGTERM:\n%s", s.logs.String())
+	case <-time.After(limit):
+		t.Fatalf("no exit within %v of SIGTERM:\n%s", limit, s.logs.String())
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,19 +24,12 @@ func buildPlinth(t *testing.T, flags ...string) string {
 	return bin
 }
 
-// child is a `plinth serve` process on the test database.
-type child struct {
-	*process
-	base string
-	logs *syncBuffer
-}
-
 // startChild starts `plinth serve` from bin over env's database with the
 // key cache TTL ttl; waitHealthy then waits for it to answer.
-func startChild(t *testing.T, bin string, env *apitest.Env, ttl time.Duration) *child {
+func startChild(t *testing.T, bin string, env *apitest.Env, ttl time.Duration) *bgServe {
 	t.Helper()
 	addr := freeAddr(t)
-	c := &child{base: "http://" + addr, logs: &syncBuffer{}}
+	c := &bgServe{base: "http://" + addr, logs: &syncBuffer{}}
 	cmd := exec.Command(bin, "serve", "--no-migrate", "--no-workers")
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+env.DB.URL,
@@ -51,7 +43,7 @@ func startChild(t *testing.T, bin string, env *apitest.Env, ttl time.Duration) *
 	return c
 }
 
-func (c *child) waitHealthy(t *testing.T) {
+func (c *bgServe) waitHealthy(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -170,15 +162,5 @@ func TestRevocationAcrossProcesses(t *testing.T) {
 	env.Do("GET", "/v1/projects/me", behindBack, nil).Problem(t, 401, "unauthorized")
 
 	// SIGTERM: graceful shutdown, exit status 0.
-	if err := long.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-long.exited:
-		if long.waitErr != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", long.waitErr, long.logs.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no exit within 20 s of SIGTERM")
-	}
+	long.stopWithin(t, 20*time.Second)
 }
