@@ -8,7 +8,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # compiled again. Test results are never cached (-count=1).
 export GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -trimpath)
 
-.PHONY: help build run test test-go test-sdk lint bench bench-scale bench-http fmt
+.PHONY: help build run test test-go test-sdk lint bench bench-scale bench-http bench-move bench-drain fmt
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -53,6 +53,12 @@ lint: ## gofmt, go vet, staticcheck, go mod tidy -diff and the layering of the i
 
 bench: ## run the benchmarks (methods and figures: docs/performance.md)
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 3s -timeout 30m ./...
+
+bench-move: ## move a project of 100,000 rows between two shards under 50 writes/s: the write pause, the time, rows/s (docs/performance.md)
+	$(GO) run ./cmd/testdb $(GO) test -run '^$$' -bench BenchmarkMove -benchtime 2x -timeout 30m ./central
+
+bench-drain: ## drain a shard of 1,000 demo-size projects to two others, 4 moves at a time: the time, projects/s, the longest pause (docs/performance.md)
+	$(GO) run ./cmd/testdb $(GO) test -run '^$$' -bench BenchmarkDrain -benchtime 1x -timeout 60m ./central
 
 N ?= 10000
 bench-scale: build ## the cost of N idle projects on one shard (N=10000; docs/performance.md)

@@ -444,6 +444,9 @@ type AdminCreateProjectRequest struct {
 	TargetLanguages []string `json:"target_languages"`
 	Timezone        string   `json:"timezone"`
 	Industry        string   `json:"industry"`
+	// Shard places the project on this shard (scope shards:admin);
+	// absent: the active shard with the most room.
+	Shard string `json:"shard"`
 }
 
 func (c *Central) adminCreateProject(w http.ResponseWriter, r *http.Request) error {
@@ -453,6 +456,9 @@ func (c *Central) adminCreateProject(w http.ResponseWriter, r *http.Request) err
 	}
 	if err := needPlanScope(r.Context(), req.Plan, ""); err != nil {
 		return err
+	}
+	if req.Shard != "" && !AdminFrom(r.Context()).Allows("shards:admin") {
+		return httpapi.Fail(httpapi.ErrForbidden, "this admin token lacks the scope shards:admin (needed to choose a shard)")
 	}
 	p, err := c.CreateProject(r.Context(), ProjectParams(req))
 	if err != nil {

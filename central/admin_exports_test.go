@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
@@ -134,8 +135,14 @@ func fillProject(t *testing.T, env *apitest.Env, p *apitest.Project) {
 // its rows (row_to_json, sorted), with from replaced by to in each row.
 func tableDigests(t *testing.T, env *apitest.Env, schema, from, to string) map[string]string {
 	t.Helper()
+	return tableDigestsOn(t, env.DB.Pool, schema, from, to)
+}
+
+// tableDigestsOn is tableDigests of a schema on the shard of pool.
+func tableDigestsOn(t *testing.T, pool *pgxpool.Pool, schema, from, to string) map[string]string {
+	t.Helper()
 	ctx := context.Background()
-	rows, err := env.DB.Pool.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = $1`, schema)
+	rows, err := pool.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = $1`, schema)
 	require.NoError(t, err)
 	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
@@ -143,7 +150,7 @@ func tableDigests(t *testing.T, env *apitest.Env, schema, from, to string) map[s
 	for _, tb := range tables {
 		var n int64
 		var sum string
-		require.NoError(t, env.DB.Pool.QueryRow(ctx, `SELECT count(*), COALESCE(md5(string_agg(j, E'\n' ORDER BY j)), '')
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), COALESCE(md5(string_agg(j, E'\n' ORDER BY j)), '')
 			FROM (SELECT replace(row_to_json(t)::text, $1, $2) j FROM `+pgx.Identifier{schema, tb}.Sanitize()+` t) x`, from, to).Scan(&n, &sum))
 		out[tb] = fmt.Sprintf("%d rows %s", n, sum)
 	}

@@ -96,11 +96,14 @@ func AdminOpenAPI(d *openapi.Doc) {
 		OK:   []openapi.Resp{{Status: 200, Desc: "A page of projects.", Content: openapi.JSON(d.List("AdminProject"))}}}))
 	d.Add("POST", "/admin/api/projects", op(openapi.Op{ID: "adminCreateProject", Summary: "Create and provision a project", Scope: "projects:write",
 		Desc: "A plan other than free needs projects:admin as well (403). A tenant with PLINTH_MAX_PROJECTS_PER_TENANT projects " +
-			"(default 100; those being deleted aside) is 403 project_limit_reached, the detail and limit naming the cap.",
+			"(default 100; those being deleted aside) is 403 project_limit_reached, the detail and limit naming the cap. " +
+			"The project goes to the active shard with the most room, or to `shard`, which needs shards:admin as well (403): " +
+			"an unknown shard is 422, one draining or retired 409.",
 		Body: openapi.JSON(d.Schema("AdminCreateProjectRequest", openapi.Obj(openapi.M{
 			"tenant_id": intM(1), "name": str(1, 255), "plan": openapi.Ref("Plan"), "default_language": openapi.Str(),
 			"target_languages": openapi.M{"type": "array", "maxItems": 50, "items": openapi.Str()}, "timezone": openapi.Str(),
 			"industry": openapi.M{"type": "string", "maxLength": 100},
+			"shard":    openapi.M{"type": "string", "description": "The shard to place the project on (an active one); absent: the active shard with the most room."},
 		}, "tenant_id", "name"))),
 		Errs: []int{404, 409, 422},
 		OK:   []openapi.Resp{{Status: 201, Desc: "The project.", Content: openapi.JSON(project)}}}))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
@@ -115,6 +116,13 @@ func TestAdminScopes(t *testing.T) {
 		{"GET", "/admin/api/exports/exp_000000000000000000000000/download", nil, "exports:read", nil},
 		{"POST", "/admin/api/projects/import", nil, "exports:write", []string{"projects:write"}},
 		{"POST", "/admin/api/projects/import", nil, "projects:write", []string{"exports:write"}},
+		// Shards (admin_shards.go): an unknown shard is 404, a bad body
+		// 422, once the scope passes; shards:read is checked below (a
+		// token with shards:admin may read too).
+		{"POST", "/admin/api/shards", map[string]any{"name": "x", "url": "not a url"}, "shards:admin", nil},
+		{"POST", "/admin/api/shards/nope/drain", nil, "shards:admin", nil},
+		{"POST", "/admin/api/shards/nope/retire", nil, "shards:admin", nil},
+		{"POST", "/admin/api/projects", map[string]any{"tenant_id": tid, "name": "Placed", "shard": "default"}, "shards:admin", []string{"projects:write"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.method+" "+tc.path+" "+tc.scope, func(t *testing.T) {
@@ -133,6 +141,20 @@ func TestAdminScopes(t *testing.T) {
 				t.Fatalf("with %s: %d %s", tc.scope, res.Status, res.Body)
 			}
 		})
+	}
+	// shards:read, or shards:admin which implies it; nothing else.
+	for _, path := range []string{"/admin/api/shards", "/admin/api/shards/default"} {
+		for _, scope := range []string{"shards:read", "shards:admin", "shards:*"} {
+			env.Do("GET", path, adminToken(t, env, scope), nil).Expect(t, 200)
+		}
+		var others []string
+		for _, s := range everyAdminScope() {
+			if !strings.HasPrefix(s, "shards:") {
+				others = append(others, s)
+			}
+		}
+		m := env.Do("GET", path, adminToken(t, env, others...), nil).Problem(t, 403, "forbidden")
+		require.Contains(t, fmt.Sprint(m["detail"]), "shards:read")
 	}
 	// The named case of the issue.
 	env.Do("POST", pp+"/suspend", adminToken(t, env, "tenants:read"), map[string]any{"reason": "x"}).Problem(t, 403, "forbidden")
@@ -303,10 +325,10 @@ func TestAdminCreditsAndCreate(t *testing.T) {
 
 // riverStates lists the states of p's River jobs and how many of them
 // snoozed at least once.
-func riverStates(t *testing.T, env *apitest.Env, projectID string) (states []string, snoozed int) {
+func riverStates(t *testing.T, p *apitest.Project) (states []string, snoozed int) {
 	t.Helper()
-	rows, err := env.DB.Pool.Query(context.Background(), `SELECT state, metadata->>'snoozes' IS NOT NULL FROM river.river_job
-		WHERE args->>'project_id' = $1 ORDER BY id`, projectID)
+	rows, err := p.Pool().Query(context.Background(), `SELECT state, metadata->>'snoozes' IS NOT NULL FROM river.river_job
+		WHERE args->>'project_id' = $1 ORDER BY id`, p.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,10 +353,24 @@ func riverStates(t *testing.T, env *apitest.Env, projectID string) (states []str
 // it lasts, and both complete once after resume.
 func TestSuspendResume(t *testing.T) {
 	t.Parallel()
+	suspendResume(t, "")
+}
+
+// suspendResume is TestSuspendResume for a project on shard, one of the
+// env's own (apitest.WithShards) unless "": its jobs wait and wake on
+// that shard's River, its delivery leaves from there.
+func suspendResume(t *testing.T, shard string) {
 	rc := webhooktest.NewTLS(t, nil)
-	env := apitest.New(t, apitest.WithRootCAs(rc.RootCAs())) // inserts jobs, works none
+	opts := []apitest.Option{apitest.WithRootCAs(rc.RootCAs())} // inserts jobs, works none
+	if shard != "" {
+		opts = append(opts, apitest.WithShards(shard))
+	}
+	env := apitest.New(t, opts...)
 	admin := adminToken(t, env, "projects:admin")
 	p := env.NewProject("build")
+	if shard != "" {
+		p = env.NewProjectOn(shard)
+	}
 	_, secret := webhooktest.Endpoint(t, env, p.Key, rc.URL, "order.paid")
 	rc.SetSecret(secret)
 	job := env.Do("POST", "/v1/images", p.Key, map[string]any{"prompt": "A lighthouse", "width": 96, "height": 64}).Expect(t, 202).JSON(t)
@@ -354,7 +390,7 @@ func TestSuspendResume(t *testing.T) {
 	env.Instance(apitest.WithWorkers(), apitest.WithRootCAs(rc.RootCAs()))
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		states, snoozed := riverStates(t, env, p.ID)
+		states, snoozed := riverStates(t, p)
 		if len(states) >= 2 && snoozed == len(states) && strings.Count(strings.Join(states, ","), "scheduled") == len(states) {
 			break
 		}
@@ -379,7 +415,7 @@ func TestSuspendResume(t *testing.T) {
 		t.Fatalf("deliveries after resume: %d (%v)", len(reqs), reqs)
 	}
 	var attempts int
-	if err := env.DB.Pool.QueryRow(context.Background(), `SELECT max(attempt) FROM river.river_job WHERE args->>'project_id' = $1`, p.ID).Scan(&attempts); err != nil || attempts != 1 {
+	if err := p.Pool().QueryRow(context.Background(), `SELECT max(attempt) FROM river.river_job WHERE args->>'project_id' = $1`, p.ID).Scan(&attempts); err != nil || attempts != 1 {
 		t.Fatalf("attempts %d, %v: a snooze must not spend one", attempts, err)
 	}
 }
@@ -401,11 +437,35 @@ func waitGone(t *testing.T, env *apitest.Env, admin, projectID string) {
 // River jobs, idempotency rows.
 func TestDeleteLeavesNothing(t *testing.T) {
 	t.Parallel()
-	env := apitest.New(t, apitest.WithWorkers())
+	deleteLeavesNothing(t, "")
+}
+
+// deleteLeavesNothing is TestDeleteLeavesNothing for projects on shard,
+// one of the env's own (apitest.WithShards) unless "": the drop job runs
+// on that shard and drops the schema there.
+func deleteLeavesNothing(t *testing.T, shard string) {
+	opts := []apitest.Option{apitest.WithWorkers()}
+	if shard != "" {
+		opts = append(opts, apitest.WithShards(shard))
+	}
+	env := apitest.New(t, opts...)
 	admin := adminToken(t, env, "projects:*")
-	p := env.NewProject("build")
-	keep := env.NewProject("build") // its neighbour keeps everything
+	var p, keep *apitest.Project
+	if shard != "" {
+		p, keep = env.NewProjectOn(shard), env.NewProjectOn(shard) // its neighbour keeps everything
+	} else {
+		p, keep = env.NewProject("build"), env.NewProject("build")
+	}
 	ctx := context.Background()
+	// The project's schema and jobs are on its shard; the rest in central.
+	onShard := func(sql string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := p.Pool().QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 	job := env.Do("POST", "/v1/images", p.Key, map[string]any{"prompt": "A lighthouse", "width": 96, "height": 64}).Expect(t, 202).JSON(t)
 	env.WaitJob(t, p.Key, job["id"].(string))
 	env.Send(apitest.Request{Method: "POST", Path: "/v1/projects/me/api-keys", Key: p.Key, Body: map[string]any{"name": "k", "scopes": []string{"blog:read"}},
@@ -427,12 +487,12 @@ func TestDeleteLeavesNothing(t *testing.T) {
 		t.Fatalf("no media before: %v", err)
 	}
 	for what, n := range map[string]int{
-		"schema":           count(schemas, p.Schema),
-		"idempotency rows": count(`SELECT count(*) FROM ` + pgx.Identifier{p.Schema, "idempotency_keys"}.Sanitize()),
+		"schema":           onShard(schemas, p.Schema),
+		"idempotency rows": onShard(`SELECT count(*) FROM ` + pgx.Identifier{p.Schema, "idempotency_keys"}.Sanitize()),
 		"placement":        count(`SELECT count(*) FROM central.placements WHERE project_id = $1`, p.ID),
 		"keys":             count(`SELECT count(*) FROM central.api_keys WHERE project_id = $1`, p.ID),
-		"river jobs":       count(`SELECT count(*) FROM river.river_job WHERE args->>'project_id' = $1`, p.ID),
-		"idempotency":      count(idem, p.Schema),
+		"river jobs":       onShard(`SELECT count(*) FROM river.river_job WHERE args->>'project_id' = $1`, p.ID),
+		"idempotency":      onShard(idem, p.Schema),
 	} {
 		if n == 0 {
 			t.Fatalf("no %s before the delete", what)
@@ -444,12 +504,12 @@ func TestDeleteLeavesNothing(t *testing.T) {
 	waitGone(t, env, admin, p.ID)
 
 	for what, n := range map[string]int{
-		"schema":      count(schemas, p.Schema),
+		"schema":      onShard(schemas, p.Schema),
 		"project":     count(`SELECT count(*) FROM central.projects WHERE id = $1`, p.ID),
 		"placement":   count(`SELECT count(*) FROM central.placements WHERE project_id = $1`, p.ID),
 		"keys":        count(`SELECT count(*) FROM central.api_keys WHERE project_id = $1`, p.ID),
-		"river jobs":  count(`SELECT count(*) FROM river.river_job WHERE args->>'project_id' = $1`, p.ID),
-		"idempotency": count(idem, p.Schema),
+		"river jobs":  onShard(`SELECT count(*) FROM river.river_job WHERE args->>'project_id' = $1`, p.ID),
+		"idempotency": onShard(idem, p.Schema),
 	} {
 		if n != 0 {
 			t.Errorf("%d %s rows left", n, what)
@@ -460,7 +520,7 @@ func TestDeleteLeavesNothing(t *testing.T) {
 	}
 	env.Send(apitest.Request{Method: "GET", Path: "/v1/public/pages", Header: map[string]string{"X-Service-Project-Key": p.ID}}).Problem(t, 404, "not_found")
 	env.Do("GET", "/v1/projects/me", keep.Key, nil).Expect(t, 200)
-	if count(schemas, keep.Schema) != 1 {
+	if onShard(schemas, keep.Schema) != 1 {
 		t.Fatal("the neighbour's schema went too")
 	}
 }

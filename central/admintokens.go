@@ -24,7 +24,12 @@ var AdminPermissions = map[string][]string{
 	"projects": {"read", "write", "admin"},
 	"credits":  {"write"},
 	"exports":  {"read", "write"},
+	"shards":   {"read", "admin"},
 }
+
+// adminImplied maps a scope to the one that grants it too: whoever may
+// add, drain and retire shards may list them.
+var adminImplied = map[string]string{"shards:read": "shards:admin"}
 
 // ValidAdminScope reports whether s is "*", "resource:*" or "resource:permission".
 func ValidAdminScope(s string) bool {
@@ -63,8 +68,15 @@ type AdminToken struct {
 // MaxAdminTokenLife bounds an admin token's expiry.
 const MaxAdminTokenLife = 10 * 365 * 24 * time.Hour
 
-// Allows reports whether the token holds scope (or a wildcard of it).
-func (t *AdminToken) Allows(scope string) bool { return tenant.Grants(t.Scopes, scope) }
+// Allows reports whether the token holds scope (or a wildcard of it, or
+// the scope that implies it: adminImplied).
+func (t *AdminToken) Allows(scope string) bool {
+	if tenant.Grants(t.Scopes, scope) {
+		return true
+	}
+	implied, ok := adminImplied[scope]
+	return ok && tenant.Grants(t.Scopes, implied)
+}
 
 // parseAdminToken checks the format of a presented admin token.
 func parseAdminToken(s string) bool {

@@ -200,11 +200,7 @@ func (c *Central) Resolve(ctx context.Context, key string) (*tenant.Scope, error
 	if err := usable(p); err != nil {
 		return nil, err
 	}
-	pool, err := c.ShardPool(p.Shard)
-	if err != nil {
-		return nil, err
-	}
-	s, err := tenant.NewScope(pool, p, &k)
+	s, err := c.scope(p, &k)
 	if err != nil {
 		return nil, err
 	}

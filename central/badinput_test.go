@@ -115,8 +115,9 @@ type sweep struct {
 	// clients counts the keyless requests built (each its own address).
 	clients int
 	// adminToken is the admin token of the import route (exports:write
-	// and projects:write), and crafted the archives it is sent besides
-	// the battery (craftedArchives).
+	// and projects:write) and the shard routes (shards:admin), and
+	// crafted the archives the import is sent besides the battery
+	// (craftedArchives).
 	adminToken string
 	crafted    []crafted
 	tenantID   int64
@@ -126,6 +127,11 @@ type sweep struct {
 // sends with an admin token and crafted archives (issue 33); the other
 // admin routes get the battery with an API key (401).
 const importPath = "/admin/api/projects/import"
+
+// shardsPath starts the shard routes of the admin API, which the sweep
+// sends with the admin token too (shards:admin): their battery reaches
+// the handlers, and a shard's URL is checked before it is dialled.
+const shardsPath = "/admin/api/shards"
 
 func TestBadInputSweep(t *testing.T) {
 	t.Parallel()
@@ -147,7 +153,7 @@ func TestBadInputSweep(t *testing.T) {
 	var doc map[string]any
 	env.Do("GET", "/v1/openapi.json", "", nil).Expect(t, 200).Decode(t, &doc)
 	s := &sweep{t: t, env: env, doc: doc, key: p.Key, token: token, projectID: p.ID, seeds: map[string]map[string]any{},
-		adminToken: adminToken(t, env, "exports:write", "projects:write"), tenantID: tn.ID}
+		adminToken: adminToken(t, env, "exports:write", "projects:write", "shards:admin"), tenantID: tn.ID}
 	ops := s.operations()
 	s.seed(ops)
 	victim := newVictim(t, env)
@@ -224,7 +230,8 @@ func (s *sweep) operations() []sweepOp {
 			if !ok {
 				continue
 			}
-			o := sweepOp{method: strings.ToUpper(method), path: path, op: op, public: central.IsPublic(path), admin: path == importPath}
+			o := sweepOp{method: strings.ToUpper(method), path: path, op: op, public: central.IsPublic(path),
+				admin: path == importPath || strings.HasPrefix(path, shardsPath)}
 			// No security: the document's default, an API key.
 			if sec, ok := op["security"].([]any); ok {
 				o.keyless = len(sec) == 0
@@ -446,7 +453,7 @@ func (s *sweep) battery(o sweepOp) []sweepRequest {
 	if s.bodySchema(o, "multipart/form-data") != nil {
 		s.multipart(good, add)
 	}
-	if o.admin {
+	if o.path == importPath {
 		for _, c := range s.crafted {
 			body, ct := importForm(c.archive, "tenant_id", strconv.FormatInt(s.tenantID, 10))
 			add("archive: "+c.name, good, "", nil, body, ct)

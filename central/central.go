@@ -29,10 +29,9 @@ import (
 type Central struct {
 	// pool is the central database, also the default shard's.
 	pool *pgxpool.Pool
-	// shards are the pools of the shards other than "default", set
-	// before c serves (a deployment has none yet; a test adds one to show
-	// that what serves a project reads its own shard).
-	shards map[string]*pgxpool.Pool
+	// shards are the pools of the shards other than "default"
+	// (shards.go), opened on first use.
+	shards *shardPools
 	secret []byte
 	logger *slog.Logger
 	keys   *keyCache
@@ -45,6 +44,10 @@ type Central struct {
 	// spares wakes the spare-schema filler (KeepSpares) after a creation
 	// may have claimed one.
 	spares chan struct{}
+	// shardsChanged is signalled when a shard was added or changed state
+	// (a NOTIFY from any instance) and when LISTEN (re)starts, so the
+	// server's per-shard workers follow the shards table (ShardsChanged).
+	shardsChanged chan struct{}
 	// cors writes the CORS answers of the public surface.
 	cors publicCORS
 	// life is what suspension and deletion need (SetLifecycle).
@@ -72,7 +75,8 @@ func Open(ctx context.Context, pool *pgxpool.Pool, secret string, keyTTL time.Du
 		}
 	}
 	return &Central{pool: pool, secret: []byte(secret), logger: logger, keys: newKeyCache(keyTTL), hashers: newKeyHashers([]byte(secret)),
-		login: newLoginState(), spares: make(chan struct{}, 1), cors: newPublicCORS()}, nil
+		login: newLoginState(), spares: make(chan struct{}, 1), cors: newPublicCORS(), shards: newShardPools([]byte(secret)),
+		shardsChanged: make(chan struct{}, 1)}, nil
 }
 
 // Secret is the server secret (key-hash pepper, JWT, OAuth state, token encryption).
@@ -80,20 +84,6 @@ func (c *Central) Secret() []byte { return c.secret }
 
 // Pool is the central database pool.
 func (c *Central) Pool() *pgxpool.Pool { return c.pool }
-
-// ShardPool returns the pool of a shard: every read or write of a
-// project's schema goes through the pool of the shard its placement names
-// (Project.Shard). One machine runs one shard, "default", on the central
-// database.
-func (c *Central) ShardPool(shard string) (*pgxpool.Pool, error) {
-	if shard == "default" {
-		return c.pool, nil
-	}
-	if p, ok := c.shards[shard]; ok {
-		return p, nil
-	}
-	return nil, fmt.Errorf("central: unknown shard %q", shard)
-}
 
 // Tenant is a workspace.
 type Tenant struct {
@@ -177,13 +167,17 @@ type ProjectParams struct {
 	TargetLanguages []string
 	Timezone        string
 	Industry        string
+	// Shard places the project on this shard (an operator's choice:
+	// plinth project create --shard, the admin API); empty: the active
+	// shard with the most room.
+	Shard string
 }
 
 // planMsg is the 422 message of an unknown plan.
 var planMsg = "must be one of " + strings.Join(tenant.PlanNames, ", ")
 
-// CreateProject creates a project, places it on the default shard and
-// provisions and migrates its schema.
+// CreateProject creates a project, places it on a shard (chooseShard) and
+// provisions and migrates its schema there.
 func (c *Central) CreateProject(ctx context.Context, p ProjectParams) (*tenant.Project, error) {
 	if err := p.check(); err != nil {
 		return nil, err
@@ -262,7 +256,11 @@ func (c *Central) insertProject(ctx context.Context, p ProjectParams, allowSpare
 		if err != nil {
 			return err
 		}
-		created, spare, err = insertProjectRow(ctx, tx, p, s, latest, count)
+		shard, err := c.chooseShard(ctx, tx, p.Shard)
+		if err != nil {
+			return err
+		}
+		created, spare, err = insertProjectRow(ctx, tx, p, s, shard, latest, count)
 		return err
 	})
 	var pgErr *pgconn.PgError
@@ -323,11 +321,34 @@ func (c *Central) ScopeFor(ctx context.Context, projectID string) (*tenant.Scope
 		}
 		c.keys.putProject(p, gen)
 	}
+	return c.scope(p, nil)
+}
+
+// scope binds project p with key k to the pool of its shard, following
+// the project when it moves (locate).
+func (c *Central) scope(p *tenant.Project, k *tenant.Key) (*tenant.Scope, error) {
 	pool, err := c.ShardPool(p.Shard)
 	if err != nil {
 		return nil, err
 	}
-	return tenant.NewScope(pool, p, nil)
+	s, err := tenant.NewScope(pool, p, k)
+	if err != nil {
+		return nil, err
+	}
+	return s.Follow(c.locate), nil
+}
+
+// locate is the tenant.Locator of the scopes central makes: the pool of
+// the shard the project's placement names now, read from the database,
+// not the cache; the project's cached entries are dropped, since a scope
+// asks only when its shard no longer has the project's schema.
+func (c *Central) locate(ctx context.Context, projectID string) (*pgxpool.Pool, error) {
+	c.keys.invalidate("project:" + projectID)
+	p, err := c.Project(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	return c.ShardPool(p.Shard)
 }
 
 // ProjectUpdate holds the fields of a project to change (nil: unchanged).
@@ -458,11 +479,16 @@ func (c *Central) listenOnce(ctx context.Context) error {
 		return err
 	}
 	defer unlistenCentral(context.WithoutCancel(ctx), conn)
-	c.keys.clear() // anything cached before LISTEN began may be stale
+	c.keys.clear()   // anything cached before LISTEN began may be stale
+	c.signalShards() // and a shard added before may have been missed
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {
 			return err
+		}
+		if strings.HasPrefix(n.Payload, "shard:") {
+			c.signalShards()
+			continue
 		}
 		c.keys.invalidate(n.Payload)
 	}

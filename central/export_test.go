@@ -1,7 +1,5 @@
 package central
 
-import "github.com/jackc/pgx/v5/pgxpool"
-
 // For the benchmark baseline: the query Resolve runs on a cache miss and
 // the scan of its row.
 var (
@@ -31,12 +29,4 @@ func (c *Central) HoldLoginSlots() (release func()) {
 			<-c.login.slots
 		}
 	}
-}
-
-// AddShardPool makes pool the shard name's, before c serves anything.
-func (c *Central) AddShardPool(name string, pool *pgxpool.Pool) {
-	if c.shards == nil {
-		c.shards = map[string]*pgxpool.Pool{}
-	}
-	c.shards[name] = pool
 }

@@ -43,6 +43,14 @@ type Lifecycle struct {
 	Queue *queue.Client
 	Media storage.Store
 	Grace time.Duration
+	// MoveGrace is how long a moved project's source schema is kept
+	// (PLINTH_MOVE_GRACE); MoveMaxPause the longest a move may hold its
+	// project's writes (PLINTH_MOVE_MAX_PAUSE).
+	MoveGrace    time.Duration
+	MoveMaxPause time.Duration
+	// MoveCopyRows: a project of at most this many rows moves by a fenced
+	// copy (PLINTH_MOVE_COPY_ROWS; 0: always replication).
+	MoveCopyRows int64
 }
 
 // OpenLifecycle builds the Lifecycle of a process that works no jobs
@@ -56,7 +64,8 @@ func OpenLifecycle(cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger) (
 	if err != nil {
 		return Lifecycle{}, err
 	}
-	return Lifecycle{Queue: q, Media: storage.ProjectMedia(media), Grace: cfg.DeleteGrace}, nil
+	return Lifecycle{Queue: q, Media: storage.ProjectMedia(media), Grace: cfg.DeleteGrace,
+		MoveGrace: cfg.MoveGrace, MoveMaxPause: cfg.MoveMaxPause, MoveCopyRows: cfg.MoveCopyRows}, nil
 }
 
 // SetLifecycle gives c what suspension and deletion need; NewServer and
@@ -122,19 +131,27 @@ func (c *Central) setStatus(ctx context.Context, projectID, status, reason strin
 	return nil
 }
 
-// wakeJobs makes the project's snoozed jobs available now.
+// wakeJobs makes the project's snoozed jobs available now (on its shard).
 func (c *Central) wakeJobs(ctx context.Context, projectID string) error {
 	if c.life.Queue == nil {
 		return nil
 	}
+	p, err := c.Project(ctx, projectID)
+	if err != nil {
+		return err
+	}
+	q, err := c.shardQueue(p.Shard)
+	if err != nil {
+		return err
+	}
 	for {
-		res, err := c.life.Queue.JobList(ctx, river.NewJobListParams().States(rivertype.JobStateScheduled).First(1000).
+		res, err := q.JobList(ctx, river.NewJobListParams().States(rivertype.JobStateScheduled).First(1000).
 			Where(snoozedJobsWhere, river.NamedArgs{"project": projectID}))
 		if err != nil {
 			return err
 		}
 		for _, j := range res.Jobs {
-			if _, err := c.life.Queue.JobRetry(ctx, j.ID); err != nil && !errors.Is(err, river.ErrNotFound) {
+			if _, err := q.JobRetry(ctx, j.ID); err != nil && !errors.Is(err, river.ErrNotFound) {
 				return err
 			}
 		}
@@ -154,7 +171,15 @@ func (c *Central) wakeJobs(ctx context.Context, projectID string) error {
 // project's jobs are cancelled: its data is about to go; so are the jobs
 // of a project that is gone. Jobs without a project_id (platform jobs:
 // the drop) pass through untouched.
-func (c *Central) JobGate() rivertype.Middleware {
+//
+// The gate of the River client of shard works there (JobGateOn): a job of
+// a project that has moved to another shard since (one that was running
+// when the move carried the project's waiting jobs over, then failed) is
+// carried over too, due at once with its attempts, and cancelled here.
+func (c *Central) JobGate() rivertype.Middleware { return c.JobGateOn("") }
+
+// JobGateOn is JobGate for the River client of shard ("": any).
+func (c *Central) JobGateOn(shard string) rivertype.Middleware {
 	return river.WorkerMiddlewareFunc(func(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
 		var a tenant.JobProject
 		if json.Unmarshal(job.EncodedArgs, &a) != nil || a.ProjectID == "" {
@@ -166,6 +191,16 @@ func (c *Central) JobGate() rivertype.Middleware {
 		}
 		if err != nil {
 			return err // River tries again with its backoff
+		}
+		if shard != "" && s.Project.Shard != shard {
+			pool, err := c.ShardPool(s.Project.Shard)
+			if err != nil {
+				return err
+			}
+			if err := carryJob(ctx, pool, job); err != nil {
+				return err
+			}
+			return river.JobCancel(fmt.Errorf("project %s has moved to shard %s: the job goes on there", a.ProjectID, s.Project.Shard))
 		}
 		switch s.Project.Status {
 		case StatusSuspended:
@@ -229,14 +264,12 @@ func (c *Central) DeleteProject(ctx context.Context, projectID string, o DeleteO
 	if err != nil {
 		return Deletion{}, err
 	}
-	if shard != c.pool {
-		return Deletion{}, fmt.Errorf("central: delete on shard %s is not supported", p.Shard)
-	}
 	at := time.Now().Add(c.life.Grace)
 	if o.Now {
 		at = time.Now()
 	}
 	var d Deletion
+	renamed := false // on another shard than the central database
 	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		status, err := lockProjectStatus(ctx, tx, projectID)
 		if err != nil {
@@ -259,13 +292,33 @@ func (c *Central) DeleteProject(ctx context.Context, projectID string, o DeleteO
 		// The schema leaves the project_N names, which every walk of the
 		// placements and the spare pool use: nothing migrates or claims it.
 		// An export reads it under its new name (exportPlane).
-		if err := renameSchema(ctx, tx, p.Schema, deletedSchema(p.Schema)); err != nil {
+		if shard == c.pool {
+			if err := renameSchema(ctx, tx, p.Schema, deletedSchema(p.Schema)); err != nil {
+				return err
+			}
+		}
+		if _, err := c.life.Queue.InsertTx(ctx, tx, args, &river.InsertOpts{ScheduledAt: at, MaxAttempts: 25}); err != nil {
 			return err
 		}
-		_, err = c.life.Queue.InsertTx(ctx, tx, args, &river.InsertOpts{ScheduledAt: at, MaxAttempts: 25})
+		if shard == c.pool {
+			return nil
+		}
+		// On another shard the rename is the last step before the
+		// commit, under the project row's lock: when it fails nothing is
+		// written; when the commit fails after it, it is undone below.
+		err = pgx.BeginFunc(ctx, shard, func(stx pgx.Tx) error { return renameSchema(ctx, stx, p.Schema, deletedSchema(p.Schema)) })
+		renamed = err == nil
 		return err
 	})
 	if err != nil {
+		if renamed {
+			if uerr := pgx.BeginFunc(context.WithoutCancel(ctx), shard, func(stx pgx.Tx) error {
+				return renameSchema(ctx, stx, deletedSchema(p.Schema), p.Schema)
+			}); uerr != nil {
+				c.logger.ErrorContext(ctx, "delete: the commit failed after the schema was renamed on its shard, and renaming it back failed too",
+					"project", projectID, "shard", p.Shard, "schema", p.Schema, "err", uerr)
+			}
+		}
 		return Deletion{}, err
 	}
 	c.notify(ctx, "project:"+projectID)
@@ -313,8 +366,16 @@ func (w *DropWorker) Work(ctx context.Context, job *river.Job[DropArgs]) error {
 	}
 	// Its jobs first: none may run against a schema that is gone. A job
 	// that is running (JobDeleteMany leaves those) is waited for.
+	q, err := c.shardQueue(a.Shard)
+	if err != nil {
+		return err
+	}
+	shard, err := c.ShardPool(a.Shard)
+	if err != nil {
+		return err
+	}
 	for {
-		res, err := c.life.Queue.JobDeleteMany(ctx, river.NewJobDeleteManyParams().First(1000).
+		res, err := q.JobDeleteMany(ctx, river.NewJobDeleteManyParams().First(1000).
 			Where(projectJobsWhere, river.NamedArgs{"project": a.DeletedProject}))
 		if err != nil {
 			return err
@@ -323,16 +384,12 @@ func (w *DropWorker) Work(ctx context.Context, job *river.Job[DropArgs]) error {
 			break
 		}
 	}
-	running, err := countProjectJobs(ctx, c.pool, a.DeletedProject)
+	running, err := countProjectJobs(ctx, shard, a.DeletedProject)
 	if err != nil {
 		return err
 	}
 	if running > 0 {
 		return river.JobSnooze(10 * time.Second)
-	}
-	shard, err := c.ShardPool(a.Shard)
-	if err != nil {
-		return err
 	}
 	if err := dropSchema(ctx, shard, deletedSchema(a.Schema)); err != nil {
 		return err

@@ -87,7 +87,7 @@ func (c *Central) serveMirror(w http.ResponseWriter, r *http.Request, v1 *inproc
 	if err != nil {
 		return err
 	}
-	sc, err := tenant.NewScope(live.Pool(), live.Project, &tenant.Key{ID: dashboardKeyID(s.User.ID), Scopes: []string{m.scope}})
+	sc, err := live.WithKey(&tenant.Key{ID: dashboardKeyID(s.User.ID), Scopes: []string{m.scope}})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -145,6 +146,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		} else {
 			checks["migrations"] = "ok"
 		}
+		s.readyShards(ctx, checks, fail)
 	}
 	switch {
 	case !s.opts.Workers:
@@ -162,6 +164,28 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	_ = httpapi.JSON(w, code, map[string]any{"status": status, "checks": checks})
 }
 
+// readyShards adds a check per shard other than "default" (the
+// database check is its) and not retired: its projects are served from
+// it, so a shard that does not answer makes the process not ready,
+// naming it.
+func (s *Server) readyShards(ctx context.Context, checks map[string]string, fail func(name, why string)) {
+	shards, err := s.Central.ListShards(ctx, true)
+	if err != nil {
+		fail("shards", "unknown: "+err.Error())
+		return
+	}
+	for _, sh := range shards {
+		if sh.Name == ShardDefault || sh.State == ShardRetired {
+			continue
+		}
+		if sh.Reachable {
+			checks["shard:"+sh.Name] = "ok"
+		} else {
+			fail("shard:"+sh.Name, "unreachable: "+sh.Error)
+		}
+	}
+}
+
 // schemasBehind counts the project schemas not at the embedded migrations.
 func (s *Server) schemasBehind(ctx context.Context) (int64, error) {
 	latest, count, err := provisioning.TenantVersion()
@@ -172,7 +196,8 @@ func (s *Server) schemasBehind(ctx context.Context) (int64, error) {
 }
 
 // registerMetrics adds the collectors read at scrape time: the pool's
-// statistics, the depth of River's queues and the project count.
+// statistics (each shard's pool joins as its work starts: startShard),
+// the depth of River's queues, the shards' figures and the project count.
 func (s *Server) registerMetrics(queues []string) {
 	m := s.Metrics
 	m.WatchPool("central", s.Pool)
@@ -200,6 +225,32 @@ func (s *Server) registerMetrics(queues []string) {
 			}
 			return out, nil
 		})
+	// Per shard not retired, from one probe of each server a scrape.
+	m.GaugeSet([]metrics.Gauge{
+		{Name: "shard_reachable", Help: "1 when the shard's server answered the scrape's probe (within 3 s), else 0.", Labels: []string{"shard"}},
+		{Name: "shard_projects", Help: "Projects placed on the shard.", Labels: []string{"shard"}},
+		{Name: "shard_capacity", Help: "Projects the shard is meant to hold (plinth shard add --capacity).", Labels: []string{"shard"}},
+	}, func(ctx context.Context) ([][]metrics.Sample, error) {
+		shards, err := s.Central.ListShards(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		out := make([][]metrics.Sample, 3)
+		for _, sh := range shards {
+			if sh.State == ShardRetired {
+				continue
+			}
+			reach := 0.0
+			if sh.Reachable {
+				reach = 1
+			}
+			l := []string{sh.Name}
+			out[0] = append(out[0], metrics.Sample{Labels: l, Value: reach})
+			out[1] = append(out[1], metrics.Sample{Labels: l, Value: float64(sh.Projects)})
+			out[2] = append(out[2], metrics.Sample{Labels: l, Value: float64(sh.Capacity)})
+		}
+		return out, nil
+	})
 	m.Gauges("projects", "Projects on this deployment.", nil, func(ctx context.Context) ([]metrics.Sample, error) {
 		n, err := countProjects(ctx, s.Pool)
 		if err != nil {
@@ -220,7 +271,7 @@ func (s *Server) jobMiddleware() rivertype.Middleware {
 
 // jobOutcomes turns River's job events into the job metrics until ctx
 // ends, and tells the delivery queue's waker of written snoozes.
-func (s *Server) jobOutcomes(ctx context.Context, events <-chan *river.Event) {
+func (s *Server) jobOutcomes(ctx context.Context, events <-chan *river.Event, pool *pgxpool.Pool) {
 	outcomes := map[river.EventKind]string{river.EventKindJobCompleted: "completed", river.EventKindJobFailed: "failed",
 		river.EventKindJobCancelled: "cancelled", river.EventKindJobSnoozed: "snoozed"}
 	for {
@@ -238,7 +289,7 @@ func (s *Server) jobOutcomes(ctx context.Context, events <-chan *river.Event) {
 			if e.Job != nil {
 				s.Metrics.Job(e.Job.Kind, outcomes[e.Kind], took)
 				if e.Kind == river.EventKindJobSnoozed && e.Job.Queue == outbox.Queue {
-					s.waker.Written(e.Job.ScheduledAt) // the snooze is written now: wake it if already due
+					s.wakers.For(pool).Written(e.Job.ScheduledAt) // the snooze is written now: wake it if already due
 				}
 			}
 		}

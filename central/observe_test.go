@@ -84,6 +84,9 @@ func TestMetrics(t *testing.T) {
 		`plinth_credits_charged_total{op="webhook_delivery"} 0.02`,
 		`plinth_rate_limit_rejections_total{limit="login"} 1`,
 		`plinth_projects 1`,
+		`plinth_shard_reachable{shard="default"} 1`,
+		`plinth_shard_projects{shard="default"} 1`,
+		`plinth_shard_capacity{shard="default"} 10000`,
 		`go_goroutines `,
 	}
 	ops := httptest.NewServer(env.Server.OpsHandler())

@@ -142,7 +142,7 @@ func clientServer(t *testing.T) string {
 			for _, e := range errs {
 				msg := e.Message + ": " + e.Reason
 				for _, s := range e.SchemaValidationErrors {
-					msg += "\n\t" + s.Location + ": " + s.Reason
+					msg += "\n\t" + s.KeywordLocation + ": " + s.Reason
 				}
 				t.Errorf("%s %s (%s): the document refuses the request: %s", r.Method, r.URL.Path, name, msg)
 			}

@@ -119,7 +119,7 @@ func TestServedDocument(t *testing.T) {
 	for _, e := range verrs {
 		t.Errorf("document: %s: %s", e.Message, e.Reason)
 		for _, s := range e.SchemaValidationErrors {
-			t.Errorf("\t%s: %s", s.Location, s.Reason)
+			t.Errorf("\t%s: %s", s.KeywordLocation, s.Reason)
 		}
 	}
 	require.True(t, ok)

@@ -19,11 +19,7 @@ var _ tenant.ControlPlane = (*Central)(nil)
 func (c *Central) ForEachProject(ctx context.Context, task string, limit int, fn func(context.Context, *tenant.Scope) error) error {
 	q := provisioning.Query{Task: task, Migrated: true, Concurrency: limit, Logger: c.logger}
 	return provisioning.Each(ctx, c.pool, q, projectRow, func(ctx context.Context, p *tenant.Project) error {
-		pool, err := c.ShardPool(p.Shard)
-		if err != nil {
-			return err
-		}
-		s, err := tenant.NewScope(pool, p, nil)
+		s, err := c.scope(p, nil)
 		if err != nil {
 			return err
 		}

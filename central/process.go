@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,6 +57,9 @@ const (
 type Database struct {
 	Pool    *pgxpool.Pool
 	cluster *pgcluster.Cluster // attached: stopped on Close when no other process uses it
+	// shards are the private shards' clusters (serve --shards), attached
+	// like cluster.
+	shards []*pgcluster.Cluster
 }
 
 // OpenDatabase connects to DATABASE_URL or starts (or reuses) the private
@@ -86,16 +88,11 @@ func OpenDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger) (
 		}
 		url = c.URL("plinth")
 	}
-	pcfg, err := pgxpool.ParseConfig(url)
+	pcfg, err := PoolConfig(url)
 	if err != nil {
 		db.Close(logger)
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	if pcfg.MaxConns < 20 {
-		pcfg.MaxConns = int32(max(20, 4*runtime.NumCPU()))
-	}
-	pcfg.MaxConnLifetime, pcfg.MaxConnLifetimeJitter, pcfg.MaxConnIdleTime = connLifetime, connLifetimeJitter, connIdleTime
-	tenant.ConfigurePool(pcfg)
 	if db.Pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 		db.Close(logger)
 		return nil, err
@@ -155,6 +152,79 @@ func privateCluster(dir string, logger *slog.Logger) (*pgcluster.Cluster, error)
 	return c, nil
 }
 
+// privateShardDir holds private shard n's cluster (serve --shards),
+// beside the private cluster.
+func privateShardDir(n int) string { return fmt.Sprintf(".plinth/pg-shard%d", n) }
+
+// privateShardName is private shard n's name in central.shards.
+func privateShardName(n int) string { return fmt.Sprintf("shard%d", n) }
+
+// startPrivateShards starts (or reuses) n private clusters beside the
+// private one, each durable and attached like it, and returns the URL of
+// each one's plinth database.
+func (db *Database) startPrivateShards(ctx context.Context, n int, logger *slog.Logger) ([]string, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	if db.cluster == nil {
+		return nil, errors.New("--shards (PLINTH_SHARDS) needs the private cluster (no DATABASE_URL)")
+	}
+	var urls []string
+	for i := 1; i <= n; i++ {
+		c, err := privateCluster(privateShardDir(i), logger)
+		if err != nil {
+			return nil, fmt.Errorf("private shard %d: %w", i, err)
+		}
+		// A port of its own beside the central cluster's, when free: a
+		// shard's URL is recorded (sealed) in central.shards, and
+		// ensurePrivateShard updates it when the port had to change.
+		c.Port = privatePort + i
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.Port)); err != nil {
+			c.Port = 0
+		} else {
+			l.Close()
+		}
+		started, err := c.Attach(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("private shard %d: %w", i, err)
+		}
+		db.shards = append(db.shards, c)
+		if started {
+			logger.Info("started private shard cluster", "shard", privateShardName(i), "dir", c.Dir, "port", c.Port)
+		}
+		if err := ensureDatabase(ctx, c.URL("postgres"), "plinth"); err != nil {
+			return nil, err
+		}
+		urls = append(urls, c.URL("plinth"))
+	}
+	return urls, nil
+}
+
+// ensurePrivateShard adds the private shard name at url unless it is
+// there; when it is, with another URL (its cluster took another port),
+// the recorded URL follows.
+func (c *Central) ensurePrivateShard(ctx context.Context, name, url string, logger *slog.Logger) error {
+	sealed, err := shardURL(ctx, c.pool, name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, err := c.AddShard(ctx, ShardParams{Name: name, URL: url}); err != nil {
+			return fmt.Errorf("add private shard %s: %w", name, err)
+		}
+		logger.Info("added private shard", "shard", name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if old, err := c.shards.sealer.Open(sealed, []byte(name)); err == nil && string(old) == url {
+		return nil
+	}
+	err = setShardURL(ctx, c.pool, name, c.shards.sealer.Seal([]byte(url), []byte(name)))
+	if err == nil {
+		logger.Info("private shard moved to another port; its URL is updated", "shard", name)
+	}
+	return err
+}
+
 // Private reports whether the database is the private cluster.
 func (db *Database) Private() bool { return db.cluster != nil }
 
@@ -163,6 +233,15 @@ func (db *Database) Private() bool { return db.cluster != nil }
 func (db *Database) Close(logger *slog.Logger) {
 	if db.Pool != nil {
 		db.Pool.Close()
+	}
+	for _, c := range db.shards {
+		stopped, err := c.Detach()
+		switch {
+		case err != nil:
+			logger.Error("stopping a private shard's cluster", "dir", c.Dir, "err", err)
+		case stopped:
+			logger.Info("stopped private shard cluster", "dir", c.Dir)
+		}
 	}
 	if db.cluster != nil {
 		stopped, err := db.cluster.Detach()
@@ -205,7 +284,7 @@ func MigrateAll(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logg
 		return err
 	}
 	defer pool.Close()
-	if err := migrateSchemas(ctx, pool, logger); err != nil {
+	if err := migrateSchemas(ctx, cfg, pool, logger); err != nil {
 		return err
 	}
 	srv, err := NewServer(ctx, cfg, pool, logger, Options{})
@@ -215,22 +294,47 @@ func MigrateAll(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logg
 	return srv.Backfill(ctx)
 }
 
-func migrateSchemas(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
+// migrateSchemas migrates the central schema, then each shard that is not
+// retired, one after another: its River tables, then its project schemas,
+// with progress lines and a summary per shard.
+func migrateSchemas(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger) error {
 	start := time.Now()
 	if err := provisioning.MigrateCentral(ctx, pool); err != nil {
 		return err
 	}
-	if err := queue.Migrate(ctx, pool); err != nil {
+	c, err := Open(ctx, pool, cfg.Secret, time.Minute, logger)
+	if err != nil {
 		return err
 	}
-	n, err := provisioning.MigrateAll(ctx, pool, func(shard string) (*pgxpool.Pool, error) {
-		if shard != "default" {
-			return nil, fmt.Errorf("unknown shard %q", shard)
+	defer c.Close()
+	shards, err := c.ListShards(ctx, false)
+	if err != nil {
+		return err
+	}
+	total := 0
+	for _, s := range shards {
+		if s.State == ShardRetired {
+			continue
 		}
-		return pool, nil
-	}, provisioning.Options{Logger: logger})
-	logger.Info("migrated", "project_schemas", n, "took", time.Since(start).Round(time.Millisecond))
-	return err
+		shardStart := time.Now()
+		sp, err := c.ShardPool(s.Name)
+		if err != nil {
+			return err
+		}
+		if err := queue.Migrate(ctx, sp); err != nil {
+			return fmt.Errorf("shard %s: %w", s.Name, err)
+		}
+		log := logger.With("shard", s.Name)
+		n, err := provisioning.MigrateAll(ctx, pool, c.ShardPool, provisioning.Options{Logger: log, Shard: s.Name})
+		total += n
+		if err != nil {
+			return fmt.Errorf("shard %s: %w", s.Name, err)
+		}
+		log.Info("migrated shard", "project_schemas", n, "took", time.Since(shardStart).Round(time.Millisecond))
+	}
+	// project_schemas first: the summary line scripts read (and tests).
+	logger.Info("migrated", "project_schemas", total, "shards", len(shards), "took", time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // ServeOptions choose what Serve runs.
@@ -239,6 +343,10 @@ type ServeOptions struct {
 	Workers bool // run River workers
 	// HTTP serves the API; without it the process is a worker only.
 	HTTP bool
+	// Shards is how many private shards to run beside the private
+	// cluster (plinth serve --shards, PLINTH_SHARDS): an error with
+	// DATABASE_URL.
+	Shards int
 }
 
 // Serve runs a process until ctx ends: it takes its listeners first (a
@@ -263,11 +371,18 @@ func Serve(ctx context.Context, cfg config.Config, opts ServeOptions, logger *sl
 		}
 		defer metricsLn.Close()
 	}
+	if opts.Shards > 0 && cfg.DatabaseURL != "" {
+		return fmt.Errorf("--shards (PLINTH_SHARDS) runs private shards beside the private cluster; with DATABASE_URL set, add shards with plinth shard add --name=NAME --url=URL")
+	}
 	db, err := OpenDatabase(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer db.Close(logger)
+	shardURLs, err := db.startPrivateShards(ctx, opts.Shards, logger)
+	if err != nil {
+		return err
+	}
 	if opts.Migrate {
 		if err := MigrateAll(ctx, cfg, db.Pool, logger); err != nil {
 			return err
@@ -276,6 +391,12 @@ func Serve(ctx context.Context, cfg config.Config, opts ServeOptions, logger *sl
 	srv, err := NewServer(ctx, cfg, db.Pool, logger, Options{Workers: opts.Workers})
 	if err != nil {
 		return err
+	}
+	for i, url := range shardURLs {
+		if err := srv.Central.ensurePrivateShard(ctx, privateShardName(i+1), url, logger); err != nil {
+			srv.Central.Close()
+			return err
+		}
 	}
 	if db.Private() {
 		if err := srv.Central.demo(ctx, cfg.PublicURL, stdout); err != nil {

@@ -107,9 +107,15 @@ type Server struct {
 	// Metrics is the process's registry (GET /metrics).
 	Metrics *metrics.Metrics
 
-	live      *queue.Liveness
-	waker     *queue.Waker // notifies the delivery queue when a snoozed delivery is due
-	backfills []backfill
+	live   *queue.Liveness
+	wakers *queue.Wakers // notify the delivery queue of a shard when a snoozed delivery is due
+	// riverWorkers and riverOpts build the River client of each shard
+	// other than the default's (shardwork.go), which runs in shardWork.
+	riverWorkers *river.Workers
+	riverOpts    queue.Options
+	shardMu      sync.Mutex
+	shardWork    map[string]*shardWork
+	backfills    []backfill
 	// working is set while the River workers run (GET /readyz).
 	working atomic.Bool
 
@@ -131,7 +137,8 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Central: c, Config: cfg, Pool: pool, logger: logger, started: time.Now(), opts: opts, Metrics: metrics.New()}
+	s := &Server{Central: c, Config: cfg, Pool: pool, logger: logger, started: time.Now(), opts: opts, Metrics: metrics.New(),
+		shardWork: map[string]*shardWork{}}
 	if s.AI = opts.AI; s.AI == nil {
 		if s.AI, err = ai.New(cfg, logger); err != nil {
 			return nil, err
@@ -148,28 +155,37 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	workers := river.NewWorkers()
 	qo := opts.Queue
 	qo.Work, qo.Logger = opts.Workers, logger
-	qo.Middleware = append(slices.Clip(qo.Middleware), s.jobMiddleware(), c.JobGate())
+	qo.Middleware = append(slices.Clip(qo.Middleware), s.jobMiddleware(), c.JobGateOn(ShardDefault))
 	qo.Queues = maps.Clone(qo.Queues)
 	if qo.Queues == nil {
 		qo.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}}
 	}
 	qo.Queues[outbox.Queue] = outbox.QueueConfig // deliveries run on their own queue
+	shardQueues := maps.Clone(qo.Queues)
+	// Moves run on the central database's River only, a bounded number at once.
+	qo.Queues[MoveQueue] = river.QueueConfig{MaxWorkers: cfg.MoveConcurrency}
 	s.registerMetrics(slices.Sorted(maps.Keys(qo.Queues)))
 	if s.River, err = queue.New(pool, workers, qo); err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
+	s.riverWorkers, s.riverOpts = workers, qo
+	s.riverOpts.Queues = shardQueues
+	// Each other shard's client adds its own gate (startShard).
+	s.riverOpts.Middleware = slices.Clip(qo.Middleware[:len(qo.Middleware)-1])
 	s.Outbox = outbox.NewOutbox(s.River)
 	s.prefetch = s.Outbox.Prefetch()
-	c.SetLifecycle(Lifecycle{Queue: s.River, Media: s.Media, Grace: cfg.DeleteGrace})
+	c.SetLifecycle(Lifecycle{Queue: s.River, Media: s.Media, Grace: cfg.DeleteGrace, MoveGrace: cfg.MoveGrace, MoveMaxPause: cfg.MoveMaxPause, MoveCopyRows: cfg.MoveCopyRows})
 	c.SetProjectCap(cfg.MaxProjectsPerTenant)
 	river.AddWorker(workers, &DropWorker{Central: c})
+	river.AddWorker(workers, &MoveWorker{Central: c})
+	river.AddWorker(workers, &MovedDropWorker{Central: c})
 	hookSecrets := outbox.NewSecrets(c.Secret())
 	c.UseArchives(s.River, s.Store, cfg.MediaURL)
 	river.AddWorker(workers, NewExportWorker(c))
 	river.AddWorker(workers, &idempotency.ExpireWorker{})
-	s.waker = queue.NewWaker(pool, outbox.Queue, logger)
+	s.wakers = queue.NewWakers(outbox.Queue, logger)
 	river.AddWorker(workers, outbox.NewWorker(outbox.WorkerConfig{Dev: cfg.Dev, Timeout: cfg.WebhookTimeout,
-		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger, Attempted: s.Metrics.WebhookAttempt, Waker: s.waker}, hookSecrets))
+		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger, Attempted: s.Metrics.WebhookAttempt, Wakers: s.wakers}, hookSecrets))
 
 	// The pillars.
 	jobsSvc := jobs.New(jobs.Deps{Pool: pool, Queue: s.River, Logger: logger})
@@ -303,6 +319,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		r.Use(c.AdminIdentify, adminLimits.Handler, AdminAuthenticated, httpapi.ValidURL)
 		c.AdminRoutes(r)
 		c.AdminExportRoutes(r, c.RequireAdmin)
+		c.AdminShardRoutes(r)
 	})
 	// The web dashboard: its pages call /central/api through this router.
 	dash, err := dashboard.New(r, logger, cfg.TrustedProxies)
@@ -319,7 +336,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 // output (go generate ./central).
 func OpenAPIDocument() openapi.M {
 	return openapi.Build(OpenAPI, usage.OpenAPI, jobs.OpenAPI, content.OpenAPI, blog.OpenAPI, sites.OpenAPI, commerce.OpenAPI,
-		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, webhooks.OpenAPI, mcp.OpenAPI, AdminOpenAPI, AdminExportsOpenAPI)
+		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, webhooks.OpenAPI, mcp.OpenAPI, AdminOpenAPI, AdminExportsOpenAPI, AdminShardsOpenAPI)
 }
 
 // rateLimits builds the limiter of every request: Redis when REDIS_URL
@@ -376,6 +393,9 @@ func (s *Server) Start(ctx context.Context) error {
 	var loops sync.WaitGroup
 	loops.Go(func() { s.Central.Listen(ctx) })
 	loops.Go(func() { s.Central.KeepSpares(ctx, s.Config.SpareSchemas) })
+	// The other shards' work (shardwork.go): their River clients, when
+	// this process works jobs, and their job events.
+	loops.Go(func() { s.followShards(ctx) })
 	go func() {
 		loops.Wait()
 		close(s.done)
@@ -388,12 +408,8 @@ func (s *Server) Start(ctx context.Context) error {
 		if s.live, err = queue.StartLiveness(ctx, s.Pool, s.River.ID(), 5*time.Second, s.logger); err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
-		// River drops events when the channel is full; a burst of paced
-		// deliveries snoozes thousands of jobs within a second, and a
-		// dropped snooze leaves its job to the poll.
-		events, _ := s.River.SubscribeConfig(&river.SubscribeConfig{ChanSize: 10_000, Kinds: []river.EventKind{river.EventKindJobCompleted,
-			river.EventKindJobFailed, river.EventKindJobCancelled, river.EventKindJobSnoozed}})
-		go s.jobOutcomes(ctx, events)
+		events, _ := s.River.SubscribeConfig(outcomeEvents())
+		go s.jobOutcomes(ctx, events, s.Pool)
 		if err := s.River.Start(ctx); err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
@@ -408,14 +424,22 @@ func (s *Server) Stop(ctx context.Context) error {
 	var err error
 	if s.opts.Workers {
 		s.working.Store(false)
+		var shardErr error
+		var shards sync.WaitGroup
+		shards.Go(func() { shardErr = s.stopShards(ctx) })
 		if e := s.River.Stop(ctx); e != nil && !errors.Is(e, context.Canceled) {
 			err = e
 		}
+		shards.Wait()
+		err = errors.Join(err, shardErr)
 		if s.live != nil {
 			s.live.Stop() // after River: its running jobs are done or handed back
 		}
 	}
-	s.waker.Stop() // after River, whose workers register wake-ups
+	if !s.opts.Workers {
+		_ = s.stopShards(ctx) // their LISTENs
+	}
+	s.wakers.Stop() // after River, whose workers register wake-ups
 	if s.cancel != nil {
 		s.cancel()
 		<-s.done
@@ -423,5 +447,6 @@ func (s *Server) Stop(ctx context.Context) error {
 	if s.redis != nil {
 		_ = s.redis.Close()
 	}
+	s.Central.Close() // the shard pools it opened, now that nothing runs on them
 	return err
 }

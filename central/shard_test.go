@@ -33,7 +33,10 @@ func TestScopeForReadsTheProjectsShard(t *testing.T) {
 
 	second := pgtest.New(t)
 	require.NoError(t, provisioning.ProvisionProject(ctx, env.DB.Pool, second.Pool, p.Schema))
-	_, err := env.DB.Pool.Exec(ctx, `UPDATE central.placements SET shard = 'second' WHERE project_id = $1`, p.ID)
+	// The shard's row (its URL is never opened: the test gives the pool).
+	_, err := env.DB.Pool.Exec(ctx, `INSERT INTO central.shards (name, url_sealed) VALUES ('second', '\x00')`)
+	require.NoError(t, err)
+	_, err = env.DB.Pool.Exec(ctx, `UPDATE central.placements SET shard = 'second' WHERE project_id = $1`, p.ID)
 	require.NoError(t, err)
 
 	// A Central of its own, whose cache keeps the project for the test.

@@ -2,6 +2,7 @@ package central
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/plinth-dev/plinth/provisioning"
@@ -21,8 +22,10 @@ func (c *Central) kickSpares() {
 	}
 }
 
-// KeepSpares keeps want current spare schemas on the default shard until
-// ctx ends: at start, and after every project creation. Two instances may
+// KeepSpares keeps want current spare schemas on every active shard until
+// ctx ends: at start, after every project creation, and when a shard is
+// added (AddShard kicks it on the instance that added it; the others
+// refill at their next creation). Two instances may
 // both refill at once and overshoot by up to want each; the extra spares
 // are claimed by the next creations.
 func (c *Central) KeepSpares(ctx context.Context, want int) {
@@ -42,26 +45,49 @@ func (c *Central) KeepSpares(ctx context.Context, want int) {
 	}
 }
 
-// refillSpares drops the spares older migrations built, then creates
-// current ones until want are ready.
+// refillSpares refills the spares of every active shard, one after
+// another.
 func (c *Central) refillSpares(ctx context.Context, want int) error {
+	shards, err := c.ListShards(ctx, false)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, s := range shards {
+		if s.State != ShardActive {
+			continue
+		}
+		if err := c.refillShardSpares(ctx, s.Name, want); err != nil {
+			errs = append(errs, fmt.Errorf("shard %s: %w", s.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// refillShardSpares drops the spares of shard that older migrations
+// built, then creates current ones until want are ready.
+func (c *Central) refillShardSpares(ctx context.Context, shard string, want int) error {
 	latest, count, err := provisioning.TenantVersion()
 	if err != nil {
 		return err
 	}
-	stale, err := staleSpares(ctx, c.pool, latest, count)
+	pool, err := c.ShardPool(shard)
+	if err != nil {
+		return err
+	}
+	stale, err := staleSpares(ctx, c.pool, shard, latest, count)
 	if err != nil {
 		return err
 	}
 	for _, schema := range stale {
-		if err := provisioning.DropSpare(ctx, c.pool, c.pool, schema); err != nil {
+		if err := provisioning.DropSpare(ctx, c.pool, pool, schema); err != nil {
 			return fmt.Errorf("drop stale spare %s: %w", schema, err)
 		}
 	}
 	for {
 		// The name is taken from the projects' sequence only when a spare
 		// is needed, so a full set costs no sequence values.
-		have, err := countSpares(ctx, c.pool, latest, count)
+		have, err := countSpares(ctx, c.pool, shard, latest, count)
 		if err != nil {
 			return err
 		}
@@ -73,9 +99,9 @@ func (c *Central) refillSpares(ctx context.Context, want int) error {
 			return err
 		}
 		schema := fmt.Sprintf("project_%d", next)
-		if err := provisioning.CreateSpare(ctx, c.pool, c.pool, "default", schema); err != nil {
+		if err := provisioning.CreateSpare(ctx, c.pool, pool, shard, schema); err != nil {
 			return fmt.Errorf("create spare %s: %w", schema, err)
 		}
-		c.logger.Debug("created spare project schema", "schema", schema)
+		c.logger.Debug("created spare project schema", "shard", shard, "schema", schema)
 	}
 }

@@ -119,18 +119,18 @@ func projectSlugTaken(ctx context.Context, tx pgx.Tx, tenantID int64, slug strin
 }
 
 // insertProjectRow inserts a project of p with slug and its placement on
-// the default shard, in one statement. The placement takes a spare
+// shard, in one statement. The placement takes a spare
 // schema at the tenant migrations latest and count when one is ready
 // (spare is then true, and the placement already migrated: -1 asks for
 // none); otherwise it names a new schema, project_<seq>, to provision.
 // A spare is claimed by deleting its row; one another creation is
 // claiming is skipped, not waited for (SKIP LOCKED).
-func insertProjectRow(ctx context.Context, tx pgx.Tx, p ProjectParams, slug string, latest int64, count int) (_ *tenant.Project, spare bool, err error) {
+func insertProjectRow(ctx context.Context, tx pgx.Tx, p ProjectParams, slug, shard string, latest int64, count int) (_ *tenant.Project, spare bool, err error) {
 	defer httpapi.Wrap(&err, "insertProjectRow(%d, %q)", p.TenantID, slug)
 	created, err := scanProject(tx.QueryRow(ctx, `WITH spare AS (
 				DELETE FROM central.spare_schemas WHERE schema_name = (
 					SELECT schema_name FROM central.spare_schemas
-					WHERE shard = 'default' AND schema_version = $10 AND migrations_applied = $11
+					WHERE shard = $12 AND schema_version = $10 AND migrations_applied = $11
 					ORDER BY schema_name LIMIT 1 FOR UPDATE SKIP LOCKED)
 				RETURNING schema_name, schema_version, migrations_applied
 			), p AS (
@@ -138,14 +138,14 @@ func insertProjectRow(ctx context.Context, tx pgx.Tx, p ProjectParams, slug stri
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *
 			), pl AS (
 				INSERT INTO central.placements (project_id, shard, schema_name, schema_version, migrations_applied, migrated_at)
-				SELECT p.id, 'default', COALESCE(spare.schema_name, 'project_' || p.seq), COALESCE(spare.schema_version, 0),
+				SELECT p.id, $12, COALESCE(spare.schema_name, 'project_' || p.seq), COALESCE(spare.schema_version, 0),
 					COALESCE(spare.migrations_applied, 0), CASE WHEN spare.schema_name IS NOT NULL THEN now() END
 				FROM p LEFT JOIN spare ON true
 				RETURNING shard, schema_name, migrated_at IS NOT NULL AS spare
 			)
 			SELECT `+projectColumns+`, pl.spare FROM p, pl`,
 		id.New("prj_"), p.TenantID, p.Name, slug, p.Industry, p.DefaultLanguage, p.TargetLanguages, p.Timezone, p.Plan,
-		latest, count), &spare)
+		latest, count, shard), &spare)
 	return created, spare, err
 }
 
@@ -284,24 +284,24 @@ func firstProjectID(ctx context.Context, db dbtx) (pid string, err error) {
 	return pid, notFound(err)
 }
 
-// staleSpares lists the spare schemas of the default shard not at the
-// tenant migrations latest and count.
-func staleSpares(ctx context.Context, db dbtx, latest int64, count int) (_ []string, err error) {
-	defer httpapi.Wrap(&err, "staleSpares")
+// staleSpares lists the spare schemas of shard not at the tenant
+// migrations latest and count.
+func staleSpares(ctx context.Context, db dbtx, shard string, latest int64, count int) (_ []string, err error) {
+	defer httpapi.Wrap(&err, "staleSpares(%s)", shard)
 	rows, err := db.Query(ctx, `SELECT schema_name FROM central.spare_schemas
-		WHERE shard = 'default' AND (schema_version <> $1 OR migrations_applied <> $2)`, latest, count)
+		WHERE shard = $3 AND (schema_version <> $1 OR migrations_applied <> $2)`, latest, count, shard)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// countSpares counts the spare schemas of the default shard at the
-// tenant migrations latest and count: those a new project may claim.
-func countSpares(ctx context.Context, db dbtx, latest int64, count int) (n int, err error) {
-	defer httpapi.Wrap(&err, "countSpares")
+// countSpares counts the spare schemas of shard at the tenant
+// migrations latest and count: those a new project may claim.
+func countSpares(ctx context.Context, db dbtx, shard string, latest int64, count int) (n int, err error) {
+	defer httpapi.Wrap(&err, "countSpares(%s)", shard)
 	err = db.QueryRow(ctx, `SELECT count(*) FROM central.spare_schemas
-			WHERE shard = 'default' AND schema_version = $1 AND migrations_applied = $2`, latest, count).Scan(&n)
+			WHERE shard = $3 AND schema_version = $1 AND migrations_applied = $2`, latest, count, shard).Scan(&n)
 	return n, err
 }
 

@@ -61,6 +61,8 @@ type Query struct {
 	// Migrated keeps the schemas migrated at least once: a project whose
 	// provisioning never finished has no tables to visit.
 	Migrated bool
+	// Shard, when set, keeps the placements on that shard.
+	Shard string
 	// Concurrency bounds the fn calls running at once; at least 1.
 	Concurrency int
 	// Logger receives the progress lines; nil logs nothing.
@@ -79,10 +81,12 @@ const maxErrors = 20
 // The filter of a walk. A project being deleted is never visited: its
 // schema was renamed out of the way, and migrating its placement would
 // create it again. A NULL $1 drops the Behind test and a false $3
-// the Migrated one, so one constant text serves every Query.
+// the Migrated one, and a NULL $4 the shard's, so one constant text
+// serves every Query.
 const (
 	walkFilter = `($1::bigint IS NULL OR pl.schema_version < $1 OR pl.migrations_applied < $2)
 		AND (NOT $3 OR pl.migrated_at IS NOT NULL)
+		AND ($4::text IS NULL OR pl.shard = $4)
 		AND pl.project_id NOT IN (SELECT id FROM central.projects WHERE status = 'deleting')`
 	walkCount = `SELECT count(*) FROM central.placements pl WHERE ` + walkFilter
 )
@@ -112,7 +116,11 @@ func Each[T any](ctx context.Context, central *pgxpool.Pool, q Query, row Row[T]
 	if q.Behind != nil {
 		version, applied = q.Behind.Version, q.Behind.Applied
 	}
-	args := []any{version, applied, q.Migrated}
+	var shard any // NULL: every shard
+	if q.Shard != "" {
+		shard = q.Shard
+	}
+	args := []any{version, applied, q.Migrated, shard}
 
 	start := time.Now()
 	var total int
@@ -137,7 +145,7 @@ func Each[T any](ctx context.Context, central *pgxpool.Pool, q Query, row Row[T]
 		defer close(items)
 		page := `SELECT ` + row.Columns + `, pl.schema_name, pl.project_id
 			FROM central.placements pl JOIN central.projects p ON p.id = pl.project_id
-			WHERE ` + walkFilter + ` AND pl.schema_name > $4 ORDER BY pl.schema_name LIMIT $5`
+			WHERE ` + walkFilter + ` AND pl.schema_name > $5 ORDER BY pl.schema_name LIMIT $6`
 		after := ""
 		for {
 			rows, err := central.Query(ctx, page, append(args, after, pageSize)...)

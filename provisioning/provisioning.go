@@ -433,6 +433,8 @@ type Options struct {
 	Migrations fs.FS
 	// Every is the interval between progress lines (default 5 s).
 	Every time.Duration
+	// Shard, when set, migrates the schemas of that shard only.
+	Shard string
 }
 
 // MigrateAll migrates every project schema that lacks a migration of the
@@ -452,7 +454,7 @@ func MigrateAll(ctx context.Context, central *pgxpool.Pool, shardPool func(strin
 	}
 	lvl := s.level()
 	q := Query{Task: "migrate", Behind: &lvl, Concurrency: cmp.Or(opts.Concurrency, DefaultConcurrency),
-		Logger: opts.Logger, Every: opts.Every}
+		Logger: opts.Logger, Every: opts.Every, Shard: opts.Shard}
 	var migrated atomic.Int64
 	err = Each(ctx, central, q, Placements, func(ctx context.Context, p Placement) error {
 		pool, err := shardPool(p.Shard)

@@ -69,14 +69,21 @@ func CreateSpare(ctx context.Context, central, shardPool *pgxpool.Pool, shard, s
 	return err
 }
 
-// DropSpare drops a spare schema and its row in one transaction; a spare
-// a project claimed meanwhile (its row gone) is left alone.
+// DropSpare drops a spare schema and its row; a spare a project claimed
+// meanwhile (its row gone) is left alone. On the central database both go
+// in one transaction; on another shard the row goes first (so no project
+// claims the spare), then the schema.
 func DropSpare(ctx context.Context, central, shardPool *pgxpool.Pool, schema string) error {
 	if !ValidSchema(schema) || schema == CentralSchema {
 		return fmt.Errorf("provisioning: invalid spare %s", schema)
 	}
 	if central != shardPool {
-		return fmt.Errorf("provisioning: dropping a spare of another database is not supported")
+		tag, err := central.Exec(ctx, `DELETE FROM central.spare_schemas WHERE schema_name = $1`, schema)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		_, err = shardPool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		return err
 	}
 	return pgx.BeginFunc(ctx, central, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM central.spare_schemas WHERE schema_name = $1`, schema)

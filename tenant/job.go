@@ -27,7 +27,7 @@ func (j JobProject) Bind(live *Scope) (*Scope, error) {
 	if !j.Test {
 		return live, nil
 	}
-	return NewScope(live.Pool(), live.Project, &Key{ID: j.KeyID, Test: true})
+	return live.WithKey(&Key{ID: j.KeyID, Test: true})
 }
 
 type jobScopeKey struct{}

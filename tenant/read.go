@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Read runs one query in the project's schema in a single network round
@@ -63,12 +64,24 @@ func (b *ReadBatch) Queue(sql string, args []any, fn func(pgx.Rows) error) {
 // not what ReadBatch believed (deallocated, or a statement whose result
 // type changed under a migration), it forgets them and sends the batch
 // once more.
+//
+// A read that finds the project's schema gone because the project has
+// moved to another shard is sent once more there (Scope.relocated).
 func (s *Scope) ReadBatch(ctx context.Context, b *ReadBatch) error {
+	used := s.Pool()
+	err := s.readBatch(ctx, used, b)
+	if err != nil && s.relocated(ctx, err, used) {
+		err = s.readBatch(ctx, s.Pool(), b)
+	}
+	return err
+}
+
+func (s *Scope) readBatch(ctx context.Context, pool *pgxpool.Pool, b *ReadBatch) error {
 	path, err := s.searchPath()
 	if err != nil {
 		return err
 	}
-	c, err := s.pool.Acquire(acquireCtx(ctx))
+	c, err := pool.Acquire(acquireCtx(ctx))
 	if err != nil {
 		return err
 	}
@@ -291,11 +304,20 @@ type reader struct{ s *Scope }
 // Query sends sql and returns its rows; the connection goes back to the
 // pool when they are closed (or read to the end).
 func (r reader) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	used := r.s.Pool()
+	rows, err := r.query(ctx, used, sql, args)
+	if err != nil && r.s.relocated(ctx, err, used) {
+		rows, err = r.query(ctx, r.s.Pool(), sql, args)
+	}
+	return rows, err
+}
+
+func (r reader) query(ctx context.Context, pool *pgxpool.Pool, sql string, args []any) (pgx.Rows, error) {
 	path, err := r.s.searchPath()
 	if err != nil {
 		return nil, err
 	}
-	c, err := r.s.pool.Acquire(acquireCtx(ctx))
+	c, err := pool.Acquire(acquireCtx(ctx))
 	if err != nil {
 		return nil, err
 	}

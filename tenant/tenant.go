@@ -4,12 +4,16 @@
 package tenant
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
@@ -55,9 +59,17 @@ type Key struct {
 type Scope struct {
 	Project *Project
 	Key     *Key
-	pool    *pgxpool.Pool
-	path    string // the search_path that binds the project's schema, made once by NewScope
+	// pool is the pool of the project's shard; a move re-points it
+	// (relocated), and a cached scope is shared by requests.
+	pool   atomic.Pointer[pgxpool.Pool]
+	path   string  // the search_path that binds the project's schema, made once by NewScope
+	locate Locator // nil: the scope does not follow a move
 }
+
+// A Locator answers the pool of the shard a project is placed on now,
+// read past every cache: a scope asks it when a statement finds the
+// project's schema gone from its shard (Scope.Follow).
+type Locator func(ctx context.Context, projectID string) (*pgxpool.Pool, error)
 
 var schemaRe = regexp.MustCompile(`^project_[0-9]+$`)
 
@@ -66,7 +78,59 @@ func NewScope(pool *pgxpool.Pool, p *Project, k *Key) (*Scope, error) {
 	if !schemaRe.MatchString(p.Schema) {
 		return nil, fmt.Errorf("tenant: invalid schema %q for project %s", p.Schema, p.ID)
 	}
-	return &Scope{Project: p, Key: k, pool: pool, path: pgx.Identifier{p.Schema}.Sanitize() + ", public"}, nil
+	s := &Scope{Project: p, Key: k, path: pgx.Identifier{p.Schema}.Sanitize() + ", public"}
+	s.pool.Store(pool)
+	return s, nil
+}
+
+// Follow makes s follow its project to another shard (Locator), before s
+// is shared; the control plane sets it on every scope it makes.
+func (s *Scope) Follow(l Locator) *Scope {
+	s.locate = l
+	return s
+}
+
+// WithKey returns a scope of the same project, pool and Locator with key k:
+// a test job's or a dashboard user's view of a project's live scope.
+func (s *Scope) WithKey(k *Key) (*Scope, error) {
+	n, err := NewScope(s.Pool(), s.Project, k)
+	if err != nil {
+		return nil, err
+	}
+	return n.Follow(s.locate), nil
+}
+
+// relocated reports whether err is what a statement answers on the shard
+// a project has moved away from (its schema renamed out of the way at the
+// end of the move, so its tables are not found: 42P01, or 3F000 for a
+// schema-qualified name), where used is the pool the statement ran on,
+// and the project's placement names another pool now; s then points at
+// it (unless another request sharing s got there first), and the caller
+// runs its work again there. A move fences the project's writes until the
+// placement has changed, so a statement that fails this way wrote nothing.
+func (s *Scope) relocated(ctx context.Context, err error, used *pgxpool.Pool) bool {
+	var pe *pgconn.PgError
+	if s.locate == nil || !errors.As(err, &pe) || (pe.Code != "42P01" && pe.Code != "3F000") {
+		return false
+	}
+	pool, lerr := s.locate(ctx, s.Project.ID)
+	if lerr != nil || pool == nil || pool == used {
+		return false
+	}
+	s.pool.CompareAndSwap(used, pool)
+	return true
+}
+
+// Pooled runs fn with the project's pool, and once more with its new pool
+// when the project has moved (see relocated): for the single statements
+// outside a transaction (autocommit) that some services send on the pool.
+func (s *Scope) Pooled(ctx context.Context, fn func(*pgxpool.Pool) error) error {
+	used := s.Pool()
+	err := fn(used)
+	if err != nil && s.relocated(ctx, err, used) {
+		err = fn(s.Pool())
+	}
+	return err
 }
 
 // searchPath is the search_path of the project's schema; a Scope not made
@@ -80,7 +144,7 @@ func (s *Scope) searchPath() (string, error) {
 
 // Pool is the shard pool of the project, for work that is not tenant data
 // (River inserts, LISTEN).
-func (s *Scope) Pool() *pgxpool.Pool { return s.pool }
+func (s *Scope) Pool() *pgxpool.Pool { return s.pool.Load() }
 
 // Test reports whether the request used a test key (separate credit pool).
 func (s *Scope) Test() bool { return s.Key != nil && s.Key.Test }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // bindSQL binds a transaction to its project's schema (then public) until
@@ -209,34 +210,51 @@ var commitHookKey commitHookKeyT
 // binding is SET LOCAL: it ends with the transaction, and the
 // search_path a read may have left on the connection (see ConfigurePool)
 // is what holds after it.
+//
+// When the project has moved to another shard while the transaction
+// waited on the move's fence, its statements find the schema gone and
+// nothing was written: Tx runs fn once more on the project's new shard
+// (see Scope.relocated), so fn must be safe to run again, as any
+// transaction's work that may be retried is.
 func (s *Scope) Tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	used := s.Pool()
+	committed, err := s.tx(ctx, used, fn)
+	if err != nil && !committed && s.relocated(ctx, err, used) {
+		_, err = s.tx(ctx, s.Pool(), fn)
+	}
+	return err
+}
+
+// tx is one run of Tx on pool; committed tells that the transaction
+// committed (an error after it is not one to run fn again for).
+func (s *Scope) tx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) (committed bool, err error) {
 	path, err := s.searchPath()
 	if err != nil {
-		return err
+		return false, err
 	}
 	hook, _ := ctx.Value(commitHookKey).(CommitHook)
-	conn, err := s.pool.Acquire(acquireCtx(ctx))
+	conn, err := pool.Acquire(acquireCtx(ctx))
 	if err != nil {
-		return err
+		return false, err
 	}
 	// Release destroys a connection left in a transaction or broken.
 	defer conn.Release()
 	t := &lazyTx{conn: conn.Conn(), path: path}
 	t.pre, _ = ctx.Value(prefetchKey).(*Prefetch)
-	committed, err := s.run(ctx, t, fn, hook)
+	committed, err = s.run(ctx, t, fn, hook)
 	switch {
 	case err != nil:
-		if t.tx != nil {
+		if t.tx != nil && !committed {
 			_ = t.tx.Rollback(ctx) // err is the error to return; a failed rollback closes the connection
 		}
-		return err
+		return committed, err
 	case committed || t.tx == nil:
 		t.committed = true
-		return nil
+		return true, nil
 	}
 	err = t.tx.Commit(ctx)
 	t.committed = err == nil
-	return err
+	return t.committed, err
 }
 
 // run runs fn and the transaction's end in t. committed tells that the

@@ -8,12 +8,15 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,10 +25,12 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/ai"
 	"github.com/plinth-dev/plinth/internal/config"
+	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/internal/ratelimit"
 	"github.com/plinth-dev/plinth/provisioning/pgtest"
@@ -41,6 +46,10 @@ type Env struct {
 	HTTP   *httptest.Server
 	URL    string
 	Config config.Config
+
+	// Shards are the databases of the shards WithShards added, by name,
+	// each on an extra cluster of its own (pgtest.NewOn).
+	Shards map[string]*pgtest.DB
 
 	tenantID int64
 	// testRoutes are the patterns of test-only routes (WithTestRoutes,
@@ -103,6 +112,27 @@ func WithRateLimits(store ratelimit.Store, clock func() time.Time) Option {
 	return func(_ *config.Config, o *central.Options) { o.RateStore, o.RateClock = store, clock }
 }
 
+// shardRequests carries WithShards' names from the option to start,
+// keyed by the Options being built (an Option sees only the config and
+// the server's options).
+var shardRequests sync.Map // *central.Options -> []string
+
+// WithShards adds shards named names to the env's central, besides
+// "default" (the env's database): each a database on an extra cluster of
+// its own (pgtest.NewOn(t, name)), added by Central.AddShard as an
+// operator adds one (its URL sealed, the server checked, River migrated
+// there), with the default capacity. The env's server works their jobs
+// (with WithWorkers) and listens to their job events. Env.Shards holds
+// their databases. Only for New, not Instance (an instance shares the
+// central database, so its shards).
+func WithShards(names ...string) Option {
+	return func(_ *config.Config, o *central.Options) {
+		prev, _ := shardRequests.Load(o)
+		old, _ := prev.([]string)
+		shardRequests.Store(o, append(old, names...))
+	}
+}
+
 // New starts a server on a fresh database. PLINTH_DEV=1 is set so loopback
 // receivers and fetches are allowed.
 func New(t testing.TB, opts ...Option) *Env {
@@ -144,6 +174,10 @@ func (e *Env) start(cfg config.Config, opts []Option) {
 	for _, o := range opts {
 		o(&cfg, &so)
 	}
+	var shards []string
+	if v, ok := shardRequests.LoadAndDelete(&so); ok {
+		shards = v.([]string)
+	}
 	level := slog.LevelError
 	if os.Getenv("PLINTH_TEST_LOG") != "" {
 		level = slog.LevelDebug
@@ -172,6 +206,16 @@ func (e *Env) start(cfg config.Config, opts []Option) {
 	srv, err := central.NewServer(ctx, cfg, e.DB.Pool, logger, so)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(shards) > 0 {
+		e.Shards = map[string]*pgtest.DB{}
+	}
+	for _, name := range shards {
+		db := pgtest.NewOn(t, name)
+		if _, err := srv.Central.AddShard(ctx, central.ShardParams{Name: name, URL: db.URL}); err != nil {
+			t.Fatalf("add shard %s: %v", name, err)
+		}
+		e.Shards[name] = db
 	}
 	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -207,6 +251,17 @@ func (e *Env) NewProject(plan string) *Project {
 	}
 	return e.CreateProject(central.ProjectParams{Name: "Project " + plan, Plan: plan, TargetLanguages: []string{"fr", "de"}})
 }
+
+// NewProjectOn provisions a build project placed on shard (one of
+// WithShards', or "default"), as plinth project create --shard does.
+func (e *Env) NewProjectOn(shard string) *Project {
+	e.T.Helper()
+	return e.CreateProject(central.ProjectParams{Name: "Project on " + shard, Plan: tenant.PlanBuild, TargetLanguages: []string{"fr", "de"}, Shard: shard})
+}
+
+// Pool is the pool of the project's shard: its schema and its River jobs
+// are there.
+func (p *Project) Pool() *pgxpool.Pool { return p.Scope.Pool() }
 
 // NewTenant creates another workspace and returns its id, for projects
 // that must not share a tenant (identical slugs, for one).
@@ -513,22 +568,50 @@ type RiverJob struct {
 
 // RiverJobs lists the River jobs of kind whose args contain args (JSON
 // containment: {"post_id": 3} matches every job of post 3), oldest first.
+// A job's project is in its args' project_id, and the job on the
+// project's shard: RiverJobs and DueNow read that shard's River tables,
+// or every shard's when args name no project (River's own jobs are on
+// each).
 func (e *Env) RiverJobs(t testing.TB, kind string, args map[string]any) []RiverJob {
 	t.Helper()
-	rows, err := e.DB.Pool.Query(context.Background(), `SELECT id, state, scheduled_at, args, coalesce(array_length(errors, 1), 0)
-		FROM river.river_job WHERE kind = $1 AND args @> $2 ORDER BY id`, kind, args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RiverJob, error) {
-		var j RiverJob
-		err := r.Scan(&j.ID, &j.State, &j.ScheduledAt, &j.Args, &j.Errors)
-		return j, err
-	})
-	if err != nil {
-		t.Fatal(err)
+	var jobs []RiverJob
+	for _, pool := range e.riverPools(t, args) {
+		rows, err := pool.Query(context.Background(), `SELECT id, state, scheduled_at, args, coalesce(array_length(errors, 1), 0)
+			FROM river.river_job WHERE kind = $1 AND args @> $2 ORDER BY id`, kind, args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		some, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RiverJob, error) {
+			var j RiverJob
+			err := r.Scan(&j.ID, &j.State, &j.ScheduledAt, &j.Args, &j.Errors)
+			return j, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, some...)
 	}
 	return jobs
+}
+
+// riverPools are the pools of the shards whose River tables hold the
+// jobs args match: the shard of args' project_id, else every shard of e.
+func (e *Env) riverPools(t testing.TB, args map[string]any) []*pgxpool.Pool {
+	t.Helper()
+	if id, ok := args["project_id"].(string); ok {
+		sc, err := e.Server.Central.ScopeFor(context.Background(), id)
+		if err == nil {
+			return []*pgxpool.Pool{sc.Pool()}
+		}
+		if !errors.Is(err, httpapi.ErrNotFound) {
+			t.Fatal(err)
+		}
+	}
+	pools := []*pgxpool.Pool{e.DB.Pool}
+	for _, name := range slices.Sorted(maps.Keys(e.Shards)) {
+		pools = append(pools, e.Shards[name].Pool)
+	}
+	return pools
 }
 
 // DueNow makes the scheduled River jobs of kind whose args contain args
@@ -537,9 +620,11 @@ func (e *Env) RiverJobs(t testing.TB, kind string, args map[string]any) []RiverJ
 // for its time, and without betting that its setup ends before then.
 func (e *Env) DueNow(t testing.TB, kind string, args map[string]any) {
 	t.Helper()
-	if _, err := e.DB.Pool.Exec(context.Background(), `UPDATE river.river_job SET scheduled_at = now()
-		WHERE kind = $1 AND args @> $2 AND state = 'scheduled'`, kind, args); err != nil {
-		t.Fatal(err)
+	for _, pool := range e.riverPools(t, args) {
+		if _, err := pool.Exec(context.Background(), `UPDATE river.river_job SET scheduled_at = now()
+			WHERE kind = $1 AND args @> $2 AND state = 'scheduled'`, kind, args); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -18,7 +18,7 @@ func BenchmarkContractCheck(b *testing.B) {
 		"X-Ratelimit-Remaining": {"599"}, "X-Ratelimit-Reset": {"1763800000"}}
 	auth := http.Header{"Authorization": {"Bearer pln_live_00000000000000000000000000000000"}, "Content-Type": {"application/json"}}
 	get := Exchange{Method: "GET", Path: "/v1/projects/me", ReqHeader: auth, Status: 200, RespHeader: h, Routed: true,
-		RespBody: []byte(`{"id":"prj_000000000000000000000000","name":"P","slug":"p","industry":"","default_language":"en","target_languages":["fr"],"timezone":"UTC","plan":"build","created_at":"2026-01-01T00:00:00Z"}`)}
+		RespBody: []byte(`{"id":"prj_000000000000000000000000","name":"P","slug":"p","industry":"","default_language":"en","target_languages":["fr"],"timezone":"UTC","plan":"build","allowed_origins":[],"site_url":null,"created_at":"2026-01-01T00:00:00Z"}`)}
 	post := Exchange{Method: "POST", Path: "/v1/projects/me/api-keys", ReqHeader: auth, Status: 201, RespHeader: h, Routed: true,
 		ReqBody:  []byte(`{"name":"x","scopes":["content:read"]}`),
 		RespBody: []byte(`{"id":"key_000000000000000000000000","name":"x","prefix":"pln_live_","masked":"pln_live_…abcd","secret":"pln_live_00000000000000000000000000000000","scopes":["content:read"],"last_used_at":null,"created_at":"2026-01-01T00:00:00Z"}`)}

@@ -19,7 +19,7 @@ import (
 
 type adminTokenCreateCmd struct {
 	Name      string `required:"" help:"Token name, to tell tokens apart."`
-	Scopes    string `required:"" help:"Comma-separated scopes: tenants:read|write, users:read|write, projects:read|write|admin, credits:write, exports:read|write, resource:* or *."`
+	Scopes    string `required:"" help:"Comma-separated scopes: tenants:read|write, users:read|write, projects:read|write|admin, credits:write, exports:read|write, shards:read|admin, resource:* or *."`
 	ExpiresIn string `name:"expires-in" help:"Lifetime, after which the token is refused: days (90d) or a Go duration (12h); unset: until revoked."`
 }
 

@@ -53,7 +53,14 @@ type commands struct {
 		Delete  projectDeleteCmd  `cmd:"" help:"Delete a project: keys revoked at once, data dropped after PLINTH_DELETE_GRACE (or --now); prints the project."`
 		Export  projectExportCmd  `cmd:"" help:"Write a project's archive (.tar.gz: rows and media); prints {project_id, file, size_bytes, row_counts}."`
 		Import  projectImportCmd  `cmd:"" help:"Create a new project from an archive; prints the project."`
+		Move    projectMoveCmd    `cmd:"" help:"Move a project to another shard online (logical replication, then a short write fence); prints the move."`
 	} `cmd:"" help:"Projects."`
+	Shard struct {
+		Add    shardAddCmd    `cmd:"" help:"Add a PostgreSQL server as a shard: checks it (PostgreSQL 15+, wal_level=logical, the role's rights) and migrates River there; prints the shard."`
+		List   shardListCmd   `cmd:"" help:"List the shards: state, projects, capacity, wal_level, version, reachable (a table, or --json)."`
+		Drain  shardDrainCmd  `cmd:"" help:"Make a shard take no new projects and move each of its projects to another shard, a few at a time; prints the shard with its drain."`
+		Retire shardRetireCmd `cmd:"" help:"Retire a shard that holds no project (never default); prints the shard."`
+	} `cmd:"" help:"Shards: the PostgreSQL servers that hold project schemas."`
 	AdminToken struct {
 		Create adminTokenCreateCmd `cmd:"" help:"Mint an admin token for /admin/api; prints {id, name, scopes, secret, created_at} (the secret shown once)."`
 		List   adminTokenListCmd   `cmd:"" help:"List the active admin tokens, without secrets."`
@@ -114,6 +121,7 @@ func (e *env) serving() (cfg config.Config, logger *slog.Logger, done func(), er
 type serveCmd struct {
 	NoMigrate bool `help:"Skip the migrations (when plinth migrate ran before)."`
 	NoWorkers bool `help:"Serve the API only; run the workers elsewhere (plinth worker)."`
+	Shards    *int `help:"Start N private clusters beside the private one (.plinth/pg-shard1...) and add them as shards shard1...shardN (default PLINTH_SHARDS; only without DATABASE_URL)."`
 }
 
 func (c *serveCmd) Run(e *env) error {
@@ -122,8 +130,15 @@ func (c *serveCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	shards := cfg.PrivateShards
+	if c.Shards != nil {
+		if *c.Shards < 0 || *c.Shards > config.MaxPrivateShards {
+			return fmt.Errorf("--shards: want 0 to %d, got %d", config.MaxPrivateShards, *c.Shards)
+		}
+		shards = *c.Shards
+	}
 	tuneGC(e.getenv)
-	return central.Serve(e.ctx, cfg, central.ServeOptions{Migrate: !c.NoMigrate, Workers: !c.NoWorkers, HTTP: true}, logger, e.stdout)
+	return central.Serve(e.ctx, cfg, central.ServeOptions{Migrate: !c.NoMigrate, Workers: !c.NoWorkers, HTTP: true, Shards: shards}, logger, e.stdout)
 }
 
 // gcPercent is the garbage collector's target in a serving process: the
@@ -175,6 +190,20 @@ func (migrateCmd) Run(e *env) error {
 
 // admin runs one command that prints a resource as one JSON object.
 func (e *env) admin(do func(context.Context, *central.Central) (any, error)) error {
+	var out any
+	err := e.adminDo(func(ctx context.Context, c *central.Central) error {
+		var err error
+		out, err = do(ctx, c)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(e.stdout).Encode(out)
+}
+
+// adminDo runs one operator's command on the central database.
+func (e *env) adminDo(do func(context.Context, *central.Central) error) error {
 	cfg, logger, err := e.config()
 	if err != nil {
 		return err
@@ -194,11 +223,8 @@ func (e *env) admin(do func(context.Context, *central.Central) (any, error)) err
 	}
 	c.SetLifecycle(life)
 	c.SetProjectCap(cfg.MaxProjectsPerTenant) // the operator's commands are held to it too
-	out, err := do(e.ctx, c)
-	if err != nil {
-		return err
-	}
-	return json.NewEncoder(e.stdout).Encode(out)
+	defer c.Close()                           // the shard pools it opened
+	return do(e.ctx, c)
 }
 
 type tenantCreateCmd struct {
@@ -239,12 +265,13 @@ type projectCreateCmd struct {
 	TargetLanguages string `help:"Comma-separated languages content is translated into, e.g. fr,de."`
 	Timezone        string `default:"UTC" help:"IANA time zone of the project (bookings, schedules)."`
 	Industry        string `help:"Free-form industry, used by the AI prompts."`
+	Shard           string `help:"Place it on this shard (an active one); unset: the active shard with the most room."`
 }
 
 func (c *projectCreateCmd) Run(e *env) error {
 	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
 		p, err := cen.CreateProject(ctx, central.ProjectParams{TenantID: c.Tenant, Name: c.Name, Plan: c.Plan, DefaultLanguage: c.DefaultLanguage,
-			TargetLanguages: list(c.TargetLanguages), Timezone: c.Timezone, Industry: c.Industry})
+			TargetLanguages: list(c.TargetLanguages), Timezone: c.Timezone, Industry: c.Industry, Shard: c.Shard})
 		if err != nil {
 			return nil, err
 		}

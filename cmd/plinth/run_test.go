@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/provisioning"
 	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
@@ -438,5 +440,158 @@ func TestTuneGC(t *testing.T) {
 	})
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Fatalf("GOGC set: GC percent changed to %d", got)
+	}
+}
+
+// TestServePrivateShards: serve --shards=2 runs two private clusters
+// beside the private one (wal_level=logical, like it), adds them as
+// shard1 and shard2, and is ready; a project created with the CLI lands
+// on the shard with the most room; a second start reuses the clusters
+// and the shards (no second row, the URLs still open), and stopping
+// stops every cluster.
+func TestServePrivateShards(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three PostgreSQL clusters")
+	}
+	dir := pgtest.TempDir(t)
+	t.Chdir(dir)
+	env := map[string]string{"PLINTH_ADDR": freeAddr(t)}
+	pidFiles := []string{filepath.Join(dir, ".plinth", "pg", "data", "postmaster.pid")}
+	for _, s := range []string{"pg-shard1", "pg-shard2"} {
+		pidFiles = append(pidFiles, filepath.Join(dir, ".plinth", s, "data", "postmaster.pid"))
+	}
+	running := func(want bool) {
+		t.Helper()
+		for _, f := range pidFiles {
+			if _, err := os.Stat(f); (err == nil) != want {
+				t.Fatalf("%s: running %t, want %t (%v)", f, err == nil, want, err)
+			}
+		}
+	}
+	tenant := func() string {
+		t.Helper()
+		tn := mustJSON(t, env, "tenant", "create", "--name", "Shards", "--domain", fmt.Sprintf("shards%d.test", time.Now().UnixNano()), "--owner-email", fmt.Sprintf("o%d@shards.test", time.Now().UnixNano()), "--owner-password", "long-password")
+		return fmt.Sprint(tn["id"])
+	}
+	shardOf := func(tid, name string) string {
+		t.Helper()
+		pr := mustJSON(t, env, "project", "create", "--tenant", tid, "--name", name)
+		got := mustJSON(t, env, "project", "get", "--project", pr["id"].(string))
+		return fmt.Sprint(got["shard"])
+	}
+
+	srv := startServe(t, env, "--shards=2")
+	running(true)
+	if st, body, err := get(srv.base+"/readyz", ""); err != nil || st != 200 {
+		t.Fatalf("readyz: %d %s %v", st, body, err)
+	}
+	tid := tenant()
+	// default holds the demo project; shard1 and shard2 none: the first
+	// of the emptiest by name.
+	if got := shardOf(tid, "First"); got != "shard1" {
+		t.Fatalf("first project on %s, want shard1", got)
+	}
+	if n := strings.Count(srv.errs.String(), "added private shard"); n != 2 {
+		t.Fatalf("first start added %d shards, want 2:\n%s", n, srv.errs.String())
+	}
+	srv.stop(t)
+	running(false)
+
+	srv = startServe(t, env, "--shards=2")
+	running(true)
+	if strings.Contains(srv.errs.String(), "added private shard") {
+		t.Fatalf("the second start added shards again:\n%s", srv.errs.String())
+	}
+	if got := shardOf(tid, "Second"); got != "shard2" {
+		t.Fatalf("second project on %s, want shard2 (shard1 holds one)", got)
+	}
+	srv.stop(t)
+	running(false)
+}
+
+// TestServeShardsNeedPrivateCluster: with DATABASE_URL, serve --shards is
+// an error naming plinth shard add, before anything is opened.
+func TestServeShardsNeedPrivateCluster(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"PLINTH_ADDR": freeAddr(t), "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "PLINTH_SECRET": "shards-secret"}
+	_, _, err := cli(t, env, "serve", "--shards=1")
+	if err == nil || !strings.Contains(err.Error(), "plinth shard add") {
+		t.Fatalf("serve --shards with DATABASE_URL: %v", err)
+	}
+	env["PLINTH_SHARDS"] = "1"
+	if _, _, err := cli(t, env, "serve"); err == nil || !strings.Contains(err.Error(), "plinth shard add") {
+		t.Fatalf("serve with PLINTH_SHARDS and DATABASE_URL: %v", err)
+	}
+}
+
+// shardLineRe is migrate's line of one shard (JSON logs).
+var shardLineRe = regexp.MustCompile(`"msg":"migrated shard","shard":"([a-z0-9_]+)","project_schemas":(\d+)`)
+
+// TestMigrateShards: plinth migrate migrates every shard, each on its own
+// server (River there, then its projects' schemas), with a line per shard
+// and a summary: projects on default and on a second cluster, all made
+// behind, and on the second a schema that lacks a migration.
+func TestMigrateShards(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	b := pgtest.NewOn(t, "b")
+	const secret = "migrate-shards-secret"
+	env := map[string]string{"DATABASE_URL": db.URL, "PLINTH_SECRET": secret, "PLINTH_LOG_FORMAT": "json"}
+	ctx := context.Background()
+	c, err := central.Open(ctx, db.Pool, secret, time.Minute, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AddShard(ctx, central.ShardParams{Name: "b", URL: b.URL}); err != nil {
+		t.Fatal(err)
+	}
+	tn, _, err := c.CreateTenant(ctx, "Shards", "migrate-shards.test", "o@migrate-shards.test", "long-password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var onB string
+	for _, shard := range []string{"default", "default", "b", "b"} {
+		p, err := c.CreateProject(ctx, central.ProjectParams{TenantID: tn.ID, Name: "P", Shard: shard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shard == "b" {
+			onB = p.Schema
+		}
+	}
+	c.Close()
+	if _, err := db.Pool.Exec(ctx, `UPDATE central.placements SET schema_version = 0`); err != nil {
+		t.Fatal(err)
+	}
+	// On b only: migration 0100 undone (a read of default would find it).
+	if _, err := b.Pool.Exec(ctx, `DROP TABLE `+onB+`.idempotency_keys; DROP INDEX `+onB+`.credit_ledger_recent;
+		DELETE FROM `+onB+`.goose_db_version WHERE version_id = 100`); err != nil {
+		t.Fatal(err)
+	}
+
+	_, errs, err := cli(t, env, "migrate")
+	if err != nil {
+		t.Fatalf("migrate: %v\n%s", err, errs)
+	}
+	perShard := map[string]string{}
+	for _, m := range shardLineRe.FindAllStringSubmatch(errs, -1) {
+		perShard[m[1]] = m[2]
+	}
+	if fmt.Sprint(perShard) != "map[b:2 default:2]" {
+		t.Fatalf("per-shard lines %v, want 2 schemas on each of default and b:\n%s", perShard, errs)
+	}
+	if !regexp.MustCompile(`"msg":"migrated","project_schemas":4,"shards":2`).MatchString(errs) {
+		t.Fatalf("no summary of 4 schemas on 2 shards:\n%s", errs)
+	}
+	if !tableExists(t, b, onB, "idempotency_keys") {
+		t.Fatal("the schema on b was not migrated on b")
+	}
+	latest, _ := provisioning.LatestTenantVersion()
+	var behind int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM central.placements WHERE schema_version <> $1`, latest).Scan(&behind); err != nil || behind != 0 {
+		t.Fatalf("%d placements behind after migrate (%v)", behind, err)
+	}
+	if n := migrated(t, env); n != "0" {
+		t.Fatalf("a second migrate touched %s schemas, want 0", n)
 	}
 }

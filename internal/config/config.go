@@ -11,6 +11,10 @@ import (
 	"time"
 )
 
+// MaxPrivateShards is the most private shards plinth serve starts
+// (PLINTH_SHARDS, serve --shards).
+const MaxPrivateShards = 16
+
 // Config is every setting of docs/decisions.md section 1, with its default.
 type Config struct {
 	DatabaseURL    string
@@ -24,7 +28,11 @@ type Config struct {
 	KeyCacheTTL    time.Duration
 	// SpareSchemas is how many project schemas are kept created ahead of
 	// the projects that will claim them (PLINTH_SPARE_SCHEMAS, default 4).
-	SpareSchemas   int
+	SpareSchemas int
+	// PrivateShards is how many private clusters `plinth serve` starts
+	// beside the central one, each added as shard shard1…shardN, when no
+	// DATABASE_URL is set (PLINTH_SHARDS, or serve --shards; default 0).
+	PrivateShards  int
 	TrustedProxies []netip.Prefix
 	PublicRPM      int
 	PublicBurst    int
@@ -50,6 +58,20 @@ type Config struct {
 	// DeleteGrace is how long a deleted project's renamed schema is kept
 	// before a job drops it (PLINTH_DELETE_GRACE, default 7 days).
 	DeleteGrace time.Duration
+	// MoveGrace is how long a moved project's source schema is kept
+	// (renamed) before a job drops it (PLINTH_MOVE_GRACE, default 24 h);
+	// MoveMaxPause the longest a move may hold its project's writes
+	// (PLINTH_MOVE_MAX_PAUSE, default 5 s): a fence that would last longer
+	// is lifted and the move fails, the project staying where it was.
+	MoveGrace    time.Duration
+	MoveMaxPause time.Duration
+	// MoveCopyRows: a project whose tables hold at most this many rows
+	// (and 64 MiB) is moved by a fenced copy instead of replication
+	// (PLINTH_MOVE_COPY_ROWS, default 5000; 0: always replication).
+	// MoveConcurrency is how many moves, a drain's included, one worker
+	// process runs at once (PLINTH_MOVE_CONCURRENCY, default 4).
+	MoveCopyRows    int64
+	MoveConcurrency int
 	// DashboardPlans are the plans a workspace user may give a project
 	// created from the dashboard (PLINTH_DASHBOARD_PLANS, default free);
 	// the first is the default. Any other plan is the operator's to set.
@@ -108,6 +130,7 @@ var Vars = []Var{
 	{"PLINTH_WEBHOOK_TIMEOUT", "30s", "webhook receiver timeout"},
 	{"PLINTH_KEY_CACHE_TTL", "30s", "how long a resolved key is cached (bounds the revocation delay)"},
 	{"PLINTH_SPARE_SCHEMAS", "4", "project schemas kept created ahead of new projects, 0 to 100"},
+	{"PLINTH_SHARDS", "0", "private shards plinth serve starts beside its private cluster (.plinth/pg-shard1…), added as shards shard1…shardN; 0 to 16, only without DATABASE_URL (serve --shards)"},
 	{"PLINTH_TRUSTED_PROXIES", "127.0.0.0/8,::1/128", "CIDRs of the proxies whose X-Forwarded-For and X-Forwarded-Proto are honoured (from the direct peer only)"},
 	{"PLINTH_PUBLIC_RATE", "120/240", "per-IP limit on /v1/public/*, RPM/BURST"},
 	{"PLINTH_LOGIN_RATE", "10/20", "per-IP limit on each dashboard login endpoint, RPM/BURST"},
@@ -116,6 +139,10 @@ var Vars = []Var{
 	{"PLINTH_DASHBOARD_IP_RATE", "600/300", "per-IP limit on the dashboard API (/central/api) and pages, signed in or not, RPM/BURST"},
 	{"PLINTH_MAX_PROJECTS_PER_TENANT", "100", "most projects one workspace may have, those being deleted aside (every way of creating one); 0: no cap"},
 	{"PLINTH_DELETE_GRACE", "168h", "how long a deleted project's data is kept (schema renamed) before a job drops it"},
+	{"PLINTH_MOVE_GRACE", "24h", "how long a moved project's source schema is kept (renamed) before a job drops it"},
+	{"PLINTH_MOVE_MAX_PAUSE", "5s", "longest a project move may hold the project's writes; a longer fence is lifted and the move fails"},
+	{"PLINTH_MOVE_COPY_ROWS", "5000", "a project of at most this many rows (and 64 MiB) moves by a copy under its fence, which pauses it less than replication; 0: always replication"},
+	{"PLINTH_MOVE_CONCURRENCY", "4", "how many project moves (a shard drain's included) one worker process runs at once"},
 	{"PLINTH_DASHBOARD_PLANS", "free", "comma list of the plans dashboard users may choose for a new project, the first the default (others: plinth project plan)"},
 	{"PLINTH_AI_PROVIDER", "offline", "offline (deterministic, built in) or openai (any OpenAI-compatible API)"},
 	{"OPENAI_BASE_URL", "https://api.openai.com/v1", "API base of the openai provider"},
@@ -188,6 +215,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.SpareSchemas, err = strconv.Atoi(get("PLINTH_SPARE_SCHEMAS")); err != nil || c.SpareSchemas < 0 || c.SpareSchemas > 100 {
 		return c, fmt.Errorf("PLINTH_SPARE_SCHEMAS: want 0 to 100, got %q", getenv("PLINTH_SPARE_SCHEMAS"))
 	}
+	if c.PrivateShards, err = strconv.Atoi(get("PLINTH_SHARDS")); err != nil || c.PrivateShards < 0 || c.PrivateShards > MaxPrivateShards {
+		return c, fmt.Errorf("PLINTH_SHARDS: want 0 to %d, got %q", MaxPrivateShards, getenv("PLINTH_SHARDS"))
+	}
 	for _, s := range strings.Split(get("PLINTH_TRUSTED_PROXIES"), ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
@@ -218,6 +248,18 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.DeleteGrace, err = time.ParseDuration(get("PLINTH_DELETE_GRACE")); err != nil || c.DeleteGrace < 0 {
 		return c, fmt.Errorf("PLINTH_DELETE_GRACE: want a Go duration such as 168h, got %q", getenv("PLINTH_DELETE_GRACE"))
+	}
+	if c.MoveGrace, err = time.ParseDuration(get("PLINTH_MOVE_GRACE")); err != nil || c.MoveGrace < 0 {
+		return c, fmt.Errorf("PLINTH_MOVE_GRACE: want a Go duration such as 24h, got %q", getenv("PLINTH_MOVE_GRACE"))
+	}
+	if c.MoveMaxPause, err = time.ParseDuration(get("PLINTH_MOVE_MAX_PAUSE")); err != nil || c.MoveMaxPause <= 0 {
+		return c, fmt.Errorf("PLINTH_MOVE_MAX_PAUSE: want a positive Go duration such as 5s, got %q", getenv("PLINTH_MOVE_MAX_PAUSE"))
+	}
+	if c.MoveCopyRows, err = strconv.ParseInt(get("PLINTH_MOVE_COPY_ROWS"), 10, 64); err != nil || c.MoveCopyRows < 0 {
+		return c, fmt.Errorf("PLINTH_MOVE_COPY_ROWS: want 0 (always replicate) or a number of rows, got %q", getenv("PLINTH_MOVE_COPY_ROWS"))
+	}
+	if c.MoveConcurrency, err = strconv.Atoi(get("PLINTH_MOVE_CONCURRENCY")); err != nil || c.MoveConcurrency < 1 || c.MoveConcurrency > 64 {
+		return c, fmt.Errorf("PLINTH_MOVE_CONCURRENCY: want a number of moves from 1 to 64, got %q", getenv("PLINTH_MOVE_CONCURRENCY"))
 	}
 	for _, p := range strings.Split(get("PLINTH_DASHBOARD_PLANS"), ",") {
 		if p = strings.TrimSpace(p); p == "" || slices.Contains(c.DashboardPlans, p) {

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -209,6 +211,14 @@ func TestAsError(t *testing.T) {
 		{&pgconn.PgError{Code: "22012"}, 422, "validation_failed"}, // any data exception
 		{fmt.Errorf("insert: %w", &pgconn.PgError{Code: "23514"}), 422, "validation_failed"},
 		{context.DeadlineExceeded, 503, "service_unavailable"},
+		// The database cannot be reached or went away: retry, never 500.
+		{fmt.Errorf("acquire: %w", &pgconn.ConnectError{}), 503, "service_unavailable"},
+		{fmt.Errorf("query: %w", pgconn.ErrConnClosed), 503, "service_unavailable"},
+		{fmt.Errorf("read: %w", &net.OpError{Op: "read", Err: errors.New("connection reset by peer")}), 503, "service_unavailable"},
+		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), 503, "service_unavailable"},
+		{&pgconn.PgError{Code: "57P01"}, 503, "service_unavailable"}, // admin_shutdown
+		{&pgconn.PgError{Code: "57P03"}, 503, "service_unavailable"}, // cannot_connect_now
+		{&pgconn.PgError{Code: "08006"}, 503, "service_unavailable"}, // connection_failure
 		{errors.New("disk on fire"), 500, "internal_error"},
 		{httpapi.RateLimited(0, "slow down"), 429, "rate_limited"},
 		{httpapi.Conflict("key_limit_reached", "x"), 409, "key_limit_reached"},

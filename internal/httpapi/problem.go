@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -203,8 +205,8 @@ var titles = map[string]string{
 // AsError maps any error to the API error it is sent as: an *Error as is,
 // a failure or a bare kind by the table kinds, a unique violation as 409 conflict, a value the
 // database refuses (out of range, too long, malformed, a failed check) as
-// 422 (text with NUL or invalid UTF-8 as 400), an expired deadline as 503
-// and everything else as 500.
+// 422 (text with NUL or invalid UTF-8 as 400), an expired deadline or a
+// database that cannot be reached as 503 and everything else as 500.
 func AsError(err error) *Error {
 	var ae *Error
 	if errors.As(err, &ae) {
@@ -227,6 +229,9 @@ func AsError(err error) *Error {
 			e.Errors, e.Extra = f.Fields, f.Extra
 		}
 		return e
+	}
+	if DatabaseUnreachable(err) {
+		return NewError(503, CodeServiceUnavailable, "the database is unreachable for now; retry shortly").WithHeader("Retry-After", "2")
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -258,6 +263,25 @@ func AsError(err error) *Error {
 		return NewError(503, CodeServiceUnavailable, "the request timed out").WithHeader("Retry-After", "1")
 	}
 	return NewError(500, CodeInternal, "")
+}
+
+// DatabaseUnreachable reports whether err says PostgreSQL could not be
+// reached or went away: no connection could be made, the connection broke
+// or was closed, or the server is shutting down, starting or in recovery
+// (SQLSTATE class 08, 57P01-57P03). Such a request wrote nothing it
+// acknowledged, and the same request may succeed once the server is back
+// (a restart, a failover): it is answered 503 with Retry-After, not 500.
+func DatabaseUnreachable(err error) bool {
+	var ce *pgconn.ConnectError
+	var op *net.OpError
+	if errors.As(err, &ce) || errors.As(err, &op) || errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	return false
 }
 
 // WriteError writes err as application/problem+json. Causes of 5xx errors

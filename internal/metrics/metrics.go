@@ -10,8 +10,11 @@ package metrics
 import (
 	"context"
 	"crypto/subtle"
+	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -37,6 +40,7 @@ type Metrics struct {
 	webhookTime *prometheus.HistogramVec
 	credits     *prometheus.CounterVec
 	rateLimited *prometheus.CounterVec
+	pools       *poolCollector
 }
 
 // New returns a registry with the process and Go runtime collectors and
@@ -64,9 +68,10 @@ func New() *Metrics {
 			Help: "Credits debited, by operation (a charge whose transaction rolled back counts too)."}, []string{"op"}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "rate_limit_rejections_total",
 			Help: "Requests refused with 429 by a rate limit, by limit (project, ip, public, login)."}, []string{"limit"}),
+		pools: &poolCollector{pools: map[string]*pgxpool.Pool{}},
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.latency, m.jobs, m.jobDuration, m.webhooks, m.webhookTime, m.credits, m.rateLimited)
+		m.requests, m.latency, m.jobs, m.jobDuration, m.webhooks, m.webhookTime, m.credits, m.rateLimited, m.pools)
 	return m
 }
 
@@ -145,10 +150,27 @@ func (m *Metrics) RateLimited(limit string) {
 // figures the database holds, such as queue depth or the project count.
 // A failed read reports nothing for the scrape rather than a stale value.
 func (m *Metrics) Gauges(name, help string, labels []string, read func(ctx context.Context) ([]Sample, error)) {
-	m.Registry.MustRegister(&queryCollector{
-		desc: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", name), help, labels, nil),
-		read: read,
+	m.GaugeSet([]Gauge{{Name: name, Help: help, Labels: labels}}, func(ctx context.Context) ([][]Sample, error) {
+		s, err := read(ctx)
+		return [][]Sample{s}, err
 	})
+}
+
+// Gauge names one gauge of a GaugeSet.
+type Gauge struct {
+	Name, Help string
+	Labels     []string
+}
+
+// GaugeSet is Gauges for several gauges one read answers together (the
+// shards' figures come from one probe of each server): read returns the
+// samples of gauges[i] at [i].
+func (m *Metrics) GaugeSet(gauges []Gauge, read func(ctx context.Context) ([][]Sample, error)) {
+	c := &queryCollector{read: read}
+	for _, g := range gauges {
+		c.descs = append(c.descs, prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", g.Name), g.Help, g.Labels, nil))
+	}
+	m.Registry.MustRegister(c)
 }
 
 // Sample is one value of a Gauges collector, with its label values.
@@ -158,34 +180,51 @@ type Sample struct {
 }
 
 type queryCollector struct {
-	desc *prometheus.Desc
-	read func(ctx context.Context) ([]Sample, error)
+	descs []*prometheus.Desc
+	read  func(ctx context.Context) ([][]Sample, error)
 }
 
-func (c *queryCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *queryCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
 
 func (c *queryCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	samples, err := c.read(ctx)
+	if err == nil && len(samples) != len(c.descs) {
+		err = fmt.Errorf("metrics: %d lists of samples for %d gauges", len(samples), len(c.descs))
+	}
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		for _, d := range c.descs {
+			ch <- prometheus.NewInvalidMetric(d, err)
+		}
 		return
 	}
-	for _, s := range samples {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, s.Value, s.Labels...)
+	for i, d := range c.descs {
+		for _, s := range samples[i] {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, s.Value, s.Labels...)
+		}
 	}
 }
 
 // WatchPool reports the statistics of pool (pgxpool's Stat) under
-// plinth_db_pool_*, labelled with the pool's name.
+// plinth_db_pool_*, labelled with the pool's name: the central pool, and
+// each shard's as the server starts its work there. Watching another
+// pool under a name replaces the one watched before.
 func (m *Metrics) WatchPool(name string, pool *pgxpool.Pool) {
-	m.Registry.MustRegister(&poolCollector{name: name, pool: pool})
+	m.pools.mu.Lock()
+	defer m.pools.mu.Unlock()
+	m.pools.pools[name] = pool
 }
 
+// poolCollector reports the watched pools; one collector for them all,
+// as a registry takes one collector per metric name.
 type poolCollector struct {
-	name string
-	pool *pgxpool.Pool
+	mu    sync.Mutex
+	pools map[string]*pgxpool.Pool
 }
 
 type poolStat struct {
@@ -229,8 +268,13 @@ func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.pool.Stat()
-	for i, p := range poolStats {
-		ch <- prometheus.MustNewConstMetric(poolDescs[i], p.typ, p.value(s), c.name)
+	c.mu.Lock()
+	pools := maps.Clone(c.pools)
+	c.mu.Unlock()
+	for name, pool := range pools {
+		s := pool.Stat()
+		for i, p := range poolStats {
+			ch <- prometheus.MustNewConstMetric(poolDescs[i], p.typ, p.value(s), name)
+		}
 	}
 }

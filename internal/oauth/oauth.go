@@ -105,9 +105,14 @@ type Sealer struct{ aead cipher.AEAD }
 
 const sealVersion = 1
 
-// NewSealer returns the sealer of the server secret.
-func NewSealer(secret []byte) *Sealer {
-	block, err := aes.NewCipher(deriveKey(secret, "oauth token seal v1"))
+// NewSealer returns the sealer of the server secret for OAuth tokens.
+func NewSealer(secret []byte) *Sealer { return NewPurposeSealer(secret, "oauth token seal v1") }
+
+// NewPurposeSealer returns a sealer of the server secret whose key is
+// derived for purpose alone: what one purpose sealed, another's does not
+// open (a shard's URL, say, against an OAuth token).
+func NewPurposeSealer(secret []byte, purpose string) *Sealer {
+	block, err := aes.NewCipher(deriveKey(secret, purpose))
 	if err != nil {
 		panic("oauth: aes: " + err.Error()) // a 32-byte key is always valid
 	}

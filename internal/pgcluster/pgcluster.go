@@ -25,6 +25,15 @@ import (
 // (docs/operations.md).
 const AutovacuumNaptime = "5min"
 
+// ReplicationSettings are the server options every cluster runs with
+// (postgres -c): what a shard needs for the logical replication of a
+// project's move, with room for several moves at once (PLINTH_MOVE_CONCURRENCY
+// is 4) as source and as target: each holds a slot and a WAL sender on
+// its source, and on its target an apply worker and, while it copies, up
+// to 4 table-sync workers, each with a slot and a sender of its own.
+const ReplicationSettings = "-c wal_level=logical -c max_replication_slots=32 -c max_wal_senders=32 " +
+	"-c max_worker_processes=32 -c max_logical_replication_workers=24 -c max_sync_workers_per_subscription=4"
+
 // Cluster is a running (or runnable) cluster in Dir, listening on a unix
 // socket in Dir and on 127.0.0.1:Port.
 type Cluster struct {
@@ -37,11 +46,15 @@ type Cluster struct {
 	Durable bool
 	// MaxConnections is the server's max_connections; 0 means 300.
 	MaxConnections int
-	bin            string
-	users          *os.File // held while attached (Attach)
-	cred           *syscall.Credential
-	uid            int
-	gid            int
+	// Settings are more server settings, each name=value, given after
+	// the defaults so they win (a test's server with wal_level=replica).
+	// Start reads them, so a Restart applies a change.
+	Settings []string
+	bin      string
+	users    *os.File // held while attached (Attach)
+	cred     *syscall.Credential
+	uid      int
+	gid      int
 }
 
 // FindBin returns the directory holding initdb and pg_ctl: PATH first,
@@ -294,10 +307,18 @@ func (c *Cluster) Start(ctx context.Context) (started bool, err error) {
 	if maxConns == 0 {
 		maxConns = 300
 	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=%d -c shared_buffers=128MB -c autovacuum_naptime=%s",
-		c.Port, c.Dir, maxConns, AutovacuumNaptime)
+	// wal_level=logical: moving a project to another shard replicates its
+	// tables with logical replication (a shard must run it, AddShard
+	// checks), so every cluster this package runs (plinth serve's, the
+	// tests') can be a shard and a source of a move. Each move holds a
+	// replication slot and a WAL sender for its subscription.
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=%d -c shared_buffers=128MB -c autovacuum_naptime=%s %s",
+		c.Port, c.Dir, maxConns, AutovacuumNaptime, ReplicationSettings)
 	if !c.Durable {
 		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	}
+	for _, set := range c.Settings {
+		opts += " -c " + set
 	}
 	if err := c.run(ctx, "pg_ctl", "-D", c.dataDir(), "-o", opts, "-l", filepath.Join(c.Dir, "log"), "-w", "-t", "60", "start"); err != nil {
 		return false, err

@@ -60,6 +60,17 @@ func TestDurable(t *testing.T) {
 			if naptime != pgcluster.AutovacuumNaptime {
 				t.Errorf("autovacuum_naptime = %s, want %s", naptime, pgcluster.AutovacuumNaptime)
 			}
+			// Durable or not, every cluster can be a shard and the source
+			// or target of a move (logical replication; issue 35).
+			for setting, want := range map[string]string{"wal_level": "logical", "max_replication_slots": "32", "max_wal_senders": "32", "max_logical_replication_workers": "24"} {
+				var got string
+				if err := conn.QueryRow(ctx, "SHOW "+setting).Scan(&got); err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Errorf("%s = %s, want %s", setting, got, want)
+				}
+			}
 		})
 	}
 }

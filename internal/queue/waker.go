@@ -196,3 +196,49 @@ func NotifyInsert(ctx context.Context, pool *pgxpool.Pool, queue string) error {
 	}
 	return nil
 }
+
+// Wakers keeps a Waker of one queue per shard pool, each made on first
+// use: a snoozed job is notified on the database that holds it.
+type Wakers struct {
+	queue  string
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	wakers  map[*pgxpool.Pool]*Waker
+	stopped bool
+}
+
+// NewWakers returns the wakers of queue.
+func NewWakers(queue string, logger *slog.Logger) *Wakers {
+	return &Wakers{queue: queue, logger: logger, wakers: map[*pgxpool.Pool]*Waker{}}
+}
+
+// For is the waker of pool's queue. After Stop it is a stopped one, whose
+// Wake does nothing.
+func (ws *Wakers) For(pool *pgxpool.Pool) *Waker {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w, ok := ws.wakers[pool]
+	if !ok {
+		w = NewWaker(pool, ws.queue, ws.logger)
+		if ws.stopped {
+			w.Stop()
+		}
+		ws.wakers[pool] = w
+	}
+	return w
+}
+
+// Stop stops every waker (see Waker.Stop).
+func (ws *Wakers) Stop() {
+	ws.mu.Lock()
+	ws.stopped = true
+	all := make([]*Waker, 0, len(ws.wakers))
+	for _, w := range ws.wakers {
+		all = append(all, w)
+	}
+	ws.mu.Unlock()
+	for _, w := range all {
+		w.Stop()
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -79,6 +80,7 @@ func Main(m *testing.M) {
 	if srv != nil && srv.cleanup != nil {
 		srv.cleanup()
 	}
+	stopExtra()
 	if watching {
 		if left := clustersLeft(leakGrace); len(left) > 0 {
 			fmt.Fprintf(os.Stderr, "pgtest: FAIL: %d PostgreSQL server(s) the tests started were not stopped (a test that starts a cluster, or runs a plinth serve that does, must stop it before its directory goes):\n", len(left))
@@ -117,6 +119,12 @@ func start() (*server, error) {
 			return s, nil
 		}
 	}
+	return startPrivate()
+}
+
+// startPrivate starts a throwaway cluster from the machine's
+// initdb/pg_ctl.
+func startPrivate() (*server, error) {
 	dir, err := os.MkdirTemp("", "plinth-pgtest-")
 	if err != nil {
 		return nil, err
@@ -155,7 +163,15 @@ func startDocker() (*server, error) {
 	case <-time.After(2 * time.Second):
 		return nil, fmt.Errorf("docker engine did not answer")
 	}
-	res, err := pool.Run("postgres", "15", []string{"POSTGRES_HOST_AUTH_METHOD=trust"})
+	// wal_level=logical as every cluster of pgcluster: a test database can
+	// be a shard (central.AddShard checks it).
+	cmd := []string{"postgres"}
+	for _, o := range strings.Fields(pgcluster.ReplicationSettings) {
+		if o != "-c" {
+			cmd = append(cmd, "-c", o)
+		}
+	}
+	res, err := pool.RunWithOptions(&dockertest.RunOptions{Repository: "postgres", Tag: "15", Env: []string{"POSTGRES_HOST_AUTH_METHOD=trust"}, Cmd: cmd})
 	if err != nil {
 		return nil, err
 	}

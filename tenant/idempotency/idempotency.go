@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/queue"
@@ -376,8 +377,11 @@ func (m *Middleware) renew(res *reservation) func() {
 				return
 			case <-t.C:
 				ctx, cancel := context.WithTimeout(context.Background(), m.Lease/3)
-				_, err := res.s.Pool().Exec(ctx, `UPDATE `+table(res.s)+` SET locked_until = now() + $4 * interval '1 millisecond'
+				err := res.s.Pooled(ctx, func(pool *pgxpool.Pool) error {
+					_, err := pool.Exec(ctx, `UPDATE `+table(res.s)+` SET locked_until = now() + $4 * interval '1 millisecond'
 					WHERE key_id = $1 AND key = $2 AND owner = $3 AND status IS NULL`, res.keyID, res.key, res.owner, m.Lease.Milliseconds())
+					return err
+				})
 				cancel()
 				if err != nil {
 					m.Logger.Warn("idempotency: renewing a reservation failed", "key", res.key, "err", err)
@@ -426,9 +430,11 @@ func (m *Middleware) reserve(ctx context.Context, res *reservation, fp fingerpri
 		}
 		prev := &stored{}
 		var headers []byte
-		err = s.Pool().QueryRow(ctx, `SELECT method, path, body_hash, status, headers, body, committed, locked_until <= now() FROM `+t+`
+		err = s.Pooled(ctx, func(pool *pgxpool.Pool) error {
+			return pool.QueryRow(ctx, `SELECT method, path, body_hash, status, headers, body, committed, locked_until <= now() FROM `+t+`
 			WHERE key_id = $1 AND key = $2 AND expires_at > now()`, res.keyID, res.key).
-			Scan(&prev.method, &prev.path, &prev.bodyHash, &prev.status, &headers, &prev.body, &prev.committed, &prev.lapsed)
+				Scan(&prev.method, &prev.path, &prev.bodyHash, &prev.status, &headers, &prev.body, &prev.committed, &prev.lapsed)
+		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // released or expired since the INSERT: try again
 		}
@@ -453,8 +459,13 @@ func (m *Middleware) reserve(ctx context.Context, res *reservation, fp fingerpri
 func (m *Middleware) take(ctx context.Context, s *tenant.Scope, sql string, args []any) (bool, error) {
 	now := time.Now()
 	if m.expiries.covered(s.Project.ID, now) {
-		tag, err := s.Pool().Exec(ctx, sql, args...)
-		return tag.RowsAffected() == 1, err
+		var took bool
+		err := s.Pooled(ctx, func(pool *pgxpool.Pool) error {
+			tag, err := pool.Exec(ctx, sql, args...)
+			took = tag.RowsAffected() == 1
+			return err
+		})
+		return took, err
 	}
 	var took bool
 	var due time.Time
@@ -491,9 +502,11 @@ func (m *Middleware) store(ctx context.Context, res *reservation, status int, h 
 		return err
 	}
 	return retry(ctx, func() error {
-		_, err := res.s.Pool().Exec(ctx, `UPDATE `+table(res.s)+` SET status = $4, headers = $5, body = $6
+		return res.s.Pooled(ctx, func(pool *pgxpool.Pool) error {
+			_, err := pool.Exec(ctx, `UPDATE `+table(res.s)+` SET status = $4, headers = $5, body = $6
 			WHERE key_id = $1 AND key = $2 AND owner = $3`, res.keyID, res.key, res.owner, status, headers, body)
-		return err
+			return err
+		})
 	})
 }
 
@@ -504,11 +517,13 @@ func (m *Middleware) store(ctx context.Context, res *reservation, status int, h 
 func (m *Middleware) release(ctx context.Context, res *reservation, keepCommitted bool) error {
 	t := table(res.s)
 	return retry(ctx, func() error {
-		_, err := res.s.Pool().Exec(ctx, `WITH freed AS (
+		return res.s.Pooled(ctx, func(pool *pgxpool.Pool) error {
+			_, err := pool.Exec(ctx, `WITH freed AS (
 				DELETE FROM `+t+` WHERE key_id = $1 AND key = $2 AND owner = $3 AND status IS NULL AND NOT (committed AND $4))
 			UPDATE `+t+` SET locked_until = now() WHERE key_id = $1 AND key = $2 AND owner = $3 AND status IS NULL AND committed AND $4`,
-			res.keyID, res.key, res.owner, keepCommitted)
-		return err
+				res.keyID, res.key, res.owner, keepCommitted)
+			return err
+		})
 	})
 }
 

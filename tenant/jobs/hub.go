@@ -80,8 +80,15 @@ func (h *Hub) wakeAll() {
 // waking every stream then, since notifications may have been missed).
 func (h *Hub) Run(ctx context.Context) {
 	defer close(h.done)
+	h.ListenOn(ctx, h.pool)
+}
+
+// ListenOn listens to the job notifications of another shard's pool until
+// ctx ends, as Run does on the hub's own: a job's events are written, and
+// notified, on its project's shard.
+func (h *Hub) ListenOn(ctx context.Context, pool *pgxpool.Pool) {
 	for ctx.Err() == nil {
-		err := h.listen(ctx)
+		err := h.listen(ctx, pool)
 		if ctx.Err() != nil {
 			return
 		}
@@ -94,8 +101,8 @@ func (h *Hub) Run(ctx context.Context) {
 	}
 }
 
-func (h *Hub) listen(ctx context.Context) error {
-	conn, err := h.pool.Acquire(ctx)
+func (h *Hub) listen(ctx context.Context, pool *pgxpool.Pool) error {
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}

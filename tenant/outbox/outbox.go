@@ -44,7 +44,7 @@ const Queue = "webhooks"
 //
 // Paced, backed-off and retried jobs snooze, and River fetches a snoozed
 // job only when it is told of it or polls: the worker registers each
-// snooze with the process's waker (WorkerConfig.Waker), which notifies
+// snooze with the process's wakers (WorkerConfig.Wakers), which notify
 // the queue when the job is due. The poll is only the fallback for a
 // wake-up that was lost (a notification dropped, or a process that died
 // with wake-ups pending), so it is River's default second: every process

@@ -63,10 +63,11 @@ type WorkerConfig struct {
 	// ("success" or the failure reason of the delivery log) and how long
 	// the receiver took, for the metrics.
 	Attempted func(outcome string, took time.Duration)
-	// Waker, when set, notifies the queue when a snoozed job is due; the
-	// delivery queue's poll is only a fallback (QueueConfig), and without
-	// it a paced job would wake up to a second late.
-	Waker *queue.Waker
+	// Wakers, when set, notify the queue when a snoozed job is due, on
+	// the shard that holds it; the delivery queue's poll is only a
+	// fallback (QueueConfig), and without it a paced job would wake up to
+	// a second late.
+	Wakers *queue.Wakers
 }
 
 // Worker delivers one delivery per job: it makes attempts until one
@@ -168,8 +169,10 @@ func (o outcome) ok() bool { return o.reason == "" && o.status >= 200 && o.statu
 func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	err := w.work(ctx, job)
 	var snooze *river.JobSnoozeError
-	if w.cfg.Waker != nil && errors.As(err, &snooze) {
-		w.cfg.Waker.Wake(time.Now().Add(snooze.Duration))
+	if w.cfg.Wakers != nil && errors.As(err, &snooze) {
+		if sc, serr := tenant.JobScope(ctx); serr == nil {
+			w.cfg.Wakers.For(sc.Pool()).Wake(time.Now().Add(snooze.Duration))
+		}
 	}
 	return err
 }
@@ -457,7 +460,7 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, as []De
 		}
 		charge := sc
 		if pool.test {
-			if charge, err = tenant.NewScope(sc.Pool(), sc.Project, &tenant.Key{Test: true}); err != nil {
+			if charge, err = sc.WithKey(&tenant.Key{Test: true}); err != nil {
 				return nil, err
 			}
 		}

@@ -243,7 +243,11 @@ func TestPacedDeliveriesWakeOnTime(t *testing.T) {
 	}
 	span := at[len(at)-1].Sub(at[0])
 	t.Logf("%d deliveries in %s (the pace: %s), longest gap %s", n, span, time.Duration(n-1)*outbox.Pace, gap)
-	if gap > 300*time.Millisecond {
+	// A snoozed job is due `early` (200 ms) before its slot; without a
+	// wake it waits for the next 1 s poll, so the burst stops for about
+	// 800 ms wherever the poll falls. A loaded CI machine showed gaps of
+	// 166 ms and 300 ms with the waker, so the bound sits between the two.
+	if gap > 550*time.Millisecond {
 		t.Fatalf("a gap of %s between paced deliveries: a snoozed job waited for the poll", gap)
 	}
 	// Small delays of a loaded machine add up over a hundred slots (runs

@@ -46,6 +46,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api/moves/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A move
+         * @description Where a move is: its phase, rows copied, replication lag, the write pause, and its error when it failed.
+         *
+         *     Scope: `shards:read (or shards:admin)`.
+         */
+        get: operations["adminGetMove"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/moves/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a move
+         * @description Asks a move that is queued, copying or catching up to stop: it ends cancelled within a second or so, the project serving on its shard and nothing left on the target. A move switching or ended is 409.
+         *
+         *     Scope: `shards:admin`.
+         */
+        post: operations["adminCancelMove"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/api/projects": {
         parameters: {
             query?: never;
@@ -63,7 +107,7 @@ export interface paths {
         put?: never;
         /**
          * Create and provision a project
-         * @description A plan other than free needs projects:admin as well (403). A tenant with PLINTH_MAX_PROJECTS_PER_TENANT projects (default 100; those being deleted aside) is 403 project_limit_reached, the detail and limit naming the cap.
+         * @description A plan other than free needs projects:admin as well (403). A tenant with PLINTH_MAX_PROJECTS_PER_TENANT projects (default 100; those being deleted aside) is 403 project_limit_reached, the detail and limit naming the cap. The project goes to the active shard with the most room, or to `shard`, which needs shards:admin as well (403): an unknown shard is 422, one draining or retired 409.
          *
          *     Scope: `projects:write`.
          */
@@ -170,6 +214,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api/projects/{id}/move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move a project to another shard
+         * @description Starts moving the project online (docs/operations.md "Moving a project"): its schema is copied to `shard` by PostgreSQL logical replication while it serves; then its writes wait (they are not refused) while the last changes arrive, its waiting jobs and deliveries follow it, and its placement flips, at most PLINTH_MOVE_MAX_PAUSE (5 s). An unknown shard, one that does not answer or runs wal_level other than logical is 422 on `shard`; a shard not active, the project's own shard, a project being deleted or already moving is 409.
+         *
+         *     Scope: `shards:admin`.
+         */
+        post: operations["adminMoveProject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/projects/{id}/moves": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A project's moves
+         * @description The project's last 100 moves, newest first.
+         *
+         *     Scope: `shards:read (or shards:admin)`.
+         */
+        get: operations["adminListProjectMoves"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/api/projects/{id}/resume": {
         parameters: {
             query?: never;
@@ -208,6 +296,98 @@ export interface paths {
          *     Scope: `projects:admin`.
          */
         post: operations["adminSuspendProject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/shards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every shard
+         * @description The PostgreSQL servers that hold project schemas, oldest first ("default", the central database, first), each with its projects and what its server answers now (asked side by side, 3 s at most). Not paged: a deployment has a few. No answer carries a shard's connection URL.
+         *
+         *     Scope: `shards:read (or shards:admin)`.
+         */
+        get: operations["adminListShards"];
+        put?: never;
+        /**
+         * Add a shard
+         * @description Checks the server at `url` (it answers; PostgreSQL 15 or newer; wal_level=logical; a role that may create schemas, and publications and subscriptions: a superuser, or REPLICATION and, on 16 or newer, pg_create_subscription), each a 422 on `url` naming what is wrong; migrates River's tables there; records the shard with its URL sealed at rest. Every instance starts its work there at once, and new projects may land on it. The URL is never shown again nor logged. A name taken is 409; "default" is the central database's.
+         *
+         *     Scope: `shards:admin`.
+         */
+        post: operations["adminAddShard"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/shards/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A shard
+         * @description Scope: `shards:read (or shards:admin)`.
+         */
+        get: operations["adminGetShard"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/shards/{name}/drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Drain a shard
+         * @description The shard takes no new project from now on, on every instance, and each project it holds gets a move (as POST /admin/api/projects/{id}/move) to the active shard with the most room, counting the moves before it. The moves run a bounded number at a time (PLINTH_MOVE_CONCURRENCY per worker process); the shard's `drain` shows their progress and failures. Draining it again starts moves for the projects still on it that are not moving (after a failure, say). A shard that holds projects and does not answer, or that has no other active shard answering with wal_level=logical to send them to, is 409 and nothing changes; so is a retired shard.
+         *
+         *     Scope: `shards:admin`.
+         */
+        post: operations["adminDrainShard"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/shards/{name}/retire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retire a shard
+         * @description Only a shard that holds no project (409 naming how many it holds otherwise); never "default", the central database (409). A retired shard takes no project, is not asked by /readyz, and its work stops on every instance. Retiring is for good.
+         *
+         *     Scope: `shards:admin`.
+         */
+        post: operations["adminRetireShard"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3029,6 +3209,13 @@ export interface components {
             scopes: string[];
             secret: string;
         };
+        AdminAddShardRequest: {
+            /** @description Projects the shard is meant to hold (default 10000). */
+            capacity?: number;
+            name: string;
+            /** @description postgres://user:password@host:port/database */
+            url: string;
+        };
         AdminAddUserRequest: {
             email: string;
             name?: string;
@@ -3039,6 +3226,8 @@ export interface components {
             industry?: string;
             name: string;
             plan?: components["schemas"]["Plan"];
+            /** @description The shard to place the project on (an active one); absent: the active shard with the most room. */
+            shard?: string;
             target_languages?: string[];
             tenant_id: number;
             timezone?: string;
@@ -3051,6 +3240,10 @@ export interface components {
         };
         AdminCreditsRequest: {
             amount: number;
+        };
+        AdminMoveRequest: {
+            /** @description The shard to move the project to. */
+            shard: string;
         };
         AdminProject: {
             allowed_origins: string[];
@@ -3761,6 +3954,34 @@ export interface components {
             /** @description The live pool's usage of the current period (GET of one project that is not being deleted). */
             usage?: components["schemas"]["Usage"];
         };
+        Drain: {
+            cancelled: number;
+            done: number;
+            failed: number;
+            failures: {
+                error: string;
+                move_id: string;
+                project_id: string;
+            }[];
+            /** @description Every move of the drain ended. */
+            finished: boolean;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            finished_at: string | null;
+            id: string;
+            /** @description Moves the drain started: one per project the shard held (those being deleted or moving already aside). */
+            moves: number;
+            /** @description Copying, catching up or switching. */
+            moving: number;
+            queued: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            started_at: string;
+        };
         Export: {
             /**
              * Format: date-time
@@ -3978,6 +4199,46 @@ export interface components {
         /** @description A JSON-RPC 2.0 message of the Model Context Protocol. */
         MCPMessage: {
             [key: string]: unknown;
+        };
+        Move: {
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /** @description The drain of its shard that started the move, if one did. */
+            drain_id: string | null;
+            error: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            finished_at: string | null;
+            from_shard: string;
+            id: string;
+            /** @description WAL the target had still to confirm when last measured. */
+            lag_bytes: number | null;
+            /**
+             * @description How the rows go over, chosen as the move starts: replication (a subscription copies them while the project serves) or fenced_copy (a project of at most PLINTH_MOVE_COPY_ROWS rows is copied under its fence, a shorter pause).
+             * @enum {string|null}
+             */
+            method: "replication" | "fenced_copy" | null;
+            /** @description How long the project's writes waited at the fence (done moves). */
+            pause_ms: number | null;
+            /**
+             * @description queued; copying (the initial copy by logical replication); catching_up (streaming what changed since); switching (the write fence and the flip); then done, failed (error says why; the project serves on from_shard) or cancelled.
+             * @enum {string}
+             */
+            phase: "queued" | "copying" | "catching_up" | "switching" | "done" | "failed" | "cancelled";
+            project_id: string;
+            /** @description Rows of the project's tables on the target, counted after the copy and at the end. */
+            rows_copied: number;
+            to_shard: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string;
         };
         /** @description The subscription as the request sent it (email, name and source trimmed). It carries nothing of the stored row, so a first subscription, a repeated one and a spam one answer alike. */
         NewsletterSubscription: {
@@ -4472,6 +4733,33 @@ export interface components {
             project_plans: components["schemas"]["Plan"][];
             tenant: components["schemas"]["Tenant"];
             user: components["schemas"]["User"];
+        };
+        Shard: {
+            /** @description Projects the shard is meant to hold: a new project goes to the active shard with the most room. */
+            capacity: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /** @description The progress of the shard's last drain; null when it was never drained. */
+            drain: components["schemas"]["Drain"] | null;
+            /** @description Why the server did not answer. */
+            error?: string;
+            name: string;
+            /** @description Projects placed on the shard, whatever their status. */
+            projects: number;
+            /** @description The server answered now (within 3 s); a retired shard is not asked. */
+            reachable: boolean;
+            /**
+             * @description active: takes new projects; draining: takes none (its projects are to move away); retired: holds none.
+             * @enum {string}
+             */
+            state: "active" | "draining" | "retired";
+            /** @description The server's PostgreSQL version, when it answered. */
+            version?: string;
+            /** @description The server's wal_level, when it answered (a shard needs logical). */
+            wal_level?: string;
         };
         SocialAccount: {
             /**
@@ -5131,6 +5419,75 @@ export interface operations {
             503: components["responses"]["Problem503"];
         };
     };
+    adminGetMove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The move. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Move"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    adminCancelMove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The move, asked to cancel (its phase changes once the worker has cleaned up). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Move"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
     adminListProjects: {
         parameters: {
             query?: {
@@ -5439,6 +5796,83 @@ export interface operations {
             503: components["responses"]["Problem503"];
         };
     };
+    adminMoveProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminMoveRequest"];
+            };
+        };
+        responses: {
+            /** @description The move, queued; Location names it. */
+            202: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Move"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    adminListProjectMoves: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The moves. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Move"][];
+                    };
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
     adminResumeProject: {
         parameters: {
             query?: never;
@@ -5510,6 +5944,181 @@ export interface operations {
             409: components["responses"]["Problem409"];
             413: components["responses"]["Problem413"];
             422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    adminListShards: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The shards. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Shard"][];
+                    };
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    adminAddShard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminAddShardRequest"];
+            };
+        };
+        responses: {
+            /** @description The shard, with what its server answered. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Shard"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    adminGetShard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The shard, with what its server answers now. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Shard"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    adminDrainShard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The shard, draining, with its drain. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Shard"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    adminRetireShard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The shard, retired. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Shard"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
