@@ -278,6 +278,13 @@ func (c *Central) DeleteProject(ctx context.Context, projectID string, o DeleteO
 		if status == StatusDeleting {
 			return httpapi.Conflict(httpapi.CodeConflict, "project "+projectID+" is already being deleted")
 		}
+		// A move copies the schema the deletion drops: one or the other.
+		if mv, err := moveUnderWay(ctx, tx, projectID); err != nil || mv != "" {
+			if err == nil {
+				err = httpapi.Conflict(httpapi.CodeConflict, "project "+projectID+" is moving to another shard (move "+mv+"): cancel the move (POST /admin/api/moves/"+mv+"/cancel) or wait for it to end, then delete")
+			}
+			return err
+		}
 		if err := markDeleting(ctx, tx, projectID); err != nil {
 			return err
 		}

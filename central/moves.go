@@ -180,6 +180,15 @@ func (c *Central) StartMove(ctx context.Context, projectID, to string) (Move, er
 	}
 	var m Move
 	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		// Under the project's row lock, as DeleteProject takes it: a
+		// deletion that began since the check above wins.
+		status, err := lockProjectStatus(ctx, tx, projectID)
+		if err != nil {
+			return err
+		}
+		if status == StatusDeleting {
+			return httpapi.Conflict(httpapi.CodeConflict, "project "+projectID+" is being deleted")
+		}
 		m, err = c.queueMove(ctx, tx, projectID, p.Shard, to, "")
 		return err
 	})
@@ -525,11 +534,15 @@ func (r *moveRun) copyUnderFence(ctx context.Context, tx pgx.Tx, deadline time.T
 	}
 	defer conn.Release()
 	var n int64
+	plan, err := copyPlan(ctx, tx, r.schema, r.tables)
+	if err != nil {
+		return err
+	}
 	err = pgx.BeginFunc(ctx, conn, func(dtx pgx.Tx) error {
 		for _, t := range r.tables { // parents first (copyOrder)
-			cols, err := copyColumns(ctx, tx, r.schema, t)
-			if err != nil {
-				return err
+			cols, ok := plan[t]
+			if !ok {
+				continue // empty under the fence
 			}
 			c, err := copyTable(ctx, tx.Conn().PgConn(), dtx.Conn().PgConn(), r.schema, t, cols)
 			if err != nil {

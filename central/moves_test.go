@@ -14,8 +14,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
+	"github.com/plinth-dev/plinth/internal/httpapi"
 )
 
 // Moving a project online (issue 35): tests on two real clusters, the
@@ -298,6 +300,10 @@ func TestMoveCancelAndBadInput(t *testing.T) {
 	m := move(p.ID, map[string]any{"shard": "b"}).Expect(t, 202).JSON(t)
 	id := m["id"].(string)
 	move(p.ID, map[string]any{"shard": "b"}).Problem(t, 409, "conflict")
+	// Nor is a moving project deleted: the move copies what it would drop.
+	_, err := env.Server.Central.DeleteProject(ctx, p.ID, central.DeleteOptions{})
+	require.ErrorIs(t, err, httpapi.ErrConflict)
+	require.ErrorContains(t, err, id)
 	env.Do("POST", "/admin/api/moves/"+id+"/cancel", tok, nil).Expect(t, 200)
 	m = waitMove(t, env, tok, id)
 	require.Equal(t, "cancelled", m["phase"], "%v", m)

@@ -225,6 +225,62 @@ func (c *Central) ensurePrivateShard(ctx context.Context, name, url string, logg
 	return err
 }
 
+// superviseEvery is how often Serve checks that the private clusters it
+// uses still run.
+const superviseEvery = time.Second
+
+// supervise restarts, within superviseEvery, a private cluster this
+// process uses (the central one and serve --shards's) whose server
+// stopped: killed, crashed, or stopped by hand. Requests for it answer 503
+// meanwhile, and the pools reconnect once it is back, so the server serves
+// again without a restart of Plinth. The returned function stops it and
+// waits; it runs before Close detaches the clusters.
+func (db *Database) supervise(ctx context.Context, logger *slog.Logger) (stop func()) {
+	var clusters []*pgcluster.Cluster
+	if db.cluster != nil {
+		clusters = append(clusters, db.cluster)
+	}
+	clusters = append(clusters, db.shards...)
+	if len(clusters) == 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(superviseEvery)
+		defer tick.Stop()
+		failing := map[string]bool{}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			for _, c := range clusters {
+				started, err := c.Revive(ctx)
+				switch {
+				case ctx.Err() != nil:
+					return
+				case err != nil:
+					// Once per outage, not every second.
+					if !failing[c.Dir] {
+						logger.Warn("a private PostgreSQL cluster stopped and does not start again yet; retrying every second", "dir", c.Dir, "err", err)
+					}
+					failing[c.Dir] = true
+				case started:
+					failing[c.Dir] = false
+					logger.Warn("restarted a private PostgreSQL cluster that had stopped", "dir", c.Dir, "port", c.Port)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // Private reports whether the database is the private cluster.
 func (db *Database) Private() bool { return db.cluster != nil }
 
@@ -383,6 +439,7 @@ func Serve(ctx context.Context, cfg config.Config, opts ServeOptions, logger *sl
 	if err != nil {
 		return err
 	}
+	defer db.supervise(ctx, logger)()
 	if opts.Migrate {
 		if err := MigrateAll(ctx, cfg, db.Pool, logger); err != nil {
 			return err

@@ -88,17 +88,30 @@ func insertDrain(ctx context.Context, tx pgx.Tx, shard string) (drainID string, 
 
 // drainCandidates lists, in tx, the projects placed on shard that a drain
 // moves: all but those being deleted (their schemas are dropped where they
-// are) and those with a move under way (it goes on). Oldest first.
+// are) and those with a move under way (it goes on). Oldest first, their
+// rows locked as DeleteProject locks them, so none is deleted meanwhile.
 func drainCandidates(ctx context.Context, tx pgx.Tx, shard string) (_ []string, err error) {
 	defer httpapi.Wrap(&err, "drainCandidates(%s)", shard)
 	rows, err := tx.Query(ctx, `SELECT p.id FROM central.placements pl JOIN central.projects p ON p.id = pl.project_id
 		WHERE pl.shard = $1 AND p.status <> 'deleting'
 		  AND NOT EXISTS (SELECT 1 FROM central.moves m WHERE m.project_id = p.id AND m.phase IN ('queued', 'copying', 'catching_up', 'switching'))
-		ORDER BY p.seq`, shard)
+		ORDER BY p.seq
+		FOR UPDATE OF p`, shard)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// moveUnderWay is the id of project's move under way, or "" (in tx, which
+// holds the project's row: no move starts meanwhile).
+func moveUnderWay(ctx context.Context, tx pgx.Tx, projectID string) (id string, err error) {
+	defer httpapi.Wrap(&err, "moveUnderWay(%s)", projectID)
+	err = tx.QueryRow(ctx, `SELECT id FROM central.moves WHERE project_id = $1 AND phase IN ('queued', 'copying', 'catching_up', 'switching')`, projectID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
 }
 
 // drainMoves lists the moves of drain drainID, oldest first.
@@ -247,14 +260,28 @@ func identifyFully(ctx context.Context, db dbtx, schema string) (err error) {
 	return nil
 }
 
-// truncateTables empties the tables of a new target schema: the copy
-// brings the source's rows, provisioning's own included.
+// truncateTables empties the tables of a new target schema that hold a
+// row (provisioning's own: the copy brings the source's), finding them in
+// one round trip: a TRUNCATE gives each table and index a new file, work
+// an empty table need not cost.
 func truncateTables(ctx context.Context, db dbtx, schema string, tables []string) (err error) {
 	defer httpapi.Wrap(&err, "truncateTables(%s)", schema)
-	if len(tables) == 0 {
-		return nil
+	b := &pgx.Batch{}
+	var filled []string
+	for _, t := range tables {
+		b.Queue(`SELECT EXISTS (SELECT FROM `+pgx.Identifier{schema, t}.Sanitize()+`)`).QueryRow(func(r pgx.Row) error {
+			var ok bool
+			if err := r.Scan(&ok); err != nil || !ok {
+				return err
+			}
+			filled = append(filled, t)
+			return nil
+		})
 	}
-	_, err = db.Exec(ctx, `TRUNCATE `+qualified(schema, tables))
+	if err := db.SendBatch(ctx, b).Close(); err != nil || len(filled) == 0 {
+		return err
+	}
+	_, err = db.Exec(ctx, `TRUNCATE `+qualified(schema, filled))
 	return err
 }
 
@@ -479,24 +506,43 @@ func copyOrder(ctx context.Context, db dbtx, schema string, tables []string) (_ 
 	return out, nil
 }
 
-// copyColumns lists the columns of schema.table a copy carries, in order
-// (dropped and generated columns left out), each quoted.
-func copyColumns(ctx context.Context, db dbtx, schema, table string) (_ string, err error) {
-	defer httpapi.Wrap(&err, "copyColumns(%s.%s)", schema, table)
-	rows, err := db.Query(ctx, `SELECT a.attname FROM pg_attribute a
-		WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum`,
-		pgx.Identifier{schema, table}.Sanitize())
-	if err != nil {
-		return "", err
+// copyPlan lists, in one round trip, the tables of schema (among tables)
+// that hold a row, each with the columns a copy carries, in order and
+// quoted (dropped and generated columns left out): what a fenced copy
+// copies, the empty tables (most of a small project's) skipped.
+func copyPlan(ctx context.Context, db dbtx, schema string, tables []string) (_ map[string]string, err error) {
+	defer httpapi.Wrap(&err, "copyPlan(%s)", schema)
+	b := &pgx.Batch{}
+	filled := map[string]bool{}
+	for _, t := range tables {
+		b.Queue(`SELECT EXISTS (SELECT FROM `+pgx.Identifier{schema, t}.Sanitize()+`)`).QueryRow(func(r pgx.Row) error {
+			var ok bool
+			err := r.Scan(&ok)
+			filled[t] = ok
+			return err
+		})
 	}
-	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return "", err
+	plan := map[string]string{}
+	b.Queue(`SELECT c.relname, string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum)
+		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+		GROUP BY c.relname`, schema).Query(func(rows pgx.Rows) error {
+		var t, cols string
+		_, err := pgx.ForEachRow(rows, []any{&t, &cols}, func() error {
+			plan[t] = cols
+			return nil
+		})
+		return err
+	})
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
 	}
-	for i, c := range cols {
-		cols[i] = pgx.Identifier{c}.Sanitize()
+	for t := range plan {
+		if !filled[t] {
+			delete(plan, t)
+		}
 	}
-	return strings.Join(cols, ", "), nil
+	return plan, nil
 }
 
 // copyTable copies the rows of schema.table (columns cols) from the

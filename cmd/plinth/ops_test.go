@@ -37,7 +37,11 @@ var (
 const testVersion = "v9.8.7-opstest"
 
 // plinthBin builds the command once for the operations tests, with the
-// version set at link time.
+// version set at link time, and with the race detector when the tests
+// have it (raceBuild): the packages are then the ones go test compiled,
+// and only the link is left, where a plain build compiled the module and
+// its dependencies a second time (minutes on an empty cache); and a race
+// in a served process fails its test (exit status 66).
 func plinthBin(t *testing.T) string {
 	t.Helper()
 	opsBinOnce.Do(func() {
@@ -54,7 +58,11 @@ func plinthBin(t *testing.T) string {
 			return
 		}
 		opsBin = filepath.Join(dir, "plinth")
-		out, err := exec.Command("go", "build", "-ldflags", "-X main.version="+testVersion, "-o", opsBin, ".").CombinedOutput()
+		args := []string{"build", "-ldflags", "-X main.version=" + testVersion, "-o", opsBin}
+		if raceBuild {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 		if err != nil {
 			opsBinErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

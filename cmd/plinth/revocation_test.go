@@ -4,25 +4,12 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
 )
-
-// buildPlinth compiles this command into a temporary directory, with
-// extra go build flags.
-func buildPlinth(t *testing.T, flags ...string) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "plinth")
-	cmd := exec.Command("go", append(append([]string{"build", "-o", bin}, flags...), ".")...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // startChild starts `plinth serve` from bin over env's database with the
 // key cache TTL ttl; waitHealthy then waits for it to answer.
@@ -74,7 +61,7 @@ func (c *bgServe) waitHealthy(t *testing.T) {
 func TestRevocationAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	const longTTL, shortTTL = time.Hour, 2 * time.Second
-	bin := buildPlinth(t)
+	bin := plinthBin(t)
 	env := apitest.New(t)
 	p := env.NewProject("build")
 	// The polls below must never meet the rate limit.

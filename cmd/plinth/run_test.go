@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -494,6 +495,7 @@ func TestServePrivateShards(t *testing.T) {
 	if n := strings.Count(srv.errs.String(), "added private shard"); n != 2 {
 		t.Fatalf("first start added %d shards, want 2:\n%s", n, srv.errs.String())
 	}
+
 	srv.stop(t)
 	running(false)
 
@@ -502,11 +504,107 @@ func TestServePrivateShards(t *testing.T) {
 	if strings.Contains(srv.errs.String(), "added private shard") {
 		t.Fatalf("the second start added shards again:\n%s", srv.errs.String())
 	}
-	if got := shardOf(tid, "Second"); got != "shard2" {
-		t.Fatalf("second project on %s, want shard2 (shard1 holds one)", got)
+	second := mustJSON(t, env, "project", "create", "--tenant", tid, "--name", "Second")
+	if got := mustJSON(t, env, "project", "get", "--project", second["id"].(string))["shard"]; got != "shard2" {
+		t.Fatalf("second project on %v, want shard2 (shard1 holds one)", got)
 	}
+	// Supervision: a cluster whose postmaster is killed is started again,
+	// and its projects are served again, without a restart of plinth;
+	// meanwhile they answer 503, never 500, and the others are served.
+	demo, err := os.ReadFile(filepath.Join(dir, ".plinth", "demo_key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := mustJSON(t, env, "key", "create", "--project", second["id"].(string))["secret"].(string)
+	killAndRevive(t, srv.base, pidFiles[0], strings.TrimSpace(string(demo)), key, srv.errs.String) // central (and default)
+	killAndRevive(t, srv.base, pidFiles[2], key, strings.TrimSpace(string(demo)), srv.errs.String) // shard2
+	// pg_ctl returns a moment after the server answers: the second log
+	// line may follow the requests it answered.
+	waitFor(t, "two restarts logged", 10*time.Second, func() bool {
+		return strings.Count(srv.errs.String(), "restarted a private PostgreSQL cluster") == 2
+	})
 	srv.stop(t)
 	running(false)
+}
+
+// killAndRevive kills the postmaster of pidFile's cluster (SIGKILL, as a
+// crash would: pgtest.Crash) under the running serve at base and requires
+// that it comes back on its own within 60 s: /readyz answers 503 while it
+// is down, then 200; requests with key (a project on it) answer only 200
+// or 503 with Retry-After meanwhile (one a second: the demo plan allows
+// 30 a minute), and 200 at the end; and other (a project elsewhere)
+// answers 200 afterwards.
+func killAndRevive(t *testing.T, base, pidFile, key, other string, logs func() string) {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reap := pgtest.Crash(t, pid)
+	var down, up bool
+	var lastKey time.Time
+	deadline := time.Now().Add(60 * time.Second)
+	for !up {
+		if time.Now().After(deadline) {
+			t.Fatalf("not back 60 s after the postmaster of %s was killed (readyz 503 seen: %t); serve's log:\n%s", pidFile, down, logs())
+		}
+		st, body, err := get(base+"/readyz", "")
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case st == 503:
+			down = true
+		case st == 200 && down && time.Since(lastKey) > time.Second:
+			up = statusOf(t, base, key) == 200
+			lastKey = time.Now()
+			continue
+		case st != 200:
+			t.Fatalf("readyz: %d %s", st, body)
+		}
+		if time.Since(lastKey) > time.Second {
+			statusOf(t, base, key)
+			lastKey = time.Now()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	reap()
+	if st := statusOf(t, base, other); st != 200 {
+		t.Fatalf("the other project after the restart: %d", st)
+	}
+}
+
+// statusOf is the status of GET /v1/projects/me with key: 200, or 503
+// with Retry-After (anything else fails t).
+func statusOf(t *testing.T, base, key string) int {
+	t.Helper()
+	res, err := http.DefaultClient.Do(authed(t, base+"/v1/projects/me", key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	switch {
+	case res.StatusCode == 503 && res.Header.Get("Retry-After") == "":
+		t.Fatalf("503 without Retry-After: %s", body)
+	case res.StatusCode != 200 && res.StatusCode != 503:
+		t.Fatalf("while a cluster is down or coming back: %d %s", res.StatusCode, body)
+	}
+	return res.StatusCode
+}
+
+// authed is a GET of url with key.
+func authed(t *testing.T, url, key string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	return req
 }
 
 // TestServeShardsNeedPrivateCluster: with DATABASE_URL, serve --shards is

@@ -5,6 +5,7 @@
 package pgcluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -234,6 +235,31 @@ func (c *Cluster) Detach() (stopped bool, err error) {
 	return true, c.Stop()
 }
 
+// Revive starts the server again, on its port, when this process is
+// attached to it and it no longer runs (its postmaster died, or was
+// stopped behind Plinth's back). It returns whether it started it. Like
+// Attach it holds start.lock, so of several processes sharing the cluster
+// one restarts it and the others find it running. A postmaster killed
+// outright leaves backends that hold its shared memory for a moment, and
+// the start fails until they are gone: the caller tries again.
+func (c *Cluster) Revive(ctx context.Context) (started bool, err error) {
+	if c.users == nil {
+		return false, nil
+	}
+	if _, ok := c.runningPort(); ok {
+		return false, nil
+	}
+	start, err := lockFile(ctx, filepath.Join(c.Dir, "start.lock"), syscall.LOCK_EX)
+	if err != nil {
+		return false, err
+	}
+	defer start.Close()
+	if c.users == nil {
+		return false, nil
+	}
+	return c.Start(ctx)
+}
+
 // lockFile opens (creating) path and takes the flock how on it, waiting
 // for it until ctx ends.
 func lockFile(ctx context.Context, path string, how int) (*os.File, error) {
@@ -338,10 +364,25 @@ func (c *Cluster) runningPort() (int, bool) {
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(lines[0]))
 	port, _ := strconv.Atoi(strings.TrimSpace(lines[3]))
-	if pid <= 0 || port <= 0 || syscall.Kill(pid, 0) != nil {
+	if pid <= 0 || port <= 0 || !alive(pid) {
 		return 0, false
 	}
 	return port, true
+}
+
+// alive reports whether process pid runs: it exists, and it is not a
+// zombie (a postmaster that died and that its parent, which pg_ctl's exit
+// made init or a subreaper, has not reaped yet still answers kill 0).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // no /proc: kill 0 is all there is
+	}
+	end := bytes.LastIndexByte(b, ')')
+	return end < 0 || end+2 >= len(b) || b[end+2] != 'Z'
 }
 
 // Stop shuts the server down (fast mode).

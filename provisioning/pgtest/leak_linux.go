@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -108,4 +109,71 @@ func cmdline(pid int) string {
 		return "(exited)"
 	}
 	return string(bytes.TrimSpace(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+}
+
+// Crash kills the PostgreSQL server whose postmaster is pid with SIGKILL,
+// as a crash would, and reaps, in the background, it and the backends it
+// leaves (they exit on their own once their postmaster is gone): under
+// the subreaper (Main) they become this process's children, and an
+// unreaped postmaster would keep its pid in use, which stops a new server
+// on its data directory from starting. The binary's leak check then does
+// not count a death the test caused. wait waits for the reaping (up to
+// 30 s).
+func Crash(t testing.TB, pid int) (wait func()) {
+	t.Helper()
+	kids := childrenOf(pid)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill postmaster %d: %v", pid, err)
+	}
+	left := append([]int{pid}, kids...)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for deadline := time.Now().Add(30 * time.Second); len(left) > 0 && time.Now().Before(deadline); {
+			var still []int
+			for _, p := range left {
+				var ws syscall.WaitStatus
+				got, err := syscall.Wait4(p, &ws, syscall.WNOHANG, nil)
+				if got == p || (err != nil && syscall.Kill(p, 0) != nil) {
+					continue // reaped, or gone and reaped elsewhere
+				}
+				still = append(still, p)
+			}
+			left = still
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return func() {
+		t.Helper()
+		<-done
+		if len(left) > 0 {
+			t.Fatalf("processes of the killed server %d did not end within 30 s: %v", pid, left)
+		}
+	}
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		end := bytes.LastIndexByte(b, ')')
+		open := bytes.IndexByte(b, '(')
+		if open < 0 || end < open {
+			continue
+		}
+		fields := bytes.Fields(b[end+1:])
+		if len(fields) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(string(fields[1])); ppid == pid {
+			c, _ := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
+			out = append(out, c)
+		}
+	}
+	return out
 }

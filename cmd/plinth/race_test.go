@@ -1,0 +1,6 @@
+//go:build race
+
+package main
+
+// raceBuild: these tests run with the race detector (go test -race).
+const raceBuild = true
