@@ -269,7 +269,7 @@ func truncateTables(ctx context.Context, db dbtx, schema string, tables []string
 	b := &pgx.Batch{}
 	var filled []string
 	for _, t := range tables {
-		b.Queue(`SELECT EXISTS (SELECT FROM `+pgx.Identifier{schema, t}.Sanitize()+`)`).QueryRow(func(r pgx.Row) error {
+		b.Queue(`SELECT EXISTS (SELECT FROM ` + pgx.Identifier{schema, t}.Sanitize() + `)`).QueryRow(func(r pgx.Row) error {
 			var ok bool
 			if err := r.Scan(&ok); err != nil || !ok {
 				return err
@@ -515,7 +515,7 @@ func copyPlan(ctx context.Context, db dbtx, schema string, tables []string) (_ m
 	b := &pgx.Batch{}
 	filled := map[string]bool{}
 	for _, t := range tables {
-		b.Queue(`SELECT EXISTS (SELECT FROM `+pgx.Identifier{schema, t}.Sanitize()+`)`).QueryRow(func(r pgx.Row) error {
+		b.Queue(`SELECT EXISTS (SELECT FROM ` + pgx.Identifier{schema, t}.Sanitize() + `)`).QueryRow(func(r pgx.Row) error {
 			var ok bool
 			err := r.Scan(&ok)
 			filled[t] = ok
