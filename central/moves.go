@@ -456,12 +456,9 @@ func (r *moveRun) run(ctx context.Context) error {
 		return err
 	}
 	if r.method == MethodFencedCopy {
-		if r.tables, err = copyOrder(ctx, r.src, r.schema, r.tables); err != nil {
-			return err
-		}
 		return r.switchOver(ctx)
 	}
-	if err := identifyFully(ctx, r.src, r.schema); err != nil {
+	if err := identifyFully(ctx, r.src, r.schema, r.tables); err != nil {
 		return err
 	}
 	for _, pool := range []*pgxpool.Pool{r.src, r.dst} {
@@ -539,12 +536,8 @@ func (r *moveRun) copyUnderFence(ctx context.Context, tx pgx.Tx, deadline time.T
 		return err
 	}
 	err = pgx.BeginFunc(ctx, conn, func(dtx pgx.Tx) error {
-		for _, t := range r.tables { // parents first (copyOrder)
-			cols, ok := plan[t]
-			if !ok {
-				continue // empty under the fence
-			}
-			c, err := copyTable(ctx, tx.Conn().PgConn(), dtx.Conn().PgConn(), r.schema, t, cols)
+		for _, t := range plan { // parents first, empty tables left out
+			c, err := copyTable(ctx, tx.Conn().PgConn(), dtx.Conn().PgConn(), r.schema, t.Table, t.Columns)
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/id"
+	"github.com/plinth-dev/plinth/provisioning"
 )
 
 // The SQL of moves (moves.go): the central.moves rows, and on the shards
@@ -215,18 +217,34 @@ func unlockMove(ctx context.Context, conn dbtx, moveID string) (err error) {
 
 // On a shard.
 
-// projectTables lists the tables of a project's schema a move copies:
-// every ordinary table but goose's version table, which the target's
-// provisioning writes.
+// projectTables lists the tables of a project's schema a move copies,
+// each after the tables its foreign keys reference (rows copied in this
+// order meet every key they point to): every table but goose's version
+// table, which the target's provisioning writes. Like every catalog read
+// of a move it finds the schema's relations through an index
+// (provisioning.Tables), never by a filter on pg_class.relnamespace: that
+// reads every relation of the shard, and made each move of a drain slower
+// as the shard filled.
 func projectTables(ctx context.Context, db dbtx, schema string) (_ []string, err error) {
 	defer httpapi.Wrap(&err, "projectTables(%s)", schema)
-	rows, err := db.Query(ctx, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND c.relkind = 'r' AND NOT c.relispartition AND c.relname <> 'goose_db_version' ORDER BY c.relname`, schema)
+	tables, err := provisioning.Tables(ctx, db, schema)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	tables = slices.DeleteFunc(tables, func(t provisioning.Table) bool { return t.Name == "goose_db_version" })
+	if tables, err = provisioning.LoadOrder(ctx, db, tables); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = t.Name
+	}
+	return names, nil
 }
+
+// inSchema joins each name t of unnest($2::text[]) to its relation c in
+// schema $1 by pg_class's index on the name.
+const inSchema = `unnest($2::text[]) t JOIN pg_catalog.pg_class c ON c.oid = to_regclass(format('%I.%I', $1::text, t))`
 
 // qualified quotes schema.table for each table.
 func qualified(schema string, tables []string) string {
@@ -237,18 +255,18 @@ func qualified(schema string, tables []string) string {
 	return strings.Join(q, ", ")
 }
 
-// identifyFully gives the tables of schema with neither a primary key nor
-// a replica identity REPLICA IDENTITY FULL, so that their updates and
-// deletes replicate (on the source: its schema is dropped after the move).
-func identifyFully(ctx context.Context, db dbtx, schema string) (err error) {
+// identifyFully gives the tables of schema (among tables) with neither a
+// primary key nor a replica identity REPLICA IDENTITY FULL, so that their
+// updates and deletes replicate (on the source: its schema is dropped
+// after the move).
+func identifyFully(ctx context.Context, db dbtx, schema string, tables []string) (err error) {
 	defer httpapi.Wrap(&err, "identifyFully(%s)", schema)
-	rows, err := db.Query(ctx, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relreplident = 'd'
-		AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)`, schema)
+	rows, err := db.Query(ctx, `SELECT t FROM `+inSchema+` WHERE c.relreplident = 'd'
+		AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)`, schema, tables)
 	if err != nil {
 		return err
 	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	tables, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return err
 	}
@@ -261,28 +279,41 @@ func identifyFully(ctx context.Context, db dbtx, schema string) (err error) {
 }
 
 // truncateTables empties the tables of a new target schema that hold a
-// row (provisioning's own: the copy brings the source's), finding them in
-// one round trip: a TRUNCATE gives each table and index a new file, work
-// an empty table need not cost.
+// row (provisioning's own: the copy brings the source's): a TRUNCATE
+// gives each table and index a new file, work an empty table need not
+// cost.
 func truncateTables(ctx context.Context, db dbtx, schema string, tables []string) (err error) {
 	defer httpapi.Wrap(&err, "truncateTables(%s)", schema)
 	b := &pgx.Batch{}
-	var filled []string
-	for _, t := range tables {
-		b.Queue(`SELECT EXISTS (SELECT FROM ` + pgx.Identifier{schema, t}.Sanitize() + `)`).QueryRow(func(r pgx.Row) error {
-			var ok bool
-			if err := r.Scan(&ok); err != nil || !ok {
-				return err
-			}
-			filled = append(filled, t)
-			return nil
-		})
-	}
-	if err := db.SendBatch(ctx, b).Close(); err != nil || len(filled) == 0 {
+	filled := filledTables(b, schema, tables)
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}
-	_, err = db.Exec(ctx, `TRUNCATE `+qualified(schema, filled))
+	if f := filled(); len(f) > 0 {
+		_, err = db.Exec(ctx, `TRUNCATE `+qualified(schema, f))
+	}
 	return err
+}
+
+// filledTables queues on b the queries that find which of tables hold a
+// row; once b ran, the function it answers lists those, in the order of
+// tables.
+func filledTables(b *pgx.Batch, schema string, tables []string) func() []string {
+	has := make([]bool, len(tables))
+	for i, t := range tables {
+		b.Queue(`SELECT EXISTS (SELECT FROM ` + pgx.Identifier{schema, t}.Sanitize() + `)`).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&has[i])
+		})
+	}
+	return func() []string {
+		var filled []string
+		for i, t := range tables {
+			if has[i] {
+				filled = append(filled, t)
+			}
+		}
+		return filled
+	}
 }
 
 // ensureMoveMarks creates the marks table a move's fence writes to on the
@@ -450,86 +481,27 @@ func projectSize(ctx context.Context, db *pgxpool.Pool, schema string, tables []
 			return err
 		})
 	}
-	b.Queue(`SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND c.relkind = 'r'`, schema).QueryRow(func(r pgx.Row) error { return r.Scan(&bytes) })
+	b.Queue(`SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM `+inSchema, schema, tables).QueryRow(func(r pgx.Row) error { return r.Scan(&bytes) })
 	return rows, bytes, db.SendBatch(ctx, b).Close()
 }
 
-// copyOrder orders the tables of schema so that each comes after the
-// tables its foreign keys reference (a table referencing itself, or in a
-// cycle, keeps its place): rows copied in this order meet every key they
-// point to.
-func copyOrder(ctx context.Context, db dbtx, schema string, tables []string) (_ []string, err error) {
-	defer httpapi.Wrap(&err, "copyOrder(%s)", schema)
-	rows, err := db.Query(ctx, `SELECT c.relname, r.relname FROM pg_constraint k
-		JOIN pg_class c ON c.oid = k.conrelid JOIN pg_class r ON r.oid = k.confrelid
-		JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE k.contype = 'f' AND n.nspname = $1 AND k.conrelid <> k.confrelid`, schema)
-	if err != nil {
-		return nil, err
-	}
-	edges, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ From, To string }])
-	if err != nil {
-		return nil, err
-	}
-	refs := map[string][]string{}
-	for _, e := range edges {
-		refs[e.From] = append(refs[e.From], e.To)
-	}
-	order := make([]string, 0, len(tables))
-	state := map[string]int{} // 1 visiting, 2 placed
-	var visit func(t string)
-	visit = func(t string) {
-		if state[t] != 0 {
-			return
-		}
-		state[t] = 1
-		for _, r := range refs[t] {
-			visit(r)
-		}
-		state[t] = 2
-		order = append(order, t)
-	}
-	known := map[string]bool{}
-	for _, t := range tables {
-		known[t] = true
-	}
-	for _, t := range tables {
-		visit(t)
-	}
-	out := order[:0]
-	for _, t := range order {
-		if known[t] {
-			out = append(out, t)
-		}
-	}
-	return out, nil
-}
-
 // copyPlan lists, in one round trip, the tables of schema (among tables)
-// that hold a row, each with the columns a copy carries, in order and
-// quoted (dropped and generated columns left out): what a fenced copy
-// copies, the empty tables (most of a small project's) skipped.
-func copyPlan(ctx context.Context, db dbtx, schema string, tables []string) (_ map[string]string, err error) {
+// that hold a row, in the order of tables, each with the columns a copy
+// carries, in order and quoted (dropped and generated columns left out):
+// what a fenced copy copies, the empty tables (most of a small project's)
+// skipped.
+func copyPlan(ctx context.Context, db dbtx, schema string, tables []string) (_ []tableCopy, err error) {
 	defer httpapi.Wrap(&err, "copyPlan(%s)", schema)
 	b := &pgx.Batch{}
-	filled := map[string]bool{}
-	for _, t := range tables {
-		b.Queue(`SELECT EXISTS (SELECT FROM ` + pgx.Identifier{schema, t}.Sanitize() + `)`).QueryRow(func(r pgx.Row) error {
-			var ok bool
-			err := r.Scan(&ok)
-			filled[t] = ok
-			return err
-		})
-	}
-	plan := map[string]string{}
-	b.Queue(`SELECT c.relname, string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum)
-		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
-		GROUP BY c.relname`, schema).Query(func(rows pgx.Rows) error {
-		var t, cols string
-		_, err := pgx.ForEachRow(rows, []any{&t, &cols}, func() error {
-			plan[t] = cols
+	filled := filledTables(b, schema, tables)
+	cols := map[string]string{}
+	b.Queue(`SELECT t, string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum)
+		FROM `+inSchema+` JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid
+		WHERE a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+		GROUP BY t`, schema, tables).Query(func(rows pgx.Rows) error {
+		var t, c string
+		_, err := pgx.ForEachRow(rows, []any{&t, &c}, func() error {
+			cols[t] = c
 			return nil
 		})
 		return err
@@ -537,13 +509,15 @@ func copyPlan(ctx context.Context, db dbtx, schema string, tables []string) (_ m
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return nil, err
 	}
-	for t := range plan {
-		if !filled[t] {
-			delete(plan, t)
-		}
+	var plan []tableCopy
+	for _, t := range filled() {
+		plan = append(plan, tableCopy{Table: t, Columns: cols[t]})
 	}
 	return plan, nil
 }
+
+// tableCopy is a table a fenced copy copies, with its columns.
+type tableCopy struct{ Table, Columns string }
 
 // copyTable copies the rows of schema.table (columns cols) from the
 // source connection src, inside the fence's transaction, to dst, in the
@@ -591,25 +565,32 @@ type sequenceValue struct {
 // readSequences reads the sequences of schema.
 func readSequences(ctx context.Context, db dbtx, schema string) (_ []sequenceValue, err error) {
 	defer httpapi.Wrap(&err, "readSequences(%s)", schema)
-	rows, err := db.Query(ctx, `SELECT sequencename, last_value, last_value IS NOT NULL FROM pg_sequences WHERE schemaname = $1`, schema)
+	// pg_sequences filters pg_class by schema (every relation of the
+	// shard, under the fence): walk pg_depend from the schema instead.
+	rows, err := db.Query(ctx, `SELECT c.relname, pg_sequence_last_value(c.oid), pg_sequence_last_value(c.oid) IS NOT NULL
+		FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_class c ON c.oid = d.objid
+		WHERE d.refclassid = 'pg_catalog.pg_namespace'::regclass AND d.refobjid = $1::text::regnamespace AND d.refobjsubid = 0
+		  AND d.classid = 'pg_catalog.pg_class'::regclass AND c.relkind = 'S'`, schema)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[sequenceValue])
 }
 
-// writeSequences sets the sequences of schema (on the target).
+// writeSequences sets the sequences of schema (on the target), in one
+// round trip.
 func writeSequences(ctx context.Context, db dbtx, schema string, seqs []sequenceValue) (err error) {
 	defer httpapi.Wrap(&err, "writeSequences(%s)", schema)
+	b := &pgx.Batch{}
 	for _, s := range seqs {
-		if s.Last == nil {
-			continue
-		}
-		if _, err := db.Exec(ctx, `SELECT setval($1::regclass, $2, $3)`, pgx.Identifier{schema, s.Name}.Sanitize(), *s.Last, s.IsCalled); err != nil {
-			return err
+		if s.Last != nil {
+			b.Queue(`SELECT setval($1::regclass, $2, $3)`, pgx.Identifier{schema, s.Name}.Sanitize(), *s.Last, s.IsCalled)
 		}
 	}
-	return nil
+	if b.Len() == 0 {
+		return nil
+	}
+	return db.SendBatch(ctx, b).Close()
 }
 
 // movableJobStates are the states of a project's River jobs that a move

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -100,17 +101,21 @@ func (s *Scope) WithKey(k *Key) (*Scope, error) {
 	return n.Follow(s.locate), nil
 }
 
+// notFoundCodes are the SQLSTATEs of a name not found (see relocated).
+var notFoundCodes = []string{"42P01", "42883", "42704", "3F000"}
+
 // relocated reports whether err is what a statement answers on the shard
 // a project has moved away from (its schema renamed out of the way at the
-// end of the move, so its tables are not found: 42P01, or 3F000 for a
-// schema-qualified name), where used is the pool the statement ran on,
+// end of the move, so what it names there is not found: a table 42P01, a
+// function 42883 (outbox's webhooks_unwanted), a type 42704, or 3F000 for
+// a schema-qualified name), where used is the pool the statement ran on,
 // and the project's placement names another pool now; s then points at
 // it (unless another request sharing s got there first), and the caller
 // runs its work again there. A move fences the project's writes until the
 // placement has changed, so a statement that fails this way wrote nothing.
 func (s *Scope) relocated(ctx context.Context, err error, used *pgxpool.Pool) bool {
 	var pe *pgconn.PgError
-	if s.locate == nil || !errors.As(err, &pe) || (pe.Code != "42P01" && pe.Code != "3F000") {
+	if s.locate == nil || !errors.As(err, &pe) || !slices.Contains(notFoundCodes, pe.Code) {
 		return false
 	}
 	pool, lerr := s.locate(ctx, s.Project.ID)

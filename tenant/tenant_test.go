@@ -170,3 +170,73 @@ func TestScopeTxBinding(t *testing.T) {
 		t.Fatal("NewScope accepted schema public")
 	}
 }
+
+// TestScopeFollowsMovedProject: a transaction that meets its project's
+// schema renamed away (the end of a move to another shard) runs again on
+// the pool the Locator names, whatever the missing name was: a table, a
+// function (what the outbox's guard calls) or a type. Here the "other
+// shard" is a second pool on the same server, where the locator puts the
+// schema back under its name, as the move's target holds it.
+func TestScopeFollowsMovedProject(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	ctx := context.Background()
+	for i, stmt := range []string{
+		`SELECT count(*) FROM here_only`,
+		`SELECT here_only_fn()`,
+		`SELECT NULL::here_only_type`,
+	} {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			a := env.NewProject("")
+			ident := pgx.Identifier{a.Project.Schema}.Sanitize()
+			build := `CREATE TABLE ` + ident + `.here_only (id int);
+				CREATE FUNCTION ` + ident + `.here_only_fn() RETURNS int LANGUAGE sql AS 'SELECT 1';
+				CREATE TYPE ` + ident + `.here_only_type AS (x int)`
+			if _, err := env.DB.Pool.Exec(ctx, build); err != nil {
+				t.Fatal(err)
+			}
+			source, err := pgxpool.NewWithConfig(ctx, env.DB.Pool.Config().Copy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer source.Close()
+			target, err := pgxpool.NewWithConfig(ctx, env.DB.Pool.Config().Copy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer target.Close()
+			moved := false
+			s, err := tenant.NewScope(source, a.Project, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Follow(func(ctx context.Context, id string) (*pgxpool.Pool, error) {
+				if !moved {
+					return source, nil
+				}
+				_, err := target.Exec(ctx, `CREATE SCHEMA `+ident+`; `+build)
+				return target, err
+			})
+			run := func() error {
+				return s.Tx(ctx, func(tx pgx.Tx) error {
+					_, err := tx.Exec(ctx, stmt)
+					return err
+				})
+			}
+			if err := run(); err != nil {
+				t.Fatalf("before the move: %v", err)
+			}
+			// The move's end: the source schema renamed out of the way.
+			if _, err := source.Exec(ctx, `ALTER SCHEMA `+ident+` RENAME TO `+pgx.Identifier{"moved_" + a.Project.Schema}.Sanitize()); err != nil {
+				t.Fatal(err)
+			}
+			moved = true
+			if err := run(); err != nil {
+				t.Fatalf("after the move: %v, want the statement run again on the new shard", err)
+			}
+			if s.Pool() != target {
+				t.Fatal("the scope did not follow its project to the new pool")
+			}
+		})
+	}
+}

@@ -15,10 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plinth-dev/plinth/tenant"
@@ -122,78 +120,3 @@ func invalid(format string, args ...any) error {
 
 var tableRe = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
-// table is a table of a project schema.
-type table struct {
-	oid  uint32
-	name string
-}
-
-// tablesOf lists the ordinary tables of schema. It walks pg_depend from
-// the schema's namespace by its index on the referenced object, so it
-// reads the entries of this schema only: pg_class has no index on
-// relnamespace, and a filter on it reads every relation of the database
-// (about a million at 10,000 projects), which is what made pg_dump -n
-// take minutes.
-func tablesOf(ctx context.Context, q interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, schema string) ([]table, error) {
-	rows, err := q.Query(ctx, `SELECT c.oid, c.relname FROM pg_catalog.pg_depend d
-		JOIN pg_catalog.pg_class c ON c.oid = d.objid
-		WHERE d.refclassid = 'pg_catalog.pg_namespace'::regclass AND d.refobjid = $1::text::regnamespace AND d.refobjsubid = 0
-		  AND d.classid = 'pg_catalog.pg_class'::regclass AND c.relkind IN ('r', 'p')
-		ORDER BY c.relname`, schema)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (table, error) {
-		var t table
-		err := r.Scan(&t.oid, &t.name)
-		return t, err
-	})
-}
-
-// loadOrder sorts tables so that every table comes after those its
-// foreign keys reference (a self-reference is checked at the end of its
-// own INSERT, so it needs no order).
-func loadOrder(ctx context.Context, q interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, tables []table) ([]table, error) {
-	oids := make([]uint32, len(tables))
-	byOID := make(map[uint32]table, len(tables))
-	for i, t := range tables {
-		oids[i] = t.oid
-		byOID[t.oid] = t
-	}
-	rows, err := q.Query(ctx, `SELECT conrelid, confrelid FROM pg_catalog.pg_constraint
-		WHERE contype = 'f' AND conrelid = ANY($1::oid[]) AND conrelid <> confrelid`, oids)
-	if err != nil {
-		return nil, err
-	}
-	deps := map[uint32][]uint32{}
-	var from, to uint32
-	_, err = pgx.ForEachRow(rows, []any{&from, &to}, func() error {
-		if _, ok := byOID[to]; ok {
-			deps[from] = append(deps[from], to)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	done := map[uint32]bool{}
-	var out []table
-	for len(out) < len(tables) {
-		progressed := false
-		for _, t := range tables {
-			if done[t.oid] || slices.ContainsFunc(deps[t.oid], func(d uint32) bool { return !done[d] }) {
-				continue
-			}
-			done[t.oid], progressed = true, true
-			out = append(out, t)
-		}
-		if !progressed {
-			return nil, errors.New("archive: the foreign keys of the schema form a cycle")
-		}
-	}
-	return out, nil
-}

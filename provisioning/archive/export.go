@@ -112,7 +112,7 @@ func readTables(ctx context.Context, pool interface {
 		return nil, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	tables, err := tablesOf(ctx, tx, schema)
+	tables, err := provisioning.Tables(ctx, tx, schema)
 	if err != nil {
 		return nil, fmt.Errorf("list tables: %w", err)
 	}
@@ -129,18 +129,18 @@ func readTables(ctx context.Context, pool interface {
 	rw := &rowWriter{w: buf}
 	offsets := []int64{0}
 	for _, t := range tables {
-		if _, skip := Skipped[t.name]; skip {
+		if _, skip := Skipped[t.Name]; skip {
 			continue
 		}
 		rw.rows = 0
-		sql := `COPY (SELECT row_to_json(t) FROM ` + pgx.Identifier{schema, t.name}.Sanitize() + ` t) TO STDOUT WITH ` + copyOptions
+		sql := `COPY (SELECT row_to_json(t) FROM ` + pgx.Identifier{schema, t.Name}.Sanitize() + ` t) TO STDOUT WITH ` + copyOptions
 		if _, err := tx.Conn().PgConn().CopyTo(ctx, rw, sql); err != nil {
-			return nil, fmt.Errorf("read %s: %w", t.name, err)
+			return nil, fmt.Errorf("read %s: %w", t.Name, err)
 		}
 		if rw.err != nil {
 			return nil, rw.err
 		}
-		m.Tables = append(m.Tables, Table{Name: t.name, File: "tables/" + t.name + ".ndjson", Rows: rw.rows})
+		m.Tables = append(m.Tables, Table{Name: t.Name, File: "tables/" + t.Name + ".ndjson", Rows: rw.rows})
 		offsets = append(offsets, rw.n)
 	}
 	if err := buf.Flush(); err != nil {

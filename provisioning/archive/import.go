@@ -433,15 +433,15 @@ func restore(ctx context.Context, c Creator, media storage.Store, p *tenant.Proj
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	have, err := tablesOf(ctx, tx, p.Schema)
+	have, err := provisioning.Tables(ctx, tx, p.Schema)
 	if err != nil {
 		return err
 	}
-	byName := map[string]table{}
+	byName := map[string]provisioning.Table{}
 	for _, t := range have {
-		byName[t.name] = t
+		byName[t.Name] = t
 	}
-	var load []table
+	var load []provisioning.Table
 	staged := map[string]string{} // table -> its staging table
 	for i, t := range m.Tables {
 		tt, ok := byName[t.Name]
@@ -527,38 +527,38 @@ func restore(ctx context.Context, c Creator, media storage.Store, p *tenant.Proj
 // fill empties the tables (a migration may have seeded a row, such as
 // the brand's), inserts the staged rows in foreign-key order with their
 // ids, and moves every sequence of the tables past the highest id.
-func fill(ctx context.Context, tx pgx.Tx, schema string, load []table, staged map[string]string) error {
+func fill(ctx context.Context, tx pgx.Tx, schema string, load []provisioning.Table, staged map[string]string) error {
 	if len(load) == 0 {
 		return nil
 	}
 	names := make([]string, len(load))
 	for i, t := range load {
-		names[i] = pgx.Identifier{schema, t.name}.Sanitize()
+		names[i] = pgx.Identifier{schema, t.Name}.Sanitize()
 	}
 	if _, err := tx.Exec(ctx, `TRUNCATE `+strings.Join(names, ", ")); err != nil {
 		return err
 	}
-	ordered, err := loadOrder(ctx, tx, load)
+	ordered, err := provisioning.LoadOrder(ctx, tx, load)
 	if err != nil {
 		return err
 	}
 	for _, t := range ordered {
-		ident := pgx.Identifier{schema, t.name}.Sanitize()
+		ident := pgx.Identifier{schema, t.Name}.Sanitize()
 		// OVERRIDING SYSTEM VALUE keeps the ids of GENERATED ALWAYS
 		// identity columns.
-		if _, err := tx.Exec(ctx, `INSERT INTO `+ident+` OVERRIDING SYSTEM VALUE SELECT r.* FROM `+staged[t.name]+
+		if _, err := tx.Exec(ctx, `INSERT INTO `+ident+` OVERRIDING SYSTEM VALUE SELECT r.* FROM `+staged[t.Name]+
 			` s, json_populate_record(NULL::`+ident+`, s.line::json) r`); err != nil {
 			// A value the column cannot take (class 22) or a row a
 			// constraint refuses (23) is the archive's fault.
 			if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23")) {
-				return invalid("rows of %s: %s", t.name, pgErr.Message)
+				return invalid("rows of %s: %s", t.Name, pgErr.Message)
 			}
-			return fmt.Errorf("rows of %s: %w", t.name, err)
+			return fmt.Errorf("rows of %s: %w", t.Name, err)
 		}
 	}
 	oids := make([]uint32, len(load))
 	for i, t := range load {
-		oids[i] = t.oid
+		oids[i] = t.OID
 	}
 	rows, err := tx.Query(ctx, `SELECT d.objid, c.relname, a.attname FROM pg_catalog.pg_depend d
 		JOIN pg_catalog.pg_class s ON s.oid = d.objid AND s.relkind = 'S'
