@@ -119,4 +119,3 @@ func invalid(format string, args ...any) error {
 }
 
 var tableRe = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-
