@@ -76,7 +76,7 @@ func AdminShardsOpenAPI(d *openapi.Doc) {
 		"from_shard": openapi.M{"type": "string"},
 		"to_shard":   openapi.M{"type": "string"},
 		"phase": openapi.M{"type": "string", "enum": []any{MoveQueued, MoveCopying, MoveCatchingUp, MoveSwitching, MoveDone, MoveFailed, MoveCancelled},
-			"description": "queued; copying (the initial copy by logical replication); catching_up (streaming what changed since); " +
+			"description": "queued; copying (the rows copied as the move's replication slot saw them when it began); catching_up (streaming what changed since); " +
 				"switching (the write fence and the flip); then done, failed (error says why; the project serves on from_shard) or cancelled."},
 		"method": openapi.Nullable(openapi.M{"type": "string", "enum": []any{MethodReplication, MethodFencedCopy, nil},
 			"description": "How the rows go over, chosen as the move starts: replication (a subscription copies them while the project " +

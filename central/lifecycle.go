@@ -51,6 +51,9 @@ type Lifecycle struct {
 	// MoveCopyRows: a project of at most this many rows moves by a fenced
 	// copy (PLINTH_MOVE_COPY_ROWS; 0: always replication).
 	MoveCopyRows int64
+	// MoveCopyRate paces a replication move's copy, in bytes a second
+	// (PLINTH_MOVE_COPY_RATE; 0: unpaced).
+	MoveCopyRate int64
 }
 
 // OpenLifecycle builds the Lifecycle of a process that works no jobs
@@ -65,7 +68,7 @@ func OpenLifecycle(cfg config.Config, pool *pgxpool.Pool, logger *slog.Logger) (
 		return Lifecycle{}, err
 	}
 	return Lifecycle{Queue: q, Media: storage.ProjectMedia(media), Grace: cfg.DeleteGrace,
-		MoveGrace: cfg.MoveGrace, MoveMaxPause: cfg.MoveMaxPause, MoveCopyRows: cfg.MoveCopyRows}, nil
+		MoveGrace: cfg.MoveGrace, MoveMaxPause: cfg.MoveMaxPause, MoveCopyRows: cfg.MoveCopyRows, MoveCopyRate: cfg.MoveCopyRate}, nil
 }
 
 // SetLifecycle gives c what suspension and deletion need; NewServer and

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"golang.org/x/time/rate"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/provisioning"
@@ -24,8 +25,10 @@ import (
 //
 //  1. copying: the target schema is created at the project's migration
 //     level (the source is migrated first) and emptied; a publication of
-//     the schema's tables on the source and a subscription on the target
-//     copy every row, then stream every change.
+//     the schema's tables and a slot are created on the source, the rows
+//     the slot's snapshot sees are copied, paced (snapshotCopy), and a
+//     subscription on the target streams every change since, from the
+//     slot.
 //  2. catching_up: marks written on the source are waited for on the
 //     target until one arrives within catchUpRoundTrip.
 //  3. switching, the fence: one transaction on the source locks the
@@ -469,6 +472,9 @@ func (r *moveRun) run(ctx context.Context) error {
 	if err := createPublication(ctx, r.src, r.name, r.schema, r.tables, m.ID); err != nil {
 		return err
 	}
+	if err := r.snapshotCopy(ctx); err != nil {
+		return err
+	}
 	if err := createSubscription(ctx, r.dst, r.name, conninfo); err != nil {
 		return err
 	}
@@ -525,26 +531,7 @@ func (r *moveRun) chooseMethod(ctx context.Context) (string, error) {
 func (r *moveRun) copyUnderFence(ctx context.Context, tx pgx.Tx, deadline time.Time) error {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	conn, err := r.dst.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	var n int64
-	plan, err := copyPlan(ctx, tx, r.schema, r.tables)
-	if err != nil {
-		return err
-	}
-	err = pgx.BeginFunc(ctx, conn, func(dtx pgx.Tx) error {
-		for _, t := range plan { // parents first, empty tables left out
-			c, err := copyTable(ctx, tx.Conn().PgConn(), dtx.Conn().PgConn(), r.schema, t.Table, t.Columns)
-			if err != nil {
-				return err
-			}
-			n += c
-		}
-		return nil
-	})
+	n, err := r.copyAll(ctx, tx, nil)
 	if errors.Is(err, context.DeadlineExceeded) || (err != nil && ctx.Err() != nil) {
 		return fmt.Errorf("copying the project under the fence would hold its writes past PLINTH_MOVE_MAX_PAUSE: the fence was lifted, the project stays on %s", r.m.From)
 	}
@@ -555,7 +542,86 @@ func (r *moveRun) copyUnderFence(ctx context.Context, tx pgx.Tx, deadline time.T
 	return setMoveProgress(ctx, r.c.pool, r.m.ID, n, nil)
 }
 
-// copy waits for the subscription's initial copy of every table.
+// copyBurst is the most a paced copy reads at once (bytes).
+const copyBurst = 64 << 10
+
+// copyAll copies every row of the project that tx (on the source) sees
+// into the target, in one transaction there: the tables that hold a row,
+// parents first. It answers the rows copied.
+func (r *moveRun) copyAll(ctx context.Context, tx pgx.Tx, lim *rate.Limiter) (n int64, err error) {
+	plan, err := copyPlan(ctx, tx, r.schema, r.tables)
+	if err != nil {
+		return 0, err
+	}
+	conn, err := r.dst.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Release()
+	err = pgx.BeginFunc(ctx, conn, func(dtx pgx.Tx) error {
+		for _, t := range plan {
+			c, err := copyTable(ctx, tx.Conn().PgConn(), dtx.Conn().PgConn(), r.schema, t.Table, t.Columns, lim)
+			if err != nil {
+				return err
+			}
+			n += c
+		}
+		return nil
+	})
+	return n, err
+}
+
+// snapshotCopy creates the move's slot on the source, with the snapshot
+// of the point it streams from, and copies the project's rows as that
+// snapshot sees them; the subscription then takes the slot as it is
+// (copy_data = false) and streams what came after. This is how Citus
+// moves a shard and pgcopydb clones a database: one slot, one COPY per
+// table that holds a row, in one transaction on each side. PostgreSQL's
+// own initial copy (copy_data = true) syncs every table on its own, each
+// with a temporary slot, a snapshot and a WAL sender decoding on the
+// source, a few tables at a time: 31 for a project, most of them empty.
+// And a copy of our own can be paced (Lifecycle.MoveCopyRate): copied as
+// fast as the servers go, it made the writes of the source's other
+// projects 4 to 20 times slower at the 99th percentile while it ran
+// (docs/performance.md).
+func (r *moveRun) snapshotCopy(ctx context.Context) error {
+	cfg := r.src.Config().ConnConfig.Config.Copy()
+	cfg.RuntimeParams["replication"] = "database"
+	rc, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("a replication connection to shard %s: %w", r.m.From, err)
+	}
+	defer rc.Close(context.WithoutCancel(ctx))
+	snapshot, err := createSlot(ctx, rc, r.name)
+	if err != nil {
+		return err
+	}
+	conn, err := r.src.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		// The exported snapshot lasts while rc stays idle: taken first.
+		if err := useSnapshot(ctx, tx, snapshot); err != nil {
+			return err
+		}
+		var lim *rate.Limiter // paced: the source's other projects keep their latency
+		if bps := r.c.life.MoveCopyRate; bps > 0 {
+			lim = rate.NewLimiter(rate.Limit(bps), copyBurst)
+		}
+		n, err := r.copyAll(ctx, tx, lim)
+		if err != nil {
+			return err
+		}
+		r.copyRows = n
+		return setMoveProgress(ctx, r.c.pool, r.m.ID, n, nil)
+	})
+}
+
+// copy waits until the subscription has taken every table (at once: its
+// rows were copied in the slot's snapshot, so it copies none), then
+// records the rows on the target and the slot's lag.
 func (r *moveRun) copy(ctx context.Context) error {
 	want := int64(len(r.tables) + 1) // and the marks
 	for {

@@ -174,7 +174,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	s.riverOpts.Middleware = slices.Clip(qo.Middleware[:len(qo.Middleware)-1])
 	s.Outbox = outbox.NewOutbox(s.River)
 	s.prefetch = s.Outbox.Prefetch()
-	c.SetLifecycle(Lifecycle{Queue: s.River, Media: s.Media, Grace: cfg.DeleteGrace, MoveGrace: cfg.MoveGrace, MoveMaxPause: cfg.MoveMaxPause, MoveCopyRows: cfg.MoveCopyRows})
+	c.SetLifecycle(Lifecycle{Queue: s.River, Media: s.Media, Grace: cfg.DeleteGrace, MoveGrace: cfg.MoveGrace, MoveMaxPause: cfg.MoveMaxPause, MoveCopyRows: cfg.MoveCopyRows, MoveCopyRate: cfg.MoveCopyRate})
 	c.SetProjectCap(cfg.MaxProjectsPerTenant)
 	river.AddWorker(workers, &DropWorker{Central: c})
 	river.AddWorker(workers, &MoveWorker{Central: c})

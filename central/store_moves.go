@@ -3,7 +3,9 @@ package central
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/rivertype"
+	"golang.org/x/time/rate"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/id"
@@ -383,16 +386,50 @@ func dropPublication(ctx context.Context, db dbtx, name string) (err error) {
 }
 
 // createSubscription subscribes, under name, to the publication name of
-// the server conninfo reaches, copying its rows first, with a slot of the
-// same name (on the target).
+// the server conninfo reaches, from the slot of the same name that
+// createSlot made there (on the target): the rows it had were copied in
+// the slot's snapshot (moveRun.snapshotCopy), so the subscription copies
+// none.
 func createSubscription(ctx context.Context, db dbtx, name, conninfo string) (err error) {
 	defer httpapi.Wrap(&err, "createSubscription(%s)", name)
 	var stmt string
-	if err := db.QueryRow(ctx, `SELECT format('CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (copy_data = true, slot_name = %L)', $1::text, $2::text, $1::text, $1::text)`,
+	if err := db.QueryRow(ctx, `SELECT format('CREATE SUBSCRIPTION %I CONNECTION %L PUBLICATION %I WITH (copy_data = false, create_slot = false, slot_name = %L)', $1::text, $2::text, $1::text, $1::text)`,
 		name, conninfo).Scan(&stmt); err != nil {
 		return err
 	}
 	_, err = db.Exec(ctx, stmt)
+	return err
+}
+
+// createSlot creates logical replication slot name (pgoutput) on the
+// replication connection rc, and answers the name of the snapshot it
+// exported: what the slot's stream starts after. The snapshot can be
+// imported (useSnapshot) until rc runs another command or closes. The
+// name is one moveName made (checked by RunMove), quoted all the same.
+func createSlot(ctx context.Context, rc *pgconn.PgConn, name string) (snapshot string, err error) {
+	defer httpapi.Wrap(&err, "createSlot(%s)", name)
+	res, err := rc.Exec(ctx, `CREATE_REPLICATION_SLOT `+pgx.Identifier{name}.Sanitize()+` LOGICAL pgoutput EXPORT_SNAPSHOT`).ReadAll()
+	if err != nil {
+		return "", err
+	}
+	if len(res) != 1 || len(res[0].Rows) != 1 || len(res[0].Rows[0]) < 3 {
+		return "", errors.New("CREATE_REPLICATION_SLOT answered no snapshot")
+	}
+	return string(res[0].Rows[0][2]), nil
+}
+
+// snapshotRe is the form of an exported snapshot's name (pg_export_snapshot).
+var snapshotRe = regexp.MustCompile(`^[0-9A-F]+-[0-9A-F]+(-[0-9]+)?$`)
+
+// useSnapshot makes tx (REPEATABLE READ, before its first query, so the
+// statement is written here, its one value checked) see what the exported
+// snapshot saw.
+func useSnapshot(ctx context.Context, tx pgx.Tx, snapshot string) (err error) {
+	defer httpapi.Wrap(&err, "useSnapshot(%s)", snapshot)
+	if !snapshotRe.MatchString(snapshot) {
+		return fmt.Errorf("not a snapshot name: %q", snapshot)
+	}
+	_, err = tx.Exec(ctx, `SET TRANSACTION SNAPSHOT '`+snapshot+`'`)
 	return err
 }
 
@@ -524,7 +561,7 @@ type tableCopy struct{ Table, Columns string }
 // target's transaction, as COPY streams in text format (binary would name
 // a type of the schema by its OID, which differs on the target): the rows
 // copied.
-func copyTable(ctx context.Context, src, dst *pgconn.PgConn, schema, table, cols string) (n int64, err error) {
+func copyTable(ctx context.Context, src, dst *pgconn.PgConn, schema, table, cols string, lim *rate.Limiter) (n int64, err error) {
 	defer httpapi.Wrap(&err, "copyTable(%s.%s)", schema, table)
 	name := pgx.Identifier{schema, table}.Sanitize()
 	pr, pw := io.Pipe()
@@ -534,12 +571,36 @@ func copyTable(ctx context.Context, src, dst *pgconn.PgConn, schema, table, cols
 		pw.CloseWithError(err)
 		done <- err
 	}()
-	tag, err := dst.CopyFrom(ctx, pr, `COPY `+name+` (`+cols+`) FROM STDIN`)
+	var in io.Reader = pr
+	if lim != nil {
+		in = &pacedReader{ctx: ctx, r: pr, lim: lim}
+	}
+	tag, err := dst.CopyFrom(ctx, in, `COPY `+name+` (`+cols+`) FROM STDIN`)
 	pr.CloseWithError(errors.New("the target stopped reading"))
 	if serr := <-done; err == nil && serr != nil {
 		err = serr
 	}
 	return tag.RowsAffected(), err
+}
+
+// pacedReader reads from r at most what lim allows.
+type pacedReader struct {
+	ctx context.Context
+	r   io.Reader
+	lim *rate.Limiter
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	if len(b) > p.lim.Burst() {
+		b = b[:p.lim.Burst()]
+	}
+	n, err := p.r.Read(b)
+	if n > 0 {
+		if werr := p.lim.WaitN(p.ctx, n); werr != nil {
+			return n, werr
+		}
+	}
+	return n, err
 }
 
 // fenceTables takes, in tx, the lock that stops every write to the tables

@@ -72,6 +72,11 @@ type Config struct {
 	// process runs at once (PLINTH_MOVE_CONCURRENCY, default 4).
 	MoveCopyRows    int64
 	MoveConcurrency int
+	// MoveCopyRate is how many bytes a second a move by replication copies
+	// its project's rows at (PLINTH_MOVE_COPY_RATE, default 1048576, 1
+	// MiB/s; 0: as fast as the servers go), so that the source's other
+	// projects keep their latency while it copies.
+	MoveCopyRate int64
 	// DashboardPlans are the plans a workspace user may give a project
 	// created from the dashboard (PLINTH_DASHBOARD_PLANS, default free);
 	// the first is the default. Any other plan is the operator's to set.
@@ -141,6 +146,7 @@ var Vars = []Var{
 	{"PLINTH_DELETE_GRACE", "168h", "how long a deleted project's data is kept (schema renamed) before a job drops it"},
 	{"PLINTH_MOVE_GRACE", "24h", "how long a moved project's source schema is kept (renamed) before a job drops it"},
 	{"PLINTH_MOVE_MAX_PAUSE", "5s", "longest a project move may hold the project's writes; a longer fence is lifted and the move fails"},
+	{"PLINTH_MOVE_COPY_RATE", "1048576", "bytes a second a move by replication copies its project's rows at, so the source's other projects keep their latency meanwhile; 0: unpaced"},
 	{"PLINTH_MOVE_COPY_ROWS", "5000", "a project of at most this many rows (and 64 MiB) moves by a copy under its fence, which pauses it less than replication; 0: always replication"},
 	{"PLINTH_MOVE_CONCURRENCY", "4", "how many project moves (a shard drain's included) one worker process runs at once"},
 	{"PLINTH_DASHBOARD_PLANS", "free", "comma list of the plans dashboard users may choose for a new project, the first the default (others: plinth project plan)"},
@@ -257,6 +263,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.MoveCopyRows, err = strconv.ParseInt(get("PLINTH_MOVE_COPY_ROWS"), 10, 64); err != nil || c.MoveCopyRows < 0 {
 		return c, fmt.Errorf("PLINTH_MOVE_COPY_ROWS: want 0 (always replicate) or a number of rows, got %q", getenv("PLINTH_MOVE_COPY_ROWS"))
+	}
+	if c.MoveCopyRate, err = strconv.ParseInt(get("PLINTH_MOVE_COPY_RATE"), 10, 64); err != nil || c.MoveCopyRate < 0 {
+		return c, fmt.Errorf("PLINTH_MOVE_COPY_RATE: want 0 (unpaced) or a number of bytes a second such as 1048576, got %q", getenv("PLINTH_MOVE_COPY_RATE"))
 	}
 	if c.MoveConcurrency, err = strconv.Atoi(get("PLINTH_MOVE_CONCURRENCY")); err != nil || c.MoveConcurrency < 1 || c.MoveConcurrency > 64 {
 		return c, fmt.Errorf("PLINTH_MOVE_CONCURRENCY: want a number of moves from 1 to 64, got %q", getenv("PLINTH_MOVE_CONCURRENCY"))

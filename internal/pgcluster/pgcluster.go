@@ -30,8 +30,8 @@ const AutovacuumNaptime = "5min"
 // (postgres -c): what a shard needs for the logical replication of a
 // project's move, with room for several moves at once (PLINTH_MOVE_CONCURRENCY
 // is 4) as source and as target: each holds a slot and a WAL sender on
-// its source, and on its target an apply worker and, while it copies, up
-// to 4 table-sync workers, each with a slot and a sender of its own.
+// its source and an apply worker on its target (it copies the rows
+// itself; table-sync workers serve subscriptions that copy their own).
 const ReplicationSettings = "-c wal_level=logical -c max_replication_slots=32 -c max_wal_senders=32 " +
 	"-c max_worker_processes=32 -c max_logical_replication_workers=24 -c max_sync_workers_per_subscription=4"
 

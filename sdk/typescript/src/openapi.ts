@@ -4226,7 +4226,7 @@ export interface components {
             /** @description How long the project's writes waited at the fence (done moves). */
             pause_ms: number | null;
             /**
-             * @description queued; copying (the initial copy by logical replication); catching_up (streaming what changed since); switching (the write fence and the flip); then done, failed (error says why; the project serves on from_shard) or cancelled.
+             * @description queued; copying (the rows copied as the move's replication slot saw them when it began); catching_up (streaming what changed since); switching (the write fence and the flip); then done, failed (error says why; the project serves on from_shard) or cancelled.
              * @enum {string}
              */
             phase: "queued" | "copying" | "catching_up" | "switching" | "done" | "failed" | "cancelled";
