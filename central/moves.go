@@ -585,6 +585,25 @@ func (r *moveRun) copyAll(ctx context.Context, tx pgx.Tx, lim *rate.Limiter) (n 
 // projects 4 to 20 times slower at the 99th percentile while it ran
 // (docs/performance.md).
 func (r *moveRun) snapshotCopy(ctx context.Context) error {
+	// A paced copy may take minutes: a cancel stops it within movePoll.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go func() {
+		for sleep(ctx, movePoll) == nil {
+			if err := r.cancelled(ctx); errors.Is(err, errMoveCancelled) {
+				stop(err)
+			}
+		}
+	}()
+	err := r.copySnapshot(ctx)
+	if cause := context.Cause(ctx); errors.Is(cause, errMoveCancelled) {
+		return cause
+	}
+	return err
+}
+
+// copySnapshot is snapshotCopy's work.
+func (r *moveRun) copySnapshot(ctx context.Context) error {
 	cfg := r.src.Config().ConnConfig.Config.Copy()
 	cfg.RuntimeParams["replication"] = "database"
 	rc, err := pgconn.ConnectConfig(ctx, cfg)
@@ -608,7 +627,7 @@ func (r *moveRun) snapshotCopy(ctx context.Context) error {
 		}
 		var lim *rate.Limiter // paced: the source's other projects keep their latency
 		if bps := r.c.life.MoveCopyRate; bps > 0 {
-			lim = rate.NewLimiter(rate.Limit(bps), copyBurst)
+			lim = rate.NewLimiter(rate.Limit(bps), int(min(bps, copyBurst)))
 		}
 		n, err := r.copyAll(ctx, tx, lim)
 		if err != nil {

@@ -328,3 +328,35 @@ func TestMoveCancelAndBadInput(t *testing.T) {
 	require.Equal(t, "Still here", env.Do("GET", "/v1/content/home.title", p.Key, nil).Expect(t, 200).JSON(t)["value"])
 	require.False(t, schemaExists(t, b, p.Schema), "b keeps the schema under its own name after the move back")
 }
+
+// TestMoveCancelledWhileCopying: a move by replication copies its rows at
+// PLINTH_MOVE_COPY_RATE, which may take minutes; a cancel stops the copy
+// within a poll and undoes the move: here 40 KB at 200 bytes a second
+// (200 s, past waitMove's 2 minutes) is cancelled as it copies.
+func TestMoveCancelledWhileCopying(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, apitest.WithWorkers(), apitest.WithShards("b"),
+		apitest.WithEnv("PLINTH_MOVE_COPY_ROWS", "0", "PLINTH_MOVE_COPY_RATE", "200"))
+	ctx := context.Background()
+	tok := adminToken(t, env, "shards:admin")
+	p := env.NewProjectOn("default")
+	_, err := env.DB.Pool.Exec(ctx, `INSERT INTO `+pgx.Identifier{p.Schema, "content_values"}.Sanitize()+` (key, lang, value)
+		SELECT 'bulk.k' || i, 'en', repeat('x', 100) FROM generate_series(1, 400) i`)
+	require.NoError(t, err)
+	env.Do("PUT", "/v1/content/home.title", p.Key, map[string]any{"value": "Stays"}).Expect(t, 200)
+
+	id := env.Do("POST", "/admin/api/projects/"+p.ID+"/move", tok, map[string]any{"shard": "b"}).Expect(t, 202).JSON(t)["id"].(string)
+	// Copying: the target schema exists and the slot is there.
+	b := env.Shards["b"].Pool
+	require.Eventually(t, func() bool {
+		m := env.Do("GET", "/admin/api/moves/"+id, tok, nil).Expect(t, 200).JSON(t)
+		return m["phase"] == "copying" && schemaExists(t, b, p.Schema) && len(replicationLeft(t, env.DB.Pool)) > 0
+	}, time.Minute, 700*time.Millisecond)
+	env.Do("POST", "/admin/api/moves/"+id+"/cancel", tok, nil).Expect(t, 200)
+	m := waitMove(t, env, tok, id)
+	require.Equal(t, "cancelled", m["phase"], "%v", m)
+	require.False(t, schemaExists(t, b, p.Schema), "the cancelled move left the schema on b")
+	require.Empty(t, replicationLeft(t, env.DB.Pool))
+	require.Empty(t, replicationLeft(t, b))
+	require.Equal(t, "Stays", env.Do("GET", "/v1/content/home.title", p.Key, nil).Expect(t, 200).JSON(t)["value"])
+}
