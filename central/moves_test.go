@@ -332,7 +332,8 @@ func TestMoveCancelAndBadInput(t *testing.T) {
 // TestMoveCancelledWhileCopying: a move by replication copies its rows at
 // PLINTH_MOVE_COPY_RATE, which may take minutes; a cancel stops the copy
 // within a poll and undoes the move: here 40 KB at 200 bytes a second
-// (200 s, past waitMove's 2 minutes) is cancelled as it copies.
+// (200 s, past waitMove's 2 minutes) is cancelled as it copies, once it
+// shows rows copied.
 func TestMoveCancelledWhileCopying(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t, apitest.WithWorkers(), apitest.WithShards("b"),
@@ -350,8 +351,8 @@ func TestMoveCancelledWhileCopying(t *testing.T) {
 	b := env.Shards["b"].Pool
 	require.Eventually(t, func() bool {
 		m := env.Do("GET", "/admin/api/moves/"+id, tok, nil).Expect(t, 200).JSON(t)
-		return m["phase"] == "copying" && schemaExists(t, b, p.Schema) && len(replicationLeft(t, env.DB.Pool)) > 0
-	}, time.Minute, 700*time.Millisecond)
+		return m["phase"] == "copying" && m["rows_copied"].(float64) > 0 && schemaExists(t, b, p.Schema) && len(replicationLeft(t, env.DB.Pool)) > 0
+	}, time.Minute, 700*time.Millisecond, "a copying move shows the rows it copied so far")
 	env.Do("POST", "/admin/api/moves/"+id+"/cancel", tok, nil).Expect(t, 200)
 	m := waitMove(t, env, tok, id)
 	require.Equal(t, "cancelled", m["phase"], "%v", m)

@@ -1,6 +1,7 @@
 package central
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -561,7 +563,7 @@ type tableCopy struct{ Table, Columns string }
 // target's transaction, as COPY streams in text format (binary would name
 // a type of the schema by its OID, which differs on the target): the rows
 // copied.
-func copyTable(ctx context.Context, src, dst *pgconn.PgConn, schema, table, cols string, lim *rate.Limiter) (n int64, err error) {
+func copyTable(ctx context.Context, src, dst *pgconn.PgConn, schema, table, cols string, lim *rate.Limiter, rows *atomic.Int64) (n int64, err error) {
 	defer httpapi.Wrap(&err, "copyTable(%s.%s)", schema, table)
 	name := pgx.Identifier{schema, table}.Sanitize()
 	pr, pw := io.Pipe()
@@ -572,8 +574,8 @@ func copyTable(ctx context.Context, src, dst *pgconn.PgConn, schema, table, cols
 		done <- err
 	}()
 	var in io.Reader = pr
-	if lim != nil {
-		in = &pacedReader{ctx: ctx, r: pr, lim: lim}
+	if lim != nil || rows != nil {
+		in = &copyReader{ctx: ctx, r: pr, lim: lim, rows: rows}
 	}
 	tag, err := dst.CopyFrom(ctx, in, `COPY `+name+` (`+cols+`) FROM STDIN`)
 	pr.CloseWithError(errors.New("the target stopped reading"))
@@ -583,20 +585,26 @@ func copyTable(ctx context.Context, src, dst *pgconn.PgConn, schema, table, cols
 	return tag.RowsAffected(), err
 }
 
-// pacedReader reads from r at most what lim allows.
-type pacedReader struct {
-	ctx context.Context
-	r   io.Reader
-	lim *rate.Limiter
+// copyReader reads a COPY stream in text format from r, at most what lim
+// allows (when not nil), adding the rows that went through to rows (when
+// not nil): a row is a line, its own newlines escaped.
+type copyReader struct {
+	ctx  context.Context
+	r    io.Reader
+	lim  *rate.Limiter
+	rows *atomic.Int64
 }
 
-func (p *pacedReader) Read(b []byte) (int, error) {
-	if len(b) > p.lim.Burst() {
-		b = b[:p.lim.Burst()]
+func (c *copyReader) Read(b []byte) (int, error) {
+	if c.lim != nil && len(b) > c.lim.Burst() {
+		b = b[:c.lim.Burst()]
 	}
-	n, err := p.r.Read(b)
-	if n > 0 {
-		if werr := p.lim.WaitN(p.ctx, n); werr != nil {
+	n, err := c.r.Read(b)
+	if n > 0 && c.rows != nil {
+		c.rows.Add(int64(bytes.Count(b[:n], []byte{'\n'})))
+	}
+	if n > 0 && c.lim != nil {
+		if werr := c.lim.WaitN(c.ctx, n); werr != nil {
 			return n, werr
 		}
 	}
