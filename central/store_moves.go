@@ -1,7 +1,6 @@
 package central
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -601,7 +600,13 @@ func (c *copyReader) Read(b []byte) (int, error) {
 	}
 	n, err := c.r.Read(b)
 	if n > 0 && c.rows != nil {
-		c.rows.Add(int64(bytes.Count(b[:n], []byte{'\n'})))
+		var lines int64
+		for _, ch := range b[:n] {
+			if ch == '\n' {
+				lines++
+			}
+		}
+		c.rows.Add(lines)
 	}
 	if n > 0 && c.lim != nil {
 		if werr := c.lim.WaitN(c.ctx, n); werr != nil {
