@@ -627,10 +627,12 @@ func (r *moveRun) copySnapshot(ctx context.Context) error {
 	}
 	defer conn.Release()
 	return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		// The exported snapshot lasts while rc stays idle: taken first.
+		// The exported snapshot lasts while rc stays idle: taken first,
+		// then rc (a WAL sender on the source) is no longer needed.
 		if err := useSnapshot(ctx, tx, snapshot); err != nil {
 			return err
 		}
+		_ = rc.Close(ctx)
 		var lim *rate.Limiter // paced: the source's other projects keep their latency
 		if bps := r.c.life.MoveCopyRate; bps > 0 {
 			lim = rate.NewLimiter(rate.Limit(bps), int(min(bps, copyBurst)))
