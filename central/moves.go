@@ -637,18 +637,14 @@ func (r *moveRun) copySnapshot(ctx context.Context) error {
 		if bps := r.c.life.MoveCopyRate; bps > 0 {
 			lim = rate.NewLimiter(rate.Limit(bps), int(min(bps, copyBurst)))
 		}
-		n, err := r.copyAll(ctx, tx, lim, &r.copied)
-		if err != nil {
-			return err
-		}
-		r.copyRows = n
-		return setMoveProgress(ctx, r.c.pool, r.m.ID, n, nil)
+		r.copyRows, err = r.copyAll(ctx, tx, lim, &r.copied)
+		return err // copy records it, with the slot's lag
 	})
 }
 
 // copy waits until the subscription has taken every table (at once: its
 // rows were copied in the slot's snapshot, so it copies none), then
-// records the rows on the target and the slot's lag.
+// records the rows snapshotCopy copied and the slot's lag.
 func (r *moveRun) copy(ctx context.Context) error {
 	want := int64(len(r.tables) + 1) // and the marks
 	for {
@@ -669,16 +665,11 @@ func (r *moveRun) copy(ctx context.Context) error {
 			return err
 		}
 	}
-	n, err := countRows(ctx, r.dst, r.schema, r.tables)
-	if err != nil {
-		return err
-	}
-	r.copyRows = n
 	lag, err := slotLag(ctx, r.src, r.name)
 	if err != nil {
 		return err
 	}
-	return setMoveProgress(ctx, r.c.pool, r.m.ID, n, &lag)
+	return setMoveProgress(ctx, r.c.pool, r.m.ID, r.copyRows, &lag)
 }
 
 // catchUp writes marks on the source until one reaches the target within

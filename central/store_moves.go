@@ -642,9 +642,7 @@ func readSequences(ctx context.Context, db dbtx, schema string) (_ []sequenceVal
 	// pg_sequences filters pg_class by schema (every relation of the
 	// shard, under the fence): walk pg_depend from the schema instead.
 	rows, err := db.Query(ctx, `SELECT c.relname, pg_sequence_last_value(c.oid), pg_sequence_last_value(c.oid) IS NOT NULL
-		FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_class c ON c.oid = d.objid
-		WHERE d.refclassid = 'pg_catalog.pg_namespace'::regclass AND d.refobjid = $1::text::regnamespace AND d.refobjsubid = 0
-		  AND d.classid = 'pg_catalog.pg_class'::regclass AND c.relkind = 'S'`, schema)
+		FROM `+provisioning.SchemaRelations+` AND c.relkind = 'S'`, schema)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,13 @@ type Table struct {
 	Name string
 }
 
+// SchemaRelations is the FROM and WHERE of a catalog query over the
+// relations c (pg_class) of the schema named by $1, found as Tables finds
+// them: add conditions with AND.
+const SchemaRelations = `pg_catalog.pg_depend d JOIN pg_catalog.pg_class c ON c.oid = d.objid
+	WHERE d.refclassid = 'pg_catalog.pg_namespace'::regclass AND d.refobjid = $1::text::regnamespace AND d.refobjsubid = 0
+	  AND d.classid = 'pg_catalog.pg_class'::regclass`
+
 // Tables lists the ordinary and partitioned tables of schema, by name.
 // It walks pg_depend from the schema's namespace by its index on the
 // referenced object, so it reads the entries of this schema only:
@@ -29,10 +36,7 @@ type Table struct {
 // shard's drain as the shard filled (a sequence read of pg_sequences took
 // 650 ms at 400 projects).
 func Tables(ctx context.Context, q Querier, schema string) ([]Table, error) {
-	rows, err := q.Query(ctx, `SELECT c.oid, c.relname FROM pg_catalog.pg_depend d
-		JOIN pg_catalog.pg_class c ON c.oid = d.objid
-		WHERE d.refclassid = 'pg_catalog.pg_namespace'::regclass AND d.refobjid = $1::text::regnamespace AND d.refobjsubid = 0
-		  AND d.classid = 'pg_catalog.pg_class'::regclass AND c.relkind IN ('r', 'p')
+	rows, err := q.Query(ctx, `SELECT c.oid, c.relname FROM `+SchemaRelations+` AND c.relkind IN ('r', 'p')
 		ORDER BY c.relname`, schema)
 	if err != nil {
 		return nil, err
