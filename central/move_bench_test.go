@@ -35,7 +35,9 @@ import (
 // missing on the new server afterwards (routed to the old one after the
 // flip), fails it. docs/performance.md has the figures.
 func BenchmarkMove(b *testing.B) {
-	env := apitest.New(b, apitest.WithShards("b"))
+	// Spare schemas as a server keeps them by default: a move takes one
+	// on its target.
+	env := apitest.New(b, apitest.WithShards("b"), apitest.WithEnv("PLINTH_SPARE_SCHEMAS", "4"))
 	inst := env.Instance()
 	ctx := context.Background()
 	c := env.Server.Central
@@ -201,8 +203,9 @@ func BenchmarkMove(b *testing.B) {
 func BenchmarkDrain(b *testing.B) {
 	n := benchEnvInt(b, "PLINTH_BENCH_DRAIN_PROJECTS", 1000)
 	concurrency := benchEnvInt(b, "PLINTH_BENCH_DRAIN_CONCURRENCY", 4)
-	// One workspace holds the projects: no cap on how many.
-	env := apitest.New(b, apitest.WithShards("b", "c"), apitest.WithEnv("PLINTH_MAX_PROJECTS_PER_TENANT", "0"))
+	// One workspace holds the projects: no cap on how many. Spare schemas
+	// as a server keeps them by default (a move takes one on its target).
+	env := apitest.New(b, apitest.WithShards("b", "c"), apitest.WithEnv("PLINTH_MAX_PROJECTS_PER_TENANT", "0", "PLINTH_SPARE_SCHEMAS", "4"))
 	ctx := context.Background()
 	c := env.Server.Central
 	shard := env.Shards["b"].Pool

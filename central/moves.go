@@ -448,7 +448,7 @@ func (r *moveRun) run(ctx context.Context) error {
 	if err := provisioning.MigrateProject(ctx, c.pool, r.src, r.schema); err != nil {
 		return fmt.Errorf("migrate the source schema: %w", err)
 	}
-	if err := provisioning.ProvisionProject(ctx, c.pool, r.dst, r.schema); err != nil {
+	if err := r.targetSchema(ctx); err != nil {
 		return fmt.Errorf("create the target schema: %w", err)
 	}
 	if r.tables, err = projectTables(ctx, r.src, r.schema); err != nil {
@@ -490,6 +490,22 @@ func (r *moveRun) run(ctx context.Context) error {
 		return err
 	}
 	return r.switchOver(ctx)
+}
+
+// targetSchema makes the project's schema on the target: a spare
+// schema of the target renamed when one is ready (then refilled in the
+// background, as after a project's creation), else a new one with every
+// tenant migration. The source was migrated first, so both are at the
+// same level.
+func (r *moveRun) targetSchema(ctx context.Context) error {
+	took, err := provisioning.TakeSpare(ctx, r.c.pool, r.dst, r.m.To, r.schema)
+	if err != nil || took {
+		if took {
+			r.c.kickSpares()
+		}
+		return err
+	}
+	return provisioning.ProvisionProject(ctx, r.c.pool, r.dst, r.schema)
 }
 
 // switchOver is the end of either method: the switch under the fence,

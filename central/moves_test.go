@@ -361,3 +361,48 @@ func TestMoveCancelledWhileCopying(t *testing.T) {
 	require.Empty(t, replicationLeft(t, b))
 	require.Equal(t, "Stays", env.Do("GET", "/v1/content/home.title", p.Key, nil).Expect(t, 200).JSON(t)["value"])
 }
+
+// sparesOn lists shard's spare schemas.
+func sparesOn(t *testing.T, env *apitest.Env, shard string) []string {
+	t.Helper()
+	rows, err := env.DB.Pool.Query(context.Background(), `SELECT schema_name FROM central.spare_schemas WHERE shard = $1 ORDER BY schema_name`, shard)
+	require.NoError(t, err)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return names
+}
+
+// TestMoveTakesASpare: a move creates the project's schema on the target
+// from one of the target's spare schemas, renamed (no tenant migration
+// runs there), and the spares are refilled; there and back, to a shard
+// of its own and to the central database's.
+func TestMoveTakesASpare(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, apitest.WithWorkers(), apitest.WithShards("b"), apitest.WithEnv("PLINTH_SPARE_SCHEMAS", "1"))
+	tok := adminToken(t, env, "shards:admin")
+	ready := func(shard string) string {
+		var got []string
+		require.Eventually(t, func() bool {
+			got = sparesOn(t, env, shard)
+			return len(got) == 1
+		}, 30*time.Second, 50*time.Millisecond, "one spare on %s: %v", shard, got)
+		return got[0]
+	}
+	ready("default")
+	p := env.NewProjectOn("default")
+	env.Do("PUT", "/v1/content/home.title", p.Key, map[string]any{"value": "Moves"}).Expect(t, 200)
+
+	for _, to := range []string{"b", "default"} {
+		pool := env.DB.Pool
+		if to != "default" {
+			pool = env.Shards[to].Pool
+		}
+		spare := ready(to)
+		m := waitMove(t, env, tok, env.Do("POST", "/admin/api/projects/"+p.ID+"/move", tok, map[string]any{"shard": to}).Expect(t, 202).JSON(t)["id"].(string))
+		require.Equal(t, "done", m["phase"], "%v", m)
+		require.False(t, schemaExists(t, pool, spare), "%s's spare %s was not the one taken", to, spare)
+		require.True(t, schemaExists(t, pool, p.Schema))
+		require.Equal(t, "Moves", env.Do("GET", "/v1/content/home.title", p.Key, nil).Expect(t, 200).JSON(t)["value"])
+		require.NotEqual(t, spare, ready(to), "%s's spares were refilled", to)
+	}
+}
