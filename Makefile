@@ -23,9 +23,12 @@ test: test-go test-sdk ## run every test: the Go tests, then the TypeScript SDK'
 
 # One throwaway cluster for every test binary (cmd/testdb sets
 # TEST_DATABASE_URL); go vet already ran in make lint, so go test's own
-# vet pass is off.
+# vet pass is off. Four parallel tests a package (go test's default is
+# one a core): many tests wait on a server, a window or a job for much of
+# their time, and with two they held central's last minutes to two tests
+# at once on an otherwise idle machine (docs/testing.md).
 test-go: ## run every Go test against a real PostgreSQL, with the race detector
-	$(GO) run ./cmd/testdb $(GO) test -race -count=1 -vet=off -timeout 20m ./...
+	$(GO) run ./cmd/testdb $(GO) test -race -count=1 -vet=off -parallel 4 -timeout 20m ./...
 
 # The SDK's tests start a plinth built here with the race detector (the
 # packages make test-go compiled, so only a link) with its private

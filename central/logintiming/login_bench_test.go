@@ -1,4 +1,4 @@
-package central_test
+package logintiming_test
 
 import (
 	"testing"
