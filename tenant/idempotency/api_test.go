@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
@@ -49,6 +50,18 @@ func keyID(t *testing.T, env *apitest.Env, p *apitest.Project) string {
 func TestReplayAndMismatch(t *testing.T) {
 	t.Parallel()
 	env, p := setup(t, nil)
+	// One request a minute refills the bucket: every request, replays
+	// included, leaves one fewer (at the build plan's 4 a second, a
+	// replay sent 250 ms after the first on a loaded machine saw the same
+	// remaining count).
+	plan, rpm, burst := "enterprise", 1, 100
+	ctx := context.Background()
+	if _, err := env.Server.Central.UpdateProject(ctx, p.ID, central.ProjectUpdate{Plan: &plan}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Server.Central.SetRateOverride(ctx, p.ID, &rpm, &burst, nil); err != nil {
+		t.Fatal(err)
+	}
 	body := map[string]any{"name": "a"}
 
 	first := post(env, p.Key, "k-1", body).Expect(t, 201)
