@@ -499,11 +499,12 @@ func (r *moveRun) run(ctx context.Context) error {
 // same level.
 func (r *moveRun) targetSchema(ctx context.Context) error {
 	took, err := provisioning.TakeSpare(ctx, r.c.pool, r.dst, r.m.To, r.schema)
-	if err != nil || took {
-		if took {
-			r.c.kickSpares()
-		}
+	if err != nil {
 		return err
+	}
+	if took {
+		r.c.kickSpares()
+		return nil
 	}
 	return provisioning.ProvisionProject(ctx, r.c.pool, r.dst, r.schema)
 }
