@@ -363,7 +363,7 @@ func TestMoveCancelledWhileCopying(t *testing.T) {
 }
 
 // sparesOn lists shard's spare schemas.
-func sparesOn(t *testing.T, env *apitest.Env, shard string) []string {
+func sparesOn(t testing.TB, env *apitest.Env, shard string) []string {
 	t.Helper()
 	rows, err := env.DB.Pool.Query(context.Background(), `SELECT schema_name FROM central.spare_schemas WHERE shard = $1 ORDER BY schema_name`, shard)
 	require.NoError(t, err)

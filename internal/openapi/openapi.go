@@ -118,6 +118,13 @@ func (d *Doc) Schema(name string, s M) M {
 	return Ref(name)
 }
 
+// Has reports whether the schema name is defined (parts that share a
+// schema define it once).
+func (d *Doc) Has(name string) bool {
+	_, ok := d.schemas[name]
+	return ok
+}
+
 // List returns the $ref of a page of the named schema's items
 // ({data, has_more, next_cursor}), registered as <item>List on first use.
 func (d *Doc) List(item string) M {

@@ -84,6 +84,9 @@ func (sv *Service) Routes(r chi.Router) {
 		r.Get("/pages/{id_or_slug}", tenant.Handle(sv.getPage))
 		r.Patch("/pages/{id_or_slug}", tenant.Handle(sv.patchPage))
 		r.Delete("/pages/{id_or_slug}", tenant.Handle(sv.deletePage))
+		r.Post("/pages/{id_or_slug}/publish", tenant.Handle(sv.publishPage))
+		r.Post("/pages/{id_or_slug}/unpublish", tenant.Handle(sv.unpublishPage))
+		pageItem.Mount(r, "/pages/{id_or_slug}")
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(tenant.ReadWrite("galleries"))

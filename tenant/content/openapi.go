@@ -5,6 +5,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/openapi"
 	"github.com/plinth-dev/plinth/internal/slug"
+	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
 // The schemas of the pillar's inputs take their patterns and bounds from
@@ -183,6 +184,7 @@ func openAPIPages(d *openapi.Doc) {
 		"translations": openapi.Arr(d.Schema("PageTranslation", openapi.Obj(openapi.M{"lang": openapi.Str(), "title": openapi.Str(), "seo": seo},
 			"lang", "title", "seo"))),
 		"created_at": openapi.Timestamp(), "updated_at": openapi.Timestamp(), "published_at": openapi.Nullable(openapi.Timestamp()),
+		"has_draft": drafts.HasDraft(),
 	}, "id", "slug", "path", "title", "status", "sections", "seo", "translations", "created_at", "updated_at", "published_at"))
 	pageRef := openapi.M{"id_or_slug": openapi.M{"type": "string", "pattern": slug.Pattern.String(),
 		"description": "The page's numeric id, or its slug (a number is tried as an id first)."}}
@@ -201,6 +203,7 @@ func openAPIPages(d *openapi.Doc) {
 		"translations": openapi.M{"type": "array", "maxItems": maxTranslations, "description": "One per language (each at most once); replaces the stored list whole.",
 			"items": d.Schema("PageTranslationInput", openapi.Obj(openapi.M{"lang": langSchema(), "title": textSchema(255), "seo": seoIn}, "lang"))},
 	}
+	update := openapi.With(fields, drafts.BodyFields())
 	d.Add("GET", "/v1/pages", openapi.Op{ID: "listPages", Summary: "Pages, newest first", Tag: "content", Scope: "content:read",
 		Query: append(openapi.PageParams(), openapi.M{"name": "status", "in": "query", "schema": openapi.M{"type": "string", "enum": []any{PageDraft, PagePublished}}}),
 		Errs:  []int{422},
@@ -212,13 +215,22 @@ func openAPIPages(d *openapi.Doc) {
 		OK: []openapi.Resp{{Status: 201, Desc: "The page.", Content: openapi.JSON(page)}}})
 	d.Add("GET", "/v1/pages/{id_or_slug}", openapi.Op{ID: "getPage", Summary: "A page", Tag: "content", Scope: "content:read",
 		Desc:   "With `lang`, that translation's title and SEO fields (those it has) fill the flat ones; `translations` always lists every language.",
-		Params: pageRef, Query: []openapi.M{langQuery("The translation to read the title and SEO in.")},
+		Params: pageRef, Query: []openapi.M{langQuery("The translation to read the title and SEO in."), drafts.ReadQuery()},
 		Errs: []int{404, 422},
 		OK:   []openapi.Resp{{Status: 200, Desc: "The page.", Content: openapi.JSON(page)}}})
 	d.Add("PATCH", "/v1/pages/{id_or_slug}", openapi.Op{ID: "updatePage", Summary: "Update a page", Tag: "content", Scope: "content:write",
 		Desc: "1 credit (page_update). Fields sent replace the stored ones (seo field by field). Publishing sets published_at once; back to draft clears it. " +
-			"A slug or path another page has is a 409.",
-		Params: pageRef, Idempotent: true, Body: openapi.JSON(d.Schema("UpdatePageRequest", openapi.Obj(fields))), Errs: []int{402, 404, 409, 422},
+			"A slug or path another page has is a 409. With `draft=true` (or `autosave=true`) the fields are written to the page's draft instead, free, " +
+			"and the public surface keeps serving the live page until POST …/publish; a draft write takes no `status`.",
+		Params: pageRef, Query: drafts.Query(), Idempotent: true, Body: openapi.JSON(d.Schema("UpdatePageRequest", openapi.Obj(update))), Errs: []int{402, 404, 409, 422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The page (the draft view after a draft write).", Content: openapi.JSON(page)}}})
+	drafts.OpenAPI(d, drafts.Ops{Path: "/v1/pages/{id_or_slug}", Params: pageRef, Name: "Page", Noun: "page", Tag: "content", Scope: "content", View: page,
+		Errs: []int{402, 409}, Desc: "1 credit (page_update). The page's draft goes live and the page is published; without a draft, the page is published as it is. " +
+			"`languages` names which to publish: the project's default language is the slug, path, title, sections and SEO, any other its translation. " +
+			"A draft whose slug or path another page has is a 409 and nothing changes."})
+	d.Add("POST", "/v1/pages/{id_or_slug}/unpublish", openapi.Op{ID: "unpublishPage", Summary: "Unpublish a page", Tag: "content", Scope: "content:write",
+		Desc:   "Takes the page off the public surface (status draft); its content and its draft stay.",
+		Params: pageRef, Idempotent: true, Errs: []int{404},
 		OK: []openapi.Resp{{Status: 200, Desc: "The page.", Content: openapi.JSON(page)}}})
 	d.Add("DELETE", "/v1/pages/{id_or_slug}", openapi.Op{ID: "deletePage", Summary: "Delete a page", Tag: "content", Scope: "content:write",
 		Params: pageRef, Idempotent: true, Errs: []int{404},

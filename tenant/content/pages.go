@@ -1,6 +1,7 @@
 package content
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/credits"
+	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
 // PageCost is the price of creating or updating a page (page_update).
@@ -54,6 +56,9 @@ type Page struct {
 	CreatedAt    time.Time         `json:"created_at"`
 	UpdatedAt    time.Time         `json:"updated_at"`
 	PublishedAt  *time.Time        `json:"published_at"`
+	// HasDraft says whether the page has unpublished changes (a draft);
+	// authenticated reads only, the public surface omits it.
+	HasDraft *bool `json:"has_draft,omitempty"`
 }
 
 // SEO is a page's search and sharing metadata.
@@ -100,6 +105,10 @@ type PageRequest struct {
 	Sections     *[]json.RawMessage `json:"sections"`
 	SEO          *SEOIn             `json:"seo"`
 	Translations *[]TranslationIn   `json:"translations"`
+	// Draft and Autosave: as the query parameters of the same names
+	// (drafts.Mode); PATCH only.
+	Draft    *bool `json:"draft"`
+	Autosave *bool `json:"autosave"`
 }
 
 // apply merges in onto seo, validating under field.
@@ -234,6 +243,9 @@ func (sv *Service) createPage(w http.ResponseWriter, r *http.Request, s *tenant.
 	if req.Title == nil {
 		return httpapi.BadRequest(`missing required field "title"`)
 	}
+	if draft, _, err := drafts.Mode(r, req.Draft, req.Autosave); err != nil || draft {
+		return cmp.Or(err, error(httpapi.Invalid("draft", "a new page is a draft (status draft) until published; draft writes edit an existing page")))
+	}
 	p := Page{Status: PageDraft, Sections: []json.RawMessage{}, Translations: []PageTranslation{}}
 	if err := req.merge(&p); err != nil {
 		return err
@@ -243,6 +255,7 @@ func (sv *Service) createPage(w http.ResponseWriter, r *http.Request, s *tenant.
 		if err != nil {
 			return out, err
 		}
+		out.HasDraft = new(bool)
 		return out, chargePage(r.Context(), tx, s, out.ID)
 	})
 	if err != nil {
@@ -256,6 +269,13 @@ func (sv *Service) patchPage(w http.ResponseWriter, r *http.Request, s *tenant.S
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
 	}
+	draft, autosave, err := drafts.Mode(r, req.Draft, req.Autosave)
+	if err != nil {
+		return err
+	}
+	if draft && req.Status != nil {
+		return httpapi.Invalid("status", "a draft has no status of its own: publish and unpublish set it")
+	}
 	// Validate the body alone first, so a bad request is a 422 whether or
 	// not the page exists.
 	if err := req.merge(&Page{}); err != nil {
@@ -266,10 +286,16 @@ func (sv *Service) patchPage(w http.ResponseWriter, r *http.Request, s *tenant.S
 		if err != nil {
 			return p, err
 		}
+		if draft {
+			return savePageDraft(r.Context(), tx, s, p, &req, autosave)
+		}
 		if err := req.merge(&p); err != nil {
 			return p, err
 		}
 		if p, err = updatePage(r.Context(), tx, p); err != nil {
+			return p, err
+		}
+		if err := markPages(r.Context(), tx, []*Page{&p}); err != nil {
 			return p, err
 		}
 		return p, chargePage(r.Context(), tx, s, p.ID)
@@ -281,8 +307,19 @@ func (sv *Service) patchPage(w http.ResponseWriter, r *http.Request, s *tenant.S
 }
 
 func (sv *Service) getPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	p, err := localPage(r, s, "id_or_slug", func(ctx context.Context, tx tenant.Querier, ref string) (Page, error) {
-		return findPage(ctx, tx, ref, false)
+	draft, err := drafts.ReadDraft(r)
+	if err != nil {
+		return err
+	}
+	p, err := localPage(r, s, "id_or_slug", func(ctx context.Context, q tenant.Querier, ref string) (Page, error) {
+		p, err := findPage(ctx, q, ref, false)
+		if err != nil {
+			return p, err
+		}
+		if draft {
+			return draftPage(ctx, q, p)
+		}
+		return p, markPages(ctx, q, []*Page{&p})
 	})
 	if err != nil {
 		return err
@@ -331,7 +368,15 @@ func (sv *Service) listPages(w http.ResponseWriter, r *http.Request, s *tenant.S
 		if status != "" && status != PageDraft && status != PagePublished {
 			return nil, httpapi.Invalid("status", "must be draft or published")
 		}
-		return listPages(r.Context(), s.Reader(), before, status, limit)
+		pages, err := listPages(r.Context(), s.Reader(), before, status, limit)
+		if err != nil {
+			return nil, err
+		}
+		refs := make([]*Page, len(pages))
+		for i := range pages {
+			refs[i] = &pages[i]
+		}
+		return pages, markPages(r.Context(), s.Reader(), refs)
 	}, func(p Page) string { return httpapi.IDText(p.ID) })
 	if err != nil {
 		return err

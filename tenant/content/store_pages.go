@@ -11,6 +11,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/slug"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
 // Failures of the page store.
@@ -134,8 +135,10 @@ func deletePage(ctx context.Context, tx pgx.Tx, ref string) (err error) {
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `DELETE FROM pages WHERE id = $1`, p.ID)
-	return err
+	if _, err = tx.Exec(ctx, `DELETE FROM pages WHERE id = $1`, p.ID); err != nil {
+		return err
+	}
+	return drafts.Forget(ctx, tx, drafts.Page, pageRef(p.ID))
 }
 
 // lockPageBySlug reads the page of slug and locks it for the

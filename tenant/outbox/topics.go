@@ -17,6 +17,7 @@ var Topics = []string{
 	"booking.cancelled",
 	"booking.completed",
 	"content.changed",
+	"content.published",
 	"image.generated",
 	"connect.account_updated",
 }

@@ -1,0 +1,243 @@
+package content
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/drafts"
+)
+
+// A page's draft (docs/content-workflow.md) is the whole page as it
+// would be published; its slug, path, title, sections and SEO are the
+// project's default language, each translation one more language.
+
+// PublishedEvent is the data of content.published: the item a publish
+// made live, the languages it published (null: all) and the release that
+// published it (null: the item's own publish).
+type PublishedEvent struct {
+	Type      string   `json:"type"`
+	ID        string   `json:"id"`
+	Languages []string `json:"languages"`
+	ReleaseID *string  `json:"release_id"`
+}
+
+// pageRef is a page's reference in the drafts and versions tables.
+func pageRef(id int64) string { return strconv.FormatInt(id, 10) }
+
+// pageItem is the pages' versions routes.
+var pageItem = drafts.Item{
+	Type: drafts.Page,
+	Ref: func(ctx context.Context, q tenant.Querier, r *http.Request, _ *tenant.Scope) (string, error) {
+		p, err := findPage(ctx, q, chi.URLParam(r, "id_or_slug"), isTx(q))
+		return pageRef(p.ID), err
+	},
+	View: func(ctx context.Context, q tenant.Querier, r *http.Request, _ *tenant.Scope, ref string, _ json.RawMessage) (any, error) {
+		p, err := findPage(ctx, q, ref, false)
+		if err != nil {
+			return nil, err
+		}
+		return draftPage(ctx, q, p)
+	},
+}
+
+// isTx reports whether q is a transaction (whose reads may lock).
+func isTx(q tenant.Querier) bool {
+	_, ok := q.(pgx.Tx)
+	return ok
+}
+
+// markPages sets has_draft on each page.
+func markPages(ctx context.Context, q tenant.Querier, pages []*Page) error {
+	refs := make([]string, len(pages))
+	for i, p := range pages {
+		refs[i] = pageRef(p.ID)
+	}
+	has, err := drafts.Has(ctx, q, drafts.Page, refs)
+	for i, p := range pages {
+		d := has[refs[i]]
+		p.HasDraft = &d
+	}
+	return err
+}
+
+// draftPage answers the draft view of the live page p: its draft where it
+// has one (with its id, status and times), else p.
+func draftPage(ctx context.Context, q tenant.Querier, p Page) (Page, error) {
+	var d Page
+	ok, err := drafts.Load(ctx, q, drafts.Page, pageRef(p.ID), &d)
+	if err != nil {
+		return p, err
+	}
+	if ok {
+		p = withPageContent(p, d)
+	}
+	p.HasDraft = &ok
+	return p, nil
+}
+
+// withPageContent returns live with the content of d: everything a
+// publish makes live.
+func withPageContent(live, d Page) Page {
+	live.Slug, live.Path, live.Title, live.SEO = d.Slug, d.Path, d.Title, d.SEO
+	live.Sections, live.Translations = d.Sections, d.Translations
+	if live.Sections == nil {
+		live.Sections = []json.RawMessage{}
+	}
+	if live.Translations == nil {
+		live.Translations = []PageTranslation{}
+	}
+	return live
+}
+
+// samePageContent reports whether a and b would publish the same page.
+func samePageContent(a, b Page) bool {
+	ja, _ := json.Marshal(withPageContent(Page{}, a))
+	jb, _ := json.Marshal(withPageContent(Page{}, b))
+	return bytes.Equal(ja, jb)
+}
+
+// mergePage returns live with the draft d's content in langs (nil: all):
+// the default language is the page's slug, path, title, sections and SEO,
+// any other language its translation (added, replaced, or removed when
+// the draft has none).
+func mergePage(live, d Page, langs []string, def string) Page {
+	if langs == nil {
+		return withPageContent(live, d)
+	}
+	out := live
+	if slices.Contains(langs, def) {
+		out = withPageContent(live, Page{Slug: d.Slug, Path: d.Path, Title: d.Title, SEO: d.SEO, Sections: d.Sections, Translations: live.Translations})
+	}
+	tr := slices.Clone(out.Translations)
+	for _, l := range langs {
+		if l == def {
+			continue
+		}
+		i := slices.IndexFunc(tr, func(t PageTranslation) bool { return t.Lang == l })
+		j := slices.IndexFunc(d.Translations, func(t PageTranslation) bool { return t.Lang == l })
+		switch {
+		case i >= 0 && j >= 0:
+			tr[i] = d.Translations[j]
+		case j >= 0:
+			tr = append(tr, d.Translations[j])
+		case i >= 0:
+			tr = slices.Delete(tr, i, i+1)
+		}
+	}
+	out.Translations = tr
+	return out
+}
+
+// savePageDraft applies req to the draft of the live page p (its draft,
+// else p) and saves it, answering the draft view.
+func savePageDraft(ctx context.Context, tx pgx.Tx, s *tenant.Scope, p Page, req *PageRequest, autosave bool) (Page, error) {
+	d, err := draftPage(ctx, tx, p)
+	if err != nil {
+		return d, err
+	}
+	if err := req.merge(&d); err != nil {
+		return d, err
+	}
+	d.HasDraft = nil
+	if err := drafts.Save(ctx, tx, s, drafts.Page, pageRef(p.ID), withPageContent(Page{}, d), pageLangs(req, s.Project.DefaultLanguage), autosave); err != nil {
+		return d, err
+	}
+	t := true
+	d.HasDraft = &t
+	return d, nil
+}
+
+// pageLangs are the languages a page write touches: the default one for
+// its flat fields, those of its translations.
+func pageLangs(req *PageRequest, def string) []string {
+	var langs []string
+	if req.Title != nil || req.Slug != nil || req.Path != nil || req.Sections != nil || req.SEO != nil {
+		langs = append(langs, def)
+	}
+	if req.Translations != nil {
+		for _, t := range *req.Translations {
+			if t.Lang != nil && !slices.Contains(langs, *t.Lang) {
+				langs = append(langs, *t.Lang)
+			}
+		}
+	}
+	return langs
+}
+
+// publishPage makes the page's draft live (in the languages the body
+// names, else whole) and the page published, in one transaction: 1
+// credit (page_update), a publish version, content.published. A draft
+// whose slug or path another page has is a 409 and nothing changes.
+func (sv *Service) publishPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	langs, err := drafts.Languages(r)
+	if err != nil {
+		return err
+	}
+	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Page, error) {
+		p, err := findPage(r.Context(), tx, chi.URLParam(r, "id_or_slug"), true)
+		if err != nil {
+			return p, err
+		}
+		ref := pageRef(p.ID)
+		var d Page
+		has, err := drafts.Load(r.Context(), tx, drafts.Page, ref, &d)
+		if err != nil {
+			return p, err
+		}
+		next := p
+		if has {
+			next = mergePage(p, d, langs, s.Project.DefaultLanguage)
+		}
+		next.Status = PagePublished
+		if p, err = updatePage(r.Context(), tx, next); err != nil {
+			return p, err
+		}
+		if has && samePageContent(p, d) {
+			if err := drafts.Drop(r.Context(), tx, drafts.Page, ref); err != nil {
+				return p, err
+			}
+			has = false
+		}
+		p.HasDraft = &has
+		if _, err := drafts.Published(r.Context(), tx, s, drafts.Page, ref, withPageContent(Page{}, p), langs); err != nil {
+			return p, err
+		}
+		if err := chargePage(r.Context(), tx, s, p.ID); err != nil {
+			return p, err
+		}
+		return p, sv.events.Emit(r.Context(), tx, s, TopicPublished, PublishedEvent{Type: drafts.Page, ID: ref, Languages: langs})
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusOK, out)
+}
+
+// unpublishPage takes the page off the public surface (status draft); its
+// content and draft stay.
+func (sv *Service) unpublishPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Page, error) {
+		p, err := findPage(r.Context(), tx, chi.URLParam(r, "id_or_slug"), true)
+		if err != nil {
+			return p, err
+		}
+		p.Status = PageDraft
+		if p, err = updatePage(r.Context(), tx, p); err != nil {
+			return p, err
+		}
+		return p, markPages(r.Context(), tx, []*Page{&p})
+	})
+	if err != nil {
+		return err
+	}
+	return httpapi.JSON(w, http.StatusOK, out)
+}
