@@ -13,9 +13,6 @@ import (
 const (
 	TopicChanged   = "content.changed"
 	TopicGenerated = "image.generated"
-	// TopicPublished fires for each item a publish makes live (a page,
-	// component, content key, gallery, the brand), with PublishedEvent.
-	TopicPublished = "content.published"
 )
 
 // GuardedFetch returns the Fetch of URL swaps: the URL is checked by the

@@ -20,16 +20,6 @@ import (
 // would be published; its slug, path, title, sections and SEO are the
 // project's default language, each translation one more language.
 
-// PublishedEvent is the data of content.published: the item a publish
-// made live, the languages it published (null: all) and the release that
-// published it (null: the item's own publish).
-type PublishedEvent struct {
-	Type      string   `json:"type"`
-	ID        string   `json:"id"`
-	Languages []string `json:"languages"`
-	ReleaseID *string  `json:"release_id"`
-}
-
 // pageRef is a page's reference in the drafts and versions tables.
 func pageRef(id int64) string { return strconv.FormatInt(id, 10) }
 
@@ -214,7 +204,7 @@ func (sv *Service) publishPage(w http.ResponseWriter, r *http.Request, s *tenant
 		if err := chargePage(r.Context(), tx, s, p.ID); err != nil {
 			return p, err
 		}
-		return p, sv.events.Emit(r.Context(), tx, s, TopicPublished, PublishedEvent{Type: drafts.Page, ID: ref, Languages: langs})
+		return p, sv.events.Emit(r.Context(), tx, s, drafts.TopicPublished, drafts.PublishedEvent{Type: drafts.Page, ID: ref, Languages: langs})
 	})
 	if err != nil {
 		return err

@@ -35,6 +35,20 @@ const (
 	Post       = "blog_post"
 )
 
+// TopicPublished is the event every publish emits, once per item made
+// live, with PublishedEvent.
+const TopicPublished = "content.published"
+
+// PublishedEvent is the data of content.published: the item a publish
+// made live (its type and reference), the languages it published (null:
+// all) and the release that published it (null: the item's own publish).
+type PublishedEvent struct {
+	Type      string   `json:"type"`
+	ID        string   `json:"id"`
+	Languages []string `json:"languages"`
+	ReleaseID *string  `json:"release_id"`
+}
+
 // Version kinds.
 const (
 	KindSave     = "save"     // an explicit save of the draft
