@@ -72,6 +72,8 @@ func (sv *Service) Routes(r chi.Router) {
 		r.Get("/content/{key}", tenant.Handle(sv.getKey))
 		r.Put("/content/{key}", tenant.Handle(sv.putKey))
 		r.Delete("/content/{key}", tenant.Handle(sv.deleteKey))
+		r.Post("/content/{key}/publish", tenant.Handle(sv.publishKey))
+		keyItem.Mount(r, "/content/{key}")
 
 		r.Get("/components", tenant.Handle(sv.listComponents))
 		r.Post("/components", tenant.Handle(sv.createComponent))

@@ -17,6 +17,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/credits"
+	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
 // Limits of content keys.
@@ -45,6 +46,10 @@ type ContentKey struct {
 	Lang       string            `json:"lang"`
 	AllLocales map[string]string `json:"all_locales"`
 	UpdatedAt  time.Time         `json:"updated_at"`
+	// HasDraft says whether the key has unpublished changes: on
+	// authenticated reads and draft writes (the public surface and live
+	// writes omit it).
+	HasDraft *bool `json:"has_draft,omitempty"`
 }
 
 // Bulk is the body of GET /content/bulk. A read without keys is paged by
@@ -62,6 +67,9 @@ type Bulk struct {
 type PutValueRequest struct {
 	Value *string `json:"value" required:"true"`
 	Lang  *string `json:"lang"`
+	// Draft and Autosave: as the query parameters (drafts.Mode).
+	Draft    *bool `json:"draft"`
+	Autosave *bool `json:"autosave"`
 }
 
 // ValueUpdate is one item of PUT /content.
@@ -73,7 +81,9 @@ type ValueUpdate struct {
 
 // BatchRequest is the body of PUT /content.
 type BatchRequest struct {
-	Updates []ValueUpdate `json:"updates" required:"true"`
+	Updates  []ValueUpdate `json:"updates" required:"true"`
+	Draft    *bool         `json:"draft"`
+	Autosave *bool         `json:"autosave"`
 }
 
 // langParam returns the lang query parameter, or the project's default
@@ -172,7 +182,9 @@ func (sv *Service) publicBulk(w http.ResponseWriter, r *http.Request, s *tenant.
 	return httpapi.PublicJSON(w, r, b)
 }
 
-func (sv *Service) key(r *http.Request, s *tenant.Scope) (ContentKey, error) {
+// key reads the content key the request names; authenticated, with
+// has_draft, or its draft view when asked (?draft=true).
+func (sv *Service) key(r *http.Request, s *tenant.Scope, authenticated bool) (ContentKey, error) {
 	key := chi.URLParam(r, "key")
 	if !KeyPattern.MatchString(key) {
 		return ContentKey{}, httpapi.NotFound("no content key " + key)
@@ -181,11 +193,21 @@ func (sv *Service) key(r *http.Request, s *tenant.Scope) (ContentKey, error) {
 	if err != nil {
 		return ContentKey{}, err
 	}
-	return readKey(r.Context(), s, key, lang, s.Project.DefaultLanguage)
+	if !authenticated {
+		return readKey(r.Context(), s, key, lang, s.Project.DefaultLanguage, false)
+	}
+	draft, err := drafts.ReadDraft(r)
+	if err != nil || draft {
+		if err != nil {
+			return ContentKey{}, err
+		}
+		return draftKey(r.Context(), s, key, lang)
+	}
+	return readKey(r.Context(), s, key, lang, s.Project.DefaultLanguage, true)
 }
 
 func (sv *Service) getKey(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	k, err := sv.key(r, s)
+	k, err := sv.key(r, s, true)
 	if err != nil {
 		return err
 	}
@@ -193,7 +215,7 @@ func (sv *Service) getKey(w http.ResponseWriter, r *http.Request, s *tenant.Scop
 }
 
 func (sv *Service) publicKey(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	k, err := sv.key(r, s)
+	k, err := sv.key(r, s, false)
 	if err != nil {
 		return err
 	}
@@ -372,6 +394,19 @@ func (sv *Service) putKey(w http.ResponseWriter, r *http.Request, s *tenant.Scop
 	if err := v.Err(); err != nil {
 		return err
 	}
+	draft, autosave, err := drafts.Mode(r, req.Draft, req.Autosave)
+	if err != nil {
+		return err
+	}
+	if draft {
+		out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]ContentKey, error) {
+			return saveKeyDrafts(r.Context(), tx, s, []ValueChange{{Key: key, Lang: lang, Value: *req.Value}}, autosave)
+		})
+		if err != nil {
+			return err
+		}
+		return httpapi.JSON(w, http.StatusOK, out[0])
+	}
 	later, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (*tenant.Later[[]ContentKey], error) {
 		return sv.write(r.Context(), tx, s, []ValueChange{{Key: key, Lang: lang, Value: *req.Value}})
 	})
@@ -412,6 +447,19 @@ func (sv *Service) putBatch(w http.ResponseWriter, r *http.Request, s *tenant.Sc
 	if err := v.Err(); err != nil {
 		return err
 	}
+	draft, autosave, err := drafts.Mode(r, req.Draft, req.Autosave)
+	if err != nil {
+		return err
+	}
+	if draft {
+		out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) ([]ContentKey, error) {
+			return saveKeyDrafts(r.Context(), tx, s, items, autosave)
+		})
+		if err != nil {
+			return err
+		}
+		return httpapi.JSON(w, http.StatusOK, map[string]any{"data": out})
+	}
 	later, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (*tenant.Later[[]ContentKey], error) {
 		return sv.write(r.Context(), tx, s, items)
 	})
@@ -432,7 +480,10 @@ func (sv *Service) deleteKey(w http.ResponseWriter, r *http.Request, s *tenant.S
 		return err
 	}
 	err = s.Tx(r.Context(), func(tx pgx.Tx) error {
-		return deleteValues(r.Context(), tx, key, lang)
+		if err := deleteValues(r.Context(), tx, key, lang); err != nil || lang != "" {
+			return err
+		}
+		return drafts.Forget(r.Context(), tx, drafts.ContentKey, key) // the key is gone whole
 	})
 	if err != nil {
 		return err

@@ -75,6 +75,7 @@ func openAPIKeys(d *openapi.Doc) {
 		"lang":        openapi.M{"type": "string", "description": "The language served: the one asked for, or the project's default when that has no value."},
 		"all_locales": openapi.With(openapi.MapOf(openapi.Str()), openapi.M{"description": "Every language's value by language code."}),
 		"updated_at":  openapi.Timestamp(),
+		"has_draft":   drafts.HasDraft(),
 	}, "key", "value", "lang", "all_locales", "updated_at"))
 	d.Schema("ContentBulk", openapi.Obj(openapi.M{
 		"data":        openapi.With(openapi.MapOf(openapi.Str()), openapi.M{"description": "Values by key."}),
@@ -97,28 +98,33 @@ func openAPIKeys(d *openapi.Doc) {
 		OK: []openapi.Resp{{Status: 200, Desc: "The values by key.", Content: openapi.JSON(openapi.Ref("ContentBulk"))}}})
 	d.Add("PUT", "/v1/content", openapi.Op{ID: "putContentBatch", Summary: "Set many content values", Tag: "content", Scope: "content:write",
 		Desc: "All or nothing: 1 credit per item (content_update), checked against the whole batch first (402 states its cost). " +
-			"Emits `content.changed` once per changed value (a first value included; writing the same value again is no change).",
+			"Emits `content.changed` once per changed value (a first value included; writing the same value again is no change). " +
+			"With `draft=true` (or `autosave=true`) the values go into their keys' drafts instead, free, and nothing live changes.",
 		Idempotent: true,
-		Body: openapi.JSON(d.Schema("PutContentBatchRequest", openapi.Obj(openapi.M{"updates": openapi.M{"type": "array", "minItems": 1, "maxItems": MaxBatchUpdates,
+		Body: openapi.JSON(d.Schema("PutContentBatchRequest", openapi.Obj(openapi.With(openapi.M{"updates": openapi.M{"type": "array", "minItems": 1, "maxItems": MaxBatchUpdates,
 			"items": d.Schema("ContentUpdate", openapi.Obj(openapi.M{
 				"key": keySchema(), "value": textSchema(MaxValueLen),
 				"lang": openapi.M{"type": "string", "pattern": langPattern, "description": "The project's default language when absent."},
-			}, "key", "value")), "description": "A key and language may appear once."}}, "updates"))),
-		Errs: []int{402, 422},
+			}, "key", "value")), "description": "A key and language may appear once."}}, drafts.BodyFields()), "updates"))),
+		Query: drafts.Query(), Errs: []int{402, 422},
 		OK: []openapi.Resp{{Status: 200, Desc: "Each item's key as stored, in the item's language, in request order.",
 			Content: openapi.JSON(d.Schema("ContentBatch", openapi.Obj(openapi.M{"data": openapi.Arr(key)}, "data")))}}})
 	d.Add("GET", "/v1/content/{key}", openapi.Op{ID: "getContentKey", Summary: "A content key", Tag: "content", Scope: "content:read",
 		Desc:   "The value in `lang`, falling back to the project's default language (`lang` of the answer tells which), with every language's value. No credits.",
-		Params: keyParam, Query: []openapi.M{langQuery("The language to read; the project's default language when absent.")},
+		Params: keyParam, Query: []openapi.M{langQuery("The language to read; the project's default language when absent."), drafts.ReadQuery()},
 		Errs: []int{404, 422},
 		OK:   []openapi.Resp{{Status: 200, Desc: "The key.", Content: openapi.JSON(key)}}})
 	d.Add("PUT", "/v1/content/{key}", openapi.Op{ID: "putContentKey", Summary: "Set a content value", Tag: "content", Scope: "content:write",
 		Desc: "Creates or replaces the key's value in `lang` (the project's default language when absent): 1 credit (content_update). " +
-			"Emits `content.changed` {key, lang, value, previous_value} when the value changes (a first value included).",
-		Params: keyParam, Idempotent: true,
-		Body: openapi.JSON(d.Schema("PutContentKeyRequest", openapi.Obj(openapi.M{"value": textSchema(MaxValueLen), "lang": langSchema()}, "value"))),
+			"Emits `content.changed` {key, lang, value, previous_value} when the value changes (a first value included). " +
+			"With `draft=true` (or `autosave=true`) the value goes into the key's draft instead, free; the public surface keeps serving the live value until POST …/publish.",
+		Params: keyParam, Idempotent: true, Query: drafts.Query(),
+		Body: openapi.JSON(d.Schema("PutContentKeyRequest", openapi.Obj(openapi.With(openapi.M{"value": textSchema(MaxValueLen), "lang": langSchema()}, drafts.BodyFields()), "value"))),
 		Errs: []int{402, 422},
-		OK:   []openapi.Resp{{Status: 200, Desc: "The key, served in the language written.", Content: openapi.JSON(key)}}})
+		OK:   []openapi.Resp{{Status: 200, Desc: "The key, served in the language written (the draft view after a draft write).", Content: openapi.JSON(key)}}})
+	drafts.OpenAPI(d, drafts.Ops{Path: "/v1/content/{key}", Params: keyParam, Name: "ContentKey", Noun: "content key", Tag: "content", Scope: "content", View: key,
+		Errs: []int{402}, Desc: "Each value of the draft that differs from what is live is written as PUT writes it: 1 credit (content_update) and `content.changed` each. " +
+			"`languages` names which values to publish. A key without a draft is answered as it is."})
 	d.Add("DELETE", "/v1/content/{key}", openapi.Op{ID: "deleteContentKey", Summary: "Delete a content key", Tag: "content", Scope: "content:write",
 		Desc:   "Deletes the key's value in `lang`, or in every language when `lang` is absent. 404 when nothing was deleted.",
 		Params: keyParam, Idempotent: true,

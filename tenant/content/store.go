@@ -161,19 +161,32 @@ func Values(ctx context.Context, tx pgx.Tx, lang string, keys []string) (_ map[s
 // keySQL reads every language's value of a content key.
 const keySQL = `SELECT lang, value, updated_at FROM content_values WHERE key = $1`
 
+// keyDraftSQL is keySQL for an authenticated read: one more row, of
+// language ”, when the key has a draft (has_draft).
+const keyDraftSQL = keySQL + ` UNION ALL SELECT '', '', updated_at FROM drafts WHERE type = 'content_key' AND ref = $1`
+
 // KeySQL is the query GET /content/{key} runs, for benchmarks comparing
 // it with a bare handler.
-const KeySQL = keySQL
+const KeySQL = keyDraftSQL
 
 // readKey reads key in lang with the fallback to def, outside a
 // transaction and in one round trip (Scope.Read): the read of GET
 // /content/{key}. A not-found failure when neither language has a value.
-func readKey(ctx context.Context, s *tenant.Scope, key, lang, def string) (k ContentKey, err error) {
+// With withDraft (an authenticated read), it says whether the key has a
+// draft (has_draft), in the same round trip.
+func readKey(ctx context.Context, s *tenant.Scope, key, lang, def string, withDraft bool) (k ContentKey, err error) {
 	defer httpapi.Wrap(&err, "readKey(%q, %q)", key, lang)
-	err = s.Read(ctx, keySQL, []any{key}, func(rows pgx.Rows) error {
+	q := keySQL
+	if withDraft {
+		q = keyDraftSQL
+	}
+	err = s.Read(ctx, q, []any{key}, func(rows pgx.Rows) error {
 		k, err = scanKey(rows, key, lang, def)
 		return err
 	})
+	if withDraft && k.HasDraft == nil {
+		k.HasDraft = new(bool)
+	}
 	return k, err
 }
 
@@ -186,6 +199,11 @@ func scanKey(rows pgx.Rows, key, lang, def string) (ContentKey, error) {
 	for rows.Next() {
 		if err := rows.Scan(&l, &v, &at); err != nil {
 			return k, err
+		}
+		if l == "" { // keyDraftSQL's mark of a draft
+			t := true
+			k.HasDraft = &t
+			continue
 		}
 		k.AllLocales[l] = v
 		switch l {

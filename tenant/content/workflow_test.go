@@ -267,3 +267,84 @@ func TestPageWorkflowBadInput(t *testing.T) {
 		t.Fatalf("%d draft and version rows left after the delete", n)
 	}
 }
+
+// TestContentKeyDrafts: a key's draft values stay off the public surface
+// until published; publishing one language writes that value only, as a
+// live write does (1 credit); the batch writes drafts too; a key that
+// exists only as a draft reads 404 until published.
+func TestContentKeyDrafts(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	env.Do("PUT", "/v1/content/home.title", p.Key, map[string]any{"value": "Hello"}).Expect(t, 200)
+	env.Do("PUT", "/v1/content/home.title", p.Key, map[string]any{"value": "Salut", "lang": "fr"}).Expect(t, 200)
+	before := spent(t, p)
+
+	d := env.Do("PUT", "/v1/content/home.title?draft=true", p.Key, map[string]any{"value": "Bonjour", "lang": "fr"}).Expect(t, 200).JSON(t)
+	if d["value"] != "Bonjour" || d["has_draft"] != true || d["all_locales"].(map[string]any)["en"] != "Hello" {
+		t.Fatalf("draft write: %v", d)
+	}
+	env.Do("PUT", "/v1/content", p.Key, map[string]any{"draft": true, "updates": []any{
+		map[string]any{"key": "home.title", "value": "Welcome"},
+		map[string]any{"key": "home.new", "value": "Brand new"},
+	}}).Expect(t, 200)
+	if spent(t, p) != before {
+		t.Fatalf("draft writes cost %d", spent(t, p)-before)
+	}
+	bulk := public(env, p, "/v1/public/content/bulk?keys=home.title,home.new&lang=fr").Expect(t, 200).JSON(t)
+	if bulk["data"].(map[string]any)["home.title"] != "Salut" || fmt.Sprint(bulk["missing"]) != "[home.new]" {
+		t.Fatalf("the public bulk read sees drafts: %v", bulk)
+	}
+	if got := env.Do("GET", "/v1/content/home.title?lang=fr", p.Key, nil).Expect(t, 200).JSON(t); got["value"] != "Salut" || got["has_draft"] != true {
+		t.Fatalf("live read: %v", got)
+	}
+	if _, ok := public(env, p, "/v1/public/content/home.title").Expect(t, 200).JSON(t)["has_draft"]; ok {
+		t.Fatal("the public surface says has_draft")
+	}
+	if got := env.Do("GET", "/v1/content/home.title?draft=true", p.Key, nil).Expect(t, 200).JSON(t); got["value"] != "Welcome" {
+		t.Fatalf("draft view: %v", got)
+	}
+	env.Do("GET", "/v1/content/home.new", p.Key, nil).Expect(t, 404)
+	env.Do("GET", "/v1/content/home.new?draft=true", p.Key, nil).Expect(t, 200)
+
+	pub := env.Do("POST", "/v1/content/home.title/publish?lang=fr", p.Key, map[string]any{"languages": []string{"fr"}}).Expect(t, 200).JSON(t)
+	if pub["value"] != "Bonjour" || pub["has_draft"] != true || pub["all_locales"].(map[string]any)["en"] != "Hello" {
+		t.Fatalf("published fr: %v", pub)
+	}
+	if spent(t, p) != before+100 {
+		t.Fatalf("publishing one value cost %d", spent(t, p)-before)
+	}
+	if got := public(env, p, "/v1/public/content/home.title").Expect(t, 200).JSON(t); got["value"] != "Hello" {
+		t.Fatalf("en after publishing fr: %v", got["value"])
+	}
+	pub = env.Do("POST", "/v1/content/home.title/publish", p.Key, nil).Expect(t, 200).JSON(t)
+	if pub["value"] != "Welcome" || pub["has_draft"] != false {
+		t.Fatalf("published the rest: %v", pub)
+	}
+	env.Do("POST", "/v1/content/home.new/publish", p.Key, nil).Expect(t, 200)
+	if got := public(env, p, "/v1/public/content/home.new").Expect(t, 200).JSON(t); got["value"] != "Brand new" {
+		t.Fatalf("a draft-only key, published: %v", got)
+	}
+	// Versions: the fr save, the batch save, the fr publish, the publish.
+	vs := env.Do("GET", "/v1/content/home.title/versions", p.Key, nil).Expect(t, 200).JSON(t)["data"].([]any)
+	if len(vs) != 4 {
+		t.Fatalf("versions: %v", vs)
+	}
+	r := env.Do("POST", "/v1/content/home.title/versions/3/restore", p.Key, nil).Expect(t, 200).JSON(t)
+	if r["has_draft"] != true || r["value"] != "Hello" || r["all_locales"].(map[string]any)["fr"] != "Bonjour" {
+		t.Fatalf("restored version 3: %v", r)
+	}
+	env.Do("POST", "/v1/content/home.title/publish", p.Key, nil).Expect(t, 200)
+	if got := public(env, p, "/v1/public/content/home.title").Expect(t, 200).JSON(t); got["value"] != "Hello" {
+		t.Fatalf("after restoring and publishing: %v", got["value"])
+	}
+	env.Do("POST", "/v1/content/nothing.here/publish", p.Key, nil).Problem(t, 404, "not_found")
+	env.Do("POST", "/v1/content/home.title/versions/77/restore", p.Key, nil).Problem(t, 404, "not_found")
+	env.Do("PUT", "/v1/content/home.title?autosave=nope", p.Key, map[string]any{"value": "x"}).Problem(t, 422, "validation_failed")
+	// Deleting the key in every language drops its draft and versions.
+	env.Do("PUT", "/v1/content/home.title?draft=true", p.Key, map[string]any{"value": "pending"}).Expect(t, 200)
+	env.Do("DELETE", "/v1/content/home.title", p.Key, nil).Expect(t, 204)
+	if n := query[int](t, p, `SELECT (SELECT count(*) FROM drafts WHERE ref = 'home.title') + (SELECT count(*) FROM versions WHERE ref = 'home.title')`); n != 0 {
+		t.Fatalf("%d draft and version rows left", n)
+	}
+}
