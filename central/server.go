@@ -40,6 +40,7 @@ import (
 	"github.com/plinth-dev/plinth/tenant/jobs"
 	"github.com/plinth-dev/plinth/tenant/outbox"
 	projectlimit "github.com/plinth-dev/plinth/tenant/ratelimit"
+	"github.com/plinth-dev/plinth/tenant/releases"
 	"github.com/plinth-dev/plinth/tenant/sites"
 	"github.com/plinth-dev/plinth/tenant/social"
 	"github.com/plinth-dev/plinth/tenant/usage"
@@ -196,6 +197,9 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		Events: s.Outbox, Jobs: s.Jobs})
 	socialSvc := social.New(social.Deps{Config: cfg, Plane: c, Queue: s.River, AI: s.AI, Images: contentSvc,
 		Events: s.Outbox, Jobs: s.Jobs, Logger: logger})
+	// Releases publish items of both pillars.
+	publishers := contentSvc.Publishers()
+	releasesSvc := releases.New(releases.Deps{Queue: s.River, Publishers: publishers})
 	// Posts scheduled before their publishing became jobs at their time
 	// get their jobs once.
 	s.backfills = []backfill{{"scheduled-blog-posts", blogSvc.EnqueueScheduled}, {"scheduled-social-posts", socialSvc.EnqueueScheduled}}
@@ -204,6 +208,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		jobsSvc,
 		contentSvc,
 		blogSvc,
+		releasesSvc,
 		socialSvc,
 		commerce.New(commerce.Deps{Plane: c, Queue: s.River, Events: s.Outbox, Logger: logger,
 			Payments: payments.New(payments.Config{SecretKey: cfg.StripeSecretKey, WebhookSecret: cfg.StripeWebhookKey, APIBase: cfg.StripeAPIBase})}),
@@ -335,7 +340,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 // operations and every pillar's, in a fixed order. openapi.json is its
 // output (go generate ./central).
 func OpenAPIDocument() openapi.M {
-	return openapi.Build(OpenAPI, usage.OpenAPI, jobs.OpenAPI, content.OpenAPI, blog.OpenAPI, sites.OpenAPI, commerce.OpenAPI,
+	return openapi.Build(OpenAPI, usage.OpenAPI, jobs.OpenAPI, content.OpenAPI, blog.OpenAPI, releases.OpenAPI, sites.OpenAPI, commerce.OpenAPI,
 		booking.OpenAPI, social.OpenAPI, forms.OpenAPI, webhooks.OpenAPI, mcp.OpenAPI, AdminOpenAPI, AdminExportsOpenAPI, AdminShardsOpenAPI)
 }
 

@@ -134,11 +134,7 @@ func saveKeyDrafts(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items []Valu
 }
 
 // publishKey makes the key's draft live, whole or in the languages the
-// body names: each value that differs from what is live is written as a
-// live write is (1 credit, content.changed), all in one transaction; then
-// a publish version and content.published. The draft is dropped once
-// nothing in it differs from what is live. A key without a draft is left
-// as it is (200, no version).
+// body names, in one transaction (publishKeyTx).
 func (sv *Service) publishKey(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	key := chi.URLParam(r, "key")
 	if !ValidKey(key) {
@@ -153,57 +149,93 @@ func (sv *Service) publishKey(w http.ResponseWriter, r *http.Request, s *tenant.
 		return err
 	}
 	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (ContentKey, error) {
-		live, err := liveValues(r.Context(), tx, key)
-		if err != nil {
-			return ContentKey{}, err
-		}
-		var d keyDraft
-		has, err := drafts.Load(r.Context(), tx, drafts.ContentKey, key, &d)
-		switch {
-		case err != nil:
-			return ContentKey{}, err
-		case !has && len(live) == 0:
-			return ContentKey{}, httpapi.NotFound("no content key " + key)
-		case !has:
-			return keyView(key, live, lang, s.Project.DefaultLanguage, time.Now(), false), nil
-		}
-		var items []ValueChange
-		for _, l := range slices.Sorted(maps.Keys(d.AllLocales)) {
-			if v := d.AllLocales[l]; (langs == nil || slices.Contains(langs, l)) && live[l] != v {
-				items = append(items, ValueChange{Key: key, Lang: l, Value: v})
-			}
-		}
-		if len(items) > 0 {
-			if _, err := sv.write(r.Context(), tx, s, items); err != nil {
-				return ContentKey{}, err
-			}
-		}
-		for _, it := range items {
-			live[it.Lang] = it.Value
-		}
-		still := false
-		for l, v := range d.AllLocales {
-			if cur, ok := live[l]; !ok || cur != v {
-				still = true
-			}
-		}
-		if !still {
-			if err := drafts.Drop(r.Context(), tx, drafts.ContentKey, key); err != nil {
-				return ContentKey{}, err
-			}
-		}
-		if _, err := drafts.Published(r.Context(), tx, s, drafts.ContentKey, key, keyDraft{AllLocales: live}, langs); err != nil {
-			return ContentKey{}, err
-		}
-		if err := sv.events.Emit(r.Context(), tx, s, drafts.TopicPublished, drafts.PublishedEvent{Type: drafts.ContentKey, ID: key, Languages: langs}); err != nil {
-			return ContentKey{}, err
-		}
-		return keyView(key, live, lang, s.Project.DefaultLanguage, time.Now(), still), nil
+		values, still, err := sv.publishKeyTx(r.Context(), tx, s, key, langs, nil)
+		return keyView(key, values, lang, s.Project.DefaultLanguage, time.Now(), still), err
 	})
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, out)
+}
+
+// publishKeyTx publishes key's draft in langs (nil: whole) in tx: each
+// value that differs from what is live is written as a live write is (1
+// credit, content.changed), then a publish version and content.published
+// (naming release). The draft is dropped once nothing in it differs from
+// what is live. A key without a draft is left as it is (no version); one
+// with neither draft nor value is a 404. It returns the live values and
+// whether a draft remains.
+func (sv *Service) publishKeyTx(ctx context.Context, tx pgx.Tx, s *tenant.Scope, key string, langs []string, release *int64) (map[string]string, bool, error) {
+	live, err := liveValues(ctx, tx, key)
+	if err != nil {
+		return nil, false, err
+	}
+	var d keyDraft
+	has, err := drafts.Load(ctx, tx, drafts.ContentKey, key, &d)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case !has && len(live) == 0:
+		return nil, false, httpapi.NotFound("no content key " + key)
+	case !has:
+		return live, false, nil
+	}
+	var items []ValueChange
+	for _, l := range slices.Sorted(maps.Keys(d.AllLocales)) {
+		if v := d.AllLocales[l]; (langs == nil || slices.Contains(langs, l)) && live[l] != v {
+			items = append(items, ValueChange{Key: key, Lang: l, Value: v})
+		}
+	}
+	if len(items) > 0 {
+		if _, err := sv.write(ctx, tx, s, items); err != nil {
+			return nil, false, err
+		}
+	}
+	for _, it := range items {
+		live[it.Lang] = it.Value
+	}
+	still := false
+	for l, v := range d.AllLocales {
+		if cur, ok := live[l]; !ok || cur != v {
+			still = true
+		}
+	}
+	if !still {
+		if err := drafts.Drop(ctx, tx, drafts.ContentKey, key); err != nil {
+			return nil, false, err
+		}
+	}
+	if _, err := drafts.Published(ctx, tx, s, drafts.ContentKey, key, keyDraft{AllLocales: live}, langs); err != nil {
+		return nil, false, err
+	}
+	return live, still, sv.events.Emit(ctx, tx, s, drafts.TopicPublished, drafts.PublishedEvent{Type: drafts.ContentKey, ID: key, Languages: langs, ReleaseID: release})
+}
+
+// keyPublisher publishes content keys for releases: a key names itself,
+// and exists while it has a value or a draft.
+func (sv *Service) keyPublisher() drafts.Publisher {
+	return drafts.Publisher{
+		Scope: "content:write",
+		Resolve: func(ctx context.Context, q tenant.Querier, id string) (string, error) {
+			var ok bool
+			err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM content_values WHERE key = $1)
+				OR EXISTS (SELECT 1 FROM drafts WHERE type = 'content_key' AND ref = $1)`, id).Scan(&ok)
+			if err == nil && (!ok || !ValidKey(id)) {
+				err = httpapi.NotFound("no content key " + id)
+			}
+			return id, err
+		},
+		Publish: func(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string, langs []string, release *int64) error {
+			_, _, err := sv.publishKeyTx(ctx, tx, s, ref, langs, release)
+			return err
+		},
+	}
+}
+
+// Publishers are the pillar's publishers of each type of item, for
+// releases.
+func (sv *Service) Publishers() drafts.Publishers {
+	return drafts.Publishers{drafts.Page: sv.pagePublisher(), drafts.ContentKey: sv.keyPublisher()}
 }
 
 // draftKey answers the draft view of key (GET ?draft=true): its draft,

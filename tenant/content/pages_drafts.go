@@ -164,9 +164,8 @@ func pageLangs(req *PageRequest, def string) []string {
 }
 
 // publishPage makes the page's draft live (in the languages the body
-// names, else whole) and the page published, in one transaction: 1
-// credit (page_update), a publish version, content.published. A draft
-// whose slug or path another page has is a 409 and nothing changes.
+// names, else whole) and the page published, in one transaction
+// (publishPageTx).
 func (sv *Service) publishPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	langs, err := drafts.Languages(r)
 	if err != nil {
@@ -177,39 +176,66 @@ func (sv *Service) publishPage(w http.ResponseWriter, r *http.Request, s *tenant
 		if err != nil {
 			return p, err
 		}
-		ref := pageRef(p.ID)
-		var d Page
-		has, err := drafts.Load(r.Context(), tx, drafts.Page, ref, &d)
-		if err != nil {
-			return p, err
-		}
-		next := p
-		if has {
-			next = mergePage(p, d, langs, s.Project.DefaultLanguage)
-		}
-		next.Status = PagePublished
-		if p, err = updatePage(r.Context(), tx, next); err != nil {
-			return p, err
-		}
-		if has && samePageContent(p, d) {
-			if err := drafts.Drop(r.Context(), tx, drafts.Page, ref); err != nil {
-				return p, err
-			}
-			has = false
-		}
-		p.HasDraft = &has
-		if _, err := drafts.Published(r.Context(), tx, s, drafts.Page, ref, withPageContent(Page{}, p), langs); err != nil {
-			return p, err
-		}
-		if err := chargePage(r.Context(), tx, s, p.ID); err != nil {
-			return p, err
-		}
-		return p, sv.events.Emit(r.Context(), tx, s, drafts.TopicPublished, drafts.PublishedEvent{Type: drafts.Page, ID: ref, Languages: langs})
+		return sv.publishPageTx(r.Context(), tx, s, p, langs, nil)
 	})
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, out)
+}
+
+// publishPageTx publishes the page p (read and locked in tx): its draft
+// in langs (nil: whole) goes live and the page is published: 1 credit
+// (page_update), a publish version, content.published (naming release).
+// A draft whose slug or path another page has is a 409.
+func (sv *Service) publishPageTx(ctx context.Context, tx pgx.Tx, s *tenant.Scope, p Page, langs []string, release *int64) (Page, error) {
+	ref := pageRef(p.ID)
+	var d Page
+	has, err := drafts.Load(ctx, tx, drafts.Page, ref, &d)
+	if err != nil {
+		return p, err
+	}
+	next := p
+	if has {
+		next = mergePage(p, d, langs, s.Project.DefaultLanguage)
+	}
+	next.Status = PagePublished
+	if p, err = updatePage(ctx, tx, next); err != nil {
+		return p, err
+	}
+	if has && samePageContent(p, d) {
+		if err := drafts.Drop(ctx, tx, drafts.Page, ref); err != nil {
+			return p, err
+		}
+		has = false
+	}
+	p.HasDraft = &has
+	if _, err := drafts.Published(ctx, tx, s, drafts.Page, ref, withPageContent(Page{}, p), langs); err != nil {
+		return p, err
+	}
+	if err := chargePage(ctx, tx, s, p.ID); err != nil {
+		return p, err
+	}
+	return p, sv.events.Emit(ctx, tx, s, drafts.TopicPublished, drafts.PublishedEvent{Type: drafts.Page, ID: ref, Languages: langs, ReleaseID: release})
+}
+
+// pagePublisher publishes pages for releases.
+func (sv *Service) pagePublisher() drafts.Publisher {
+	return drafts.Publisher{
+		Scope: "content:write",
+		Resolve: func(ctx context.Context, q tenant.Querier, id string) (string, error) {
+			p, err := findPage(ctx, q, id, isTx(q))
+			return pageRef(p.ID), err
+		},
+		Publish: func(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string, langs []string, release *int64) error {
+			p, err := findPage(ctx, tx, ref, true)
+			if err != nil {
+				return err
+			}
+			_, err = sv.publishPageTx(ctx, tx, s, p, langs, release)
+			return err
+		},
+	}
 }
 
 // unpublishPage takes the page off the public surface (status draft); its

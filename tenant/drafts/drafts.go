@@ -46,7 +46,7 @@ type PublishedEvent struct {
 	Type      string   `json:"type"`
 	ID        string   `json:"id"`
 	Languages []string `json:"languages"`
-	ReleaseID *string  `json:"release_id"`
+	ReleaseID *int64   `json:"release_id"`
 }
 
 // Version kinds.

@@ -60,7 +60,18 @@ type Schedule[K Kind] struct {
 	// Claimed is what the pillar does with a post it claimed, in the
 	// claim's transaction.
 	Claimed func(ctx context.Context, tx pgx.Tx, s *tenant.Scope, postID int64) error
+	// Early is how long before its time the job is scheduled, to wait in
+	// its worker for the exact time. River makes scheduled jobs available
+	// on its leader every 5 s (its job scheduler's fixed interval), so a
+	// job scheduled at the time may start up to 5 s late; scheduled
+	// Early = 6 s ahead it starts on time, holding a worker for the wait.
+	// Zero: scheduled at the time.
+	Early time.Duration
 }
+
+// EarlyForRiver is the Early that starts a job on time: River's job
+// scheduler interval (5 s) and a second for the fetch.
+const EarlyForRiver = 6 * time.Second
 
 // job is the job of a post scheduled at at, run at that time. at is the
 // scheduled_at as stored (microseconds), in UTC so that the same schedule
@@ -69,7 +80,7 @@ func (sc *Schedule[K]) job(projectID string, postID int64, at time.Time) river.I
 	at = at.UTC()
 	return river.InsertManyParams{
 		Args:       Args[K]{ProjectID: projectID, PostID: postID, ScheduledAt: at},
-		InsertOpts: &river.InsertOpts{ScheduledAt: at},
+		InsertOpts: &river.InsertOpts{ScheduledAt: at.Add(-sc.Early)},
 	}
 }
 
@@ -110,6 +121,15 @@ func (w *worker[K]) Work(ctx context.Context, job *river.Job[Args[K]]) error {
 	s, err := tenant.JobScope(ctx)
 	if err != nil {
 		return err
+	}
+	if wait := time.Until(a.ScheduledAt); wait > 0 { // scheduled Early
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return s.Tx(ctx, func(tx pgx.Tx) error {
 		claimed, err := w.sc.Claim(ctx, tx, a.PostID, a.ScheduledAt)
