@@ -68,9 +68,21 @@ var publicBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 const maxPooledBody = 64 << 10
 
 // PublicBody is PublicJSON for a body already encoded, of content type ct.
+//
+// A request that carries a preview token (X-Preview-Token or ?preview=,
+// the content workflow's preview links) may be answered with drafts: its
+// answer is Cache-Control: private, no-store, without an ETag, so no
+// cache keeps it for another request.
 func PublicBody(w http.ResponseWriter, r *http.Request, ct string, body []byte) error {
-	etag := ETagOf(body)
 	h := w.Header()
+	if IsPreview(r) {
+		h.Set("Cache-Control", "private, no-store")
+		h.Set("Content-Type", ct)
+		w.WriteHeader(http.StatusOK)
+		_, err := w.Write(body)
+		return err
+	}
+	etag := ETagOf(body)
 	h.Set("Cache-Control", PublicCacheControl)
 	h.Set("ETag", etag)
 	if NoneMatch(r, etag) {
@@ -83,4 +95,13 @@ func PublicBody(w http.ResponseWriter, r *http.Request, ct string, body []byte) 
 		_, _ = w.Write(body)
 	}
 	return nil
+}
+
+// PreviewHeader is the header of a preview token (or the preview query
+// parameter).
+const PreviewHeader = "X-Preview-Token"
+
+// IsPreview reports whether r carries a preview token.
+func IsPreview(r *http.Request) bool {
+	return r.Header.Get(PreviewHeader) != "" || r.URL.Query().Has("preview")
 }

@@ -291,7 +291,7 @@ func (d *Doc) preflight(path string, o Op, params []any) M {
 
 // PublicRequestHeaders are the request headers a page may send to the
 // public surface (central's CORS configuration uses this list).
-var PublicRequestHeaders = []string{"X-Service-Project-Key", "Content-Type", "If-None-Match", "Idempotency-Key", "X-Request-Id"}
+var PublicRequestHeaders = []string{"X-Service-Project-Key", "Content-Type", "If-None-Match", "Idempotency-Key", "X-Request-Id", "X-Preview-Token"}
 
 // PublicExposedHeaders are the response headers of the public surface a
 // page may read (central's CORS configuration uses this list).

@@ -20,9 +20,10 @@ CREATE TABLE releases (
 
 -- A preview link: the SHA-256 of its secret (shown once), what it covers
 -- (a release's items, or items of its own: [{type, id}]), until when.
+-- Public reads look it up by the hash (the one index beside the key).
 CREATE TABLE previews (
     id          text PRIMARY KEY,
-    secret_hash bytea NOT NULL,
+    secret_hash bytea NOT NULL UNIQUE,
     release_id  bigint REFERENCES releases ON DELETE CASCADE,
     items       jsonb NOT NULL DEFAULT '[]',
     expires_at  timestamptz NOT NULL,

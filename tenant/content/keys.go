@@ -175,9 +175,18 @@ func (sv *Service) publicBulk(w http.ResponseWriter, r *http.Request, s *tenant.
 	if !q.Has("keys") {
 		return httpapi.BadRequest(fmt.Sprintf("keys is required: list the content keys the page needs, comma-separated (at most %d)", MaxPublicBulkKeys))
 	}
+	pv, err := drafts.Preview(r, s)
+	if err != nil {
+		return err
+	}
 	b, err := sv.bulk(r, q, s, MaxPublicBulkKeys)
 	if err != nil {
 		return err
+	}
+	if pv != nil {
+		if err := previewBulk(r.Context(), s, pv, &b, s.Project.DefaultLanguage); err != nil {
+			return err
+		}
 	}
 	return httpapi.PublicJSON(w, r, b)
 }
@@ -194,7 +203,15 @@ func (sv *Service) key(r *http.Request, s *tenant.Scope, authenticated bool) (Co
 		return ContentKey{}, err
 	}
 	if !authenticated {
-		return readKey(r.Context(), s, key, lang, s.Project.DefaultLanguage, false)
+		k, err := readKey(r.Context(), s, key, lang, s.Project.DefaultLanguage, false)
+		if pv, perr := drafts.Preview(r, s); perr != nil || pv.Covers(drafts.ContentKey, key) {
+			if perr != nil {
+				return ContentKey{}, perr
+			}
+			k, err = draftKey(r.Context(), s, key, lang)
+			k.HasDraft = nil
+		}
+		return k, err
 	}
 	draft, err := drafts.ReadDraft(r)
 	if err != nil || draft {

@@ -252,3 +252,32 @@ func draftKey(ctx context.Context, s *tenant.Scope, key, lang string) (ContentKe
 		return keyView(key, d.AllLocales, lang, s.Project.DefaultLanguage, time.Now(), has), nil
 	})
 }
+
+// previewBulk puts into b, a public bulk read, the draft values of the
+// keys the preview covers: in b's language, else the default one.
+func previewBulk(ctx context.Context, s *tenant.Scope, pv *drafts.Previewing, b *Bulk, def string) error {
+	keys := slices.Concat(slices.Collect(maps.Keys(b.Data)), b.Missing)
+	var missing []string
+	for _, key := range keys {
+		var d keyDraft
+		ok, err := drafts.PreviewDraft(ctx, s.Reader(), pv, drafts.ContentKey, key, &d)
+		if err != nil {
+			return err
+		}
+		v, has := d.AllLocales[b.Lang]
+		if !has {
+			v, has = d.AllLocales[def]
+		}
+		switch {
+		case ok && has:
+			b.Data[key] = v
+		case slices.Contains(b.Missing, key):
+			missing = append(missing, key)
+		}
+	}
+	if b.Missing != nil {
+		slices.Sort(missing)
+		b.Missing = append(b.Missing[:0], missing...)
+	}
+	return nil
+}

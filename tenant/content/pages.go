@@ -353,7 +353,16 @@ func optionalLang(r *http.Request) (string, error) {
 }
 
 func (sv *Service) publicPage(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	p, err := localPage(r, s, "slug", publishedPage)
+	pv, err := drafts.Preview(r, s)
+	if err != nil {
+		return err
+	}
+	p, err := localPage(r, s, "slug", func(ctx context.Context, q tenant.Querier, slug string) (Page, error) {
+		if pv != nil {
+			return previewPage(ctx, q, pv, slug)
+		}
+		return publishedPage(ctx, q, slug)
+	})
 	if err != nil {
 		return err
 	}

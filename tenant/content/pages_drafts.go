@@ -3,6 +3,7 @@ package content
 import (
 	"bytes"
 	"context"
+	"errors"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -256,4 +257,22 @@ func (sv *Service) unpublishPage(w http.ResponseWriter, r *http.Request, s *tena
 		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, out)
+}
+
+// previewPage reads the page of slug as a preview link shows it: the
+// draft view of a page the link covers (published or not), else the
+// published page.
+func previewPage(ctx context.Context, q tenant.Querier, pv *drafts.Previewing, slug string) (Page, error) {
+	p, err := findPage(ctx, q, slug, false)
+	if err != nil || !pv.Covers(drafts.Page, pageRef(p.ID)) || p.Slug != slug {
+		if err != nil && !errors.Is(err, httpapi.ErrNotFound) {
+			return p, err
+		}
+		return publishedPage(ctx, q, slug)
+	}
+	if p, err = draftPage(ctx, q, p); err != nil {
+		return p, err
+	}
+	p.HasDraft = nil
+	return p, nil
 }
