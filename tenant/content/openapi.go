@@ -144,7 +144,7 @@ func openAPIComponents(d *openapi.Doc) {
 		"props":        openapi.AnyObject("The props: any JSON object."),
 		"translations": openapi.With(openapi.MapOf(openapi.AnyObject("Overrides of the props.")), openapi.M{"description": "Prop overrides by language code."}),
 		"created_at":   openapi.Timestamp(), "updated_at": openapi.Timestamp(),
-		"has_draft":    drafts.HasDraft(),
+		"has_draft": drafts.HasDraft(),
 	}, "id", "slug", "name", "props", "translations", "created_at", "updated_at"))
 	fields := openapi.M{
 		"name": nameSchema(), "slug": slugSchema(),
@@ -252,7 +252,7 @@ func openAPIGalleries(d *openapi.Doc) {
 			"items": d.Schema("GalleryItem", openapi.Obj(openapi.M{"url": openapi.Str(), "alt": openapi.Str()}, "url"))},
 		"items_count": openapi.M{"type": "integer", "minimum": 0, "maximum": 200},
 		"created_at":  openapi.Timestamp(), "updated_at": openapi.Timestamp(),
-		"has_draft":   drafts.HasDraft(),
+		"has_draft": drafts.HasDraft(),
 	}, "slug", "name", "items", "items_count", "created_at", "updated_at"))
 	wrapped := openapi.JSON(d.Schema("GalleryEnvelope", openapi.Obj(openapi.M{"data": gallery}, "data")))
 	fields := openapi.M{
