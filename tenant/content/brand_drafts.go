@@ -13,7 +13,7 @@ import (
 	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
-// The brand's draft (docs/content-workflow.md) is its name, tagline,
+// The brand's draft is its name, tagline,
 // description, voice, audience, colours and fonts as they would be
 // published. The logo is not drafted: POST /brand/logo changes what is
 // live. The brand has no languages and no status: a publish is whole,

@@ -17,7 +17,7 @@ import (
 	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
-// A component's draft (docs/content-workflow.md) is the whole component
+// A component's draft is the whole component
 // as it would be published: its name, slug and props are the project's
 // default language, each entry of its translations one more language.
 // Components have no status, so there is no unpublish.

@@ -14,7 +14,7 @@ import (
 	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
-// A gallery's draft (docs/content-workflow.md) is its name and items as
+// A gallery's draft is its name and items as
 // they would be published. Galleries have no languages and no status:
 // a publish is whole, and there is no unpublish. A gallery's reference
 // is its slug (galleries have no other key); the slug is changed by live
