@@ -13,6 +13,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/credits"
+	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
 // LogoKey is the media key the brand logo is served under
@@ -30,6 +31,9 @@ type Brand struct {
 	Fonts       map[string]string `json:"fonts"`
 	LogoURL     *string           `json:"logo_url"`
 	UpdatedAt   time.Time         `json:"updated_at"`
+	// HasDraft says whether the brand has unpublished changes (a draft);
+	// authenticated reads only (the public surface answers PublicBrand).
+	HasDraft *bool `json:"has_draft,omitempty"`
 }
 
 // BrandRequest is the body of PATCH /brand: fields sent replace the stored
@@ -42,6 +46,10 @@ type BrandRequest struct {
 	Audience    *string            `json:"audience"`
 	Colors      *map[string]string `json:"colors"`
 	Fonts       *map[string]string `json:"fonts"`
+	// Draft and Autosave: as the query parameters of the same names
+	// (drafts.Mode).
+	Draft    *bool `json:"draft"`
+	Autosave *bool `json:"autosave"`
 }
 
 // Brand limits.
@@ -89,7 +97,19 @@ func (req *BrandRequest) check() (colors, fonts []byte, err error) {
 }
 
 func (sv *Service) getBrand(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	draft, err := drafts.ReadDraft(r)
+	if err != nil {
+		return err
+	}
 	b, err := getBrand(r.Context(), s.Reader())
+	if err != nil {
+		return err
+	}
+	if draft {
+		b, err = draftBrand(r.Context(), s.Reader(), b)
+	} else {
+		b.HasDraft, err = hasDraft(r.Context(), s.Reader(), drafts.Brand, brandRef)
+	}
 	if err != nil {
 		return err
 	}
@@ -101,12 +121,28 @@ func (sv *Service) patchBrand(w http.ResponseWriter, r *http.Request, s *tenant.
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
 	}
+	draft, autosave, err := drafts.Mode(r, req.Draft, req.Autosave)
+	if err != nil {
+		return err
+	}
 	colors, fonts, err := req.check()
 	if err != nil {
 		return err
 	}
 	b, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Brand, error) {
-		return updateBrand(r.Context(), tx, req, colors, fonts)
+		if draft {
+			b, err := lockBrand(r.Context(), tx)
+			if err != nil {
+				return b, err
+			}
+			return saveBrandDraft(r.Context(), tx, s, b, &req, autosave)
+		}
+		b, err := updateBrand(r.Context(), tx, req, colors, fonts)
+		if err != nil {
+			return b, err
+		}
+		b.HasDraft, err = hasDraft(r.Context(), tx, drafts.Brand, brandRef)
+		return b, err
 	})
 	if err != nil {
 		return err
@@ -135,6 +171,9 @@ func (sv *Service) uploadLogo(w http.ResponseWriter, r *http.Request, s *tenant.
 			return b, err
 		}
 		previous = old
+		if b.HasDraft, err = hasDraft(ctx, tx, drafts.Brand, brandRef); err != nil {
+			return b, err
+		}
 		return b, credits.Charge(ctx, tx, s, "image_register", RegisterCost, "brand:logo")
 	})
 	if err != nil {

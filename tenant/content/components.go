@@ -2,6 +2,7 @@ package content
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
 // Component is the component resource: a named, reusable block of props
@@ -24,6 +26,9 @@ type Component struct {
 	Translations map[string]json.RawMessage `json:"translations"`
 	CreatedAt    time.Time                  `json:"created_at"`
 	UpdatedAt    time.Time                  `json:"updated_at"`
+	// HasDraft says whether the component has unpublished changes (a
+	// draft); authenticated reads only, the public surface omits it.
+	HasDraft *bool `json:"has_draft,omitempty"`
 }
 
 // ComponentRequest is the body of POST /components and PATCH
@@ -33,6 +38,10 @@ type ComponentRequest struct {
 	Slug         *string                     `json:"slug"`
 	Props        *json.RawMessage            `json:"props"`
 	Translations *map[string]json.RawMessage `json:"translations"`
+	// Draft and Autosave: as the query parameters of the same names
+	// (drafts.Mode); PATCH only.
+	Draft    *bool `json:"draft"`
+	Autosave *bool `json:"autosave"`
 }
 
 func isObject(raw json.RawMessage) bool {
@@ -79,12 +88,17 @@ func (sv *Service) createComponent(w http.ResponseWriter, r *http.Request, s *te
 	if req.Name == nil {
 		return httpapi.BadRequest(`missing required field "name"`)
 	}
+	if draft, _, err := drafts.Mode(r, req.Draft, req.Autosave); err != nil || draft {
+		return cmp.Or(err, error(httpapi.Invalid("draft", "a new component is live at once; draft writes edit an existing component")))
+	}
 	if err := req.check(); err != nil {
 		return err
 	}
 	props, tr := req.encode([]byte("{}"))
 	c, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Component, error) {
-		return insertComponent(r.Context(), tx, req.Slug, *req.Name, props, tr)
+		c, err := insertComponent(r.Context(), tx, req.Slug, *req.Name, props, tr)
+		c.HasDraft = new(bool)
+		return c, err
 	})
 	if err != nil {
 		return err
@@ -94,7 +108,11 @@ func (sv *Service) createComponent(w http.ResponseWriter, r *http.Request, s *te
 
 func (sv *Service) listComponents(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	list, err := httpapi.ListOf(r, httpapi.CursorID, func(before int64, limit int) ([]Component, error) {
-		return listComponents(r.Context(), s.Reader(), before, limit)
+		list, err := listComponents(r.Context(), s.Reader(), before, limit)
+		if err != nil {
+			return nil, err
+		}
+		return list, markComponents(r.Context(), s.Reader(), list)
 	}, func(c Component) string { return httpapi.IDText(c.ID) })
 	if err != nil {
 		return err
@@ -103,7 +121,19 @@ func (sv *Service) listComponents(w http.ResponseWriter, r *http.Request, s *ten
 }
 
 func (sv *Service) getComponent(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	c, err := getComponent(r.Context(), s.Reader(), chi.URLParam(r, "slug"))
+	draft, err := drafts.ReadDraft(r)
+	if err != nil {
+		return err
+	}
+	c, err := getComponent(r.Context(), s.Reader(), chi.URLParam(r, "slug"), false)
+	if err != nil {
+		return err
+	}
+	if draft {
+		c, err = draftComponent(r.Context(), s.Reader(), c)
+	} else {
+		c.HasDraft, err = hasDraft(r.Context(), s.Reader(), drafts.Component, componentRef(c.ID))
+	}
 	if err != nil {
 		return err
 	}
@@ -115,12 +145,28 @@ func (sv *Service) patchComponent(w http.ResponseWriter, r *http.Request, s *ten
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
 	}
+	draft, autosave, err := drafts.Mode(r, req.Draft, req.Autosave)
+	if err != nil {
+		return err
+	}
 	if err := req.check(); err != nil {
 		return err
 	}
 	props, tr := req.encode(nil) // nil: keep the stored value
 	c, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Component, error) {
-		return updateComponent(r.Context(), tx, chi.URLParam(r, "slug"), req.Name, req.Slug, props, tr)
+		if draft {
+			c, err := getComponent(r.Context(), tx, chi.URLParam(r, "slug"), true)
+			if err != nil {
+				return c, err
+			}
+			return saveComponentDraft(r.Context(), tx, s, c, &req, autosave)
+		}
+		c, err := updateComponent(r.Context(), tx, chi.URLParam(r, "slug"), req.Name, req.Slug, props, tr)
+		if err != nil {
+			return c, err
+		}
+		c.HasDraft, err = hasDraft(r.Context(), tx, drafts.Component, componentRef(c.ID))
+		return c, err
 	})
 	if err != nil {
 		return err

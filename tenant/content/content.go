@@ -80,6 +80,8 @@ func (sv *Service) Routes(r chi.Router) {
 		r.Get("/components/{slug}", tenant.Handle(sv.getComponent))
 		r.Patch("/components/{slug}", tenant.Handle(sv.patchComponent))
 		r.Delete("/components/{slug}", tenant.Handle(sv.deleteComponent))
+		r.Post("/components/{slug}/publish", tenant.Handle(sv.publishComponent))
+		componentItem.Mount(r, "/components/{slug}")
 
 		r.Get("/pages", tenant.Handle(sv.listPages))
 		r.Post("/pages", tenant.Handle(sv.createPage))
@@ -97,6 +99,8 @@ func (sv *Service) Routes(r chi.Router) {
 		r.Get("/galleries/{slug}", tenant.Handle(sv.getGallery))
 		r.Patch("/galleries/{slug}", tenant.Handle(sv.patchGallery))
 		r.Delete("/galleries/{slug}", tenant.Handle(sv.deleteGallery))
+		r.Post("/galleries/{slug}/publish", tenant.Handle(sv.publishGallery))
+		galleryItem.Mount(r, "/galleries/{slug}")
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(tenant.ReadWrite("images"))
@@ -111,6 +115,8 @@ func (sv *Service) Routes(r chi.Router) {
 		r.Get("/brand", tenant.Handle(sv.getBrand))
 		r.Patch("/brand", tenant.Handle(sv.patchBrand))
 		r.Post("/brand/logo", tenant.Handle(sv.uploadLogo))
+		r.Post("/brand/publish", tenant.Handle(sv.publishBrand))
+		brandItem.Mount(r, "/brand")
 	})
 }
 

@@ -1,6 +1,7 @@
 package content
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/slug"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
 // Gallery limits of the contract.
@@ -33,6 +35,9 @@ type Gallery struct {
 	ItemsCount int           `json:"items_count"`
 	CreatedAt  time.Time     `json:"created_at"`
 	UpdatedAt  time.Time     `json:"updated_at"`
+	// HasDraft says whether the gallery has unpublished changes (a
+	// draft); authenticated reads only, the public surface omits it.
+	HasDraft *bool `json:"has_draft,omitempty"`
 }
 
 // GalleryItem is one ordered entry of a gallery.
@@ -52,6 +57,10 @@ type GalleryRequest struct {
 	Name  *string          `json:"name"`
 	Slug  *string          `json:"slug"`
 	Items *[]galleryItemIn `json:"items"`
+	// Draft and Autosave: as the query parameters of the same names
+	// (drafts.Mode); PATCH only.
+	Draft    *bool `json:"draft"`
+	Autosave *bool `json:"autosave"`
 }
 
 // wrap is the {data: Gallery} envelope of every gallery response.
@@ -110,6 +119,9 @@ func (sv *Service) createGallery(w http.ResponseWriter, r *http.Request, s *tena
 	if req.Name == nil {
 		return httpapi.BadRequest(`missing required field "name"`)
 	}
+	if draft, _, err := drafts.Mode(r, req.Draft, req.Autosave); err != nil || draft {
+		return cmp.Or(err, error(httpapi.Invalid("draft", "a new gallery is live at once; draft writes edit an existing gallery")))
+	}
 	var v httpapi.Validator
 	checkName(&v, *req.Name)
 	checkSlug(&v, req.Slug)
@@ -125,7 +137,9 @@ func (sv *Service) createGallery(w http.ResponseWriter, r *http.Request, s *tena
 	}
 	raw, _ := json.Marshal(items)
 	g, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Gallery, error) {
-		return insertGallery(r.Context(), tx, req.Slug, *req.Name, raw)
+		g, err := insertGallery(r.Context(), tx, req.Slug, *req.Name, raw)
+		g.HasDraft = new(bool)
+		return g, err
 	})
 	if err != nil {
 		return err
@@ -135,7 +149,11 @@ func (sv *Service) createGallery(w http.ResponseWriter, r *http.Request, s *tena
 
 func (sv *Service) listGalleries(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	list, err := httpapi.ListOf(r, decodeTimeCursor, func(after timeCursor, limit int) ([]Gallery, error) {
-		return listGalleries(r.Context(), s.Reader(), after, limit)
+		list, err := listGalleries(r.Context(), s.Reader(), after, limit)
+		if err != nil {
+			return nil, err
+		}
+		return list, markGalleries(r.Context(), s.Reader(), list)
 	}, func(g Gallery) string { return timeText(g.CreatedAt, g.Slug) })
 	if err != nil {
 		return err
@@ -149,7 +167,19 @@ func (sv *Service) gallery(r *http.Request, s *tenant.Scope) (Gallery, error) {
 }
 
 func (sv *Service) getGallery(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	draft, err := drafts.ReadDraft(r)
+	if err != nil {
+		return err
+	}
 	g, err := sv.gallery(r, s)
+	if err != nil {
+		return err
+	}
+	if draft {
+		g, err = draftGallery(r.Context(), s.Reader(), g)
+	} else {
+		g.HasDraft, err = hasDraft(r.Context(), s.Reader(), drafts.Gallery, g.Slug)
+	}
 	if err != nil {
 		return err
 	}
@@ -169,24 +199,45 @@ func (sv *Service) patchGallery(w http.ResponseWriter, r *http.Request, s *tenan
 	if err := httpapi.Decode(r, &req); err != nil {
 		return err
 	}
+	draft, autosave, err := drafts.Mode(r, req.Draft, req.Autosave)
+	if err != nil {
+		return err
+	}
+	if draft && req.Slug != nil {
+		return httpapi.Invalid("slug", "a gallery's slug is its address, changed by a live write only: drafts hold its name and items")
+	}
 	var v httpapi.Validator
 	if req.Name != nil {
 		checkName(&v, *req.Name)
 	}
 	checkSlug(&v, req.Slug)
-	var raw []byte
+	var items []GalleryItem // nil: keep the stored items
 	if req.Items != nil {
-		items, err := checkItems(&v, *req.Items)
-		if err != nil {
+		if items, err = checkItems(&v, *req.Items); err != nil {
 			return err
 		}
-		raw, _ = json.Marshal(items)
 	}
 	if err := v.Err(); err != nil {
 		return err
 	}
 	g, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Gallery, error) {
-		return updateGallery(r.Context(), tx, chi.URLParam(r, "slug"), req.Name, req.Slug, raw)
+		if draft {
+			g, err := lockGallery(r.Context(), tx, chi.URLParam(r, "slug"))
+			if err != nil {
+				return g, err
+			}
+			return saveGalleryDraft(r.Context(), tx, s, g, req.Name, items, autosave)
+		}
+		var raw []byte
+		if items != nil {
+			raw, _ = json.Marshal(items)
+		}
+		g, err := updateGallery(r.Context(), tx, chi.URLParam(r, "slug"), req.Name, req.Slug, raw)
+		if err != nil {
+			return g, err
+		}
+		g.HasDraft, err = hasDraft(r.Context(), tx, drafts.Gallery, g.Slug)
+		return g, err
 	})
 	if err != nil {
 		return err

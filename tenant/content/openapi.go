@@ -150,6 +150,7 @@ func openAPIComponents(d *openapi.Doc) {
 		"props":        openapi.AnyObject("The props: any JSON object."),
 		"translations": openapi.With(openapi.MapOf(openapi.AnyObject("Overrides of the props.")), openapi.M{"description": "Prop overrides by language code."}),
 		"created_at":   openapi.Timestamp(), "updated_at": openapi.Timestamp(),
+		"has_draft": drafts.HasDraft(),
 	}, "id", "slug", "name", "props", "translations", "created_at", "updated_at"))
 	fields := openapi.M{
 		"name": nameSchema(), "slug": slugSchema(),
@@ -166,12 +167,19 @@ func openAPIComponents(d *openapi.Doc) {
 		Idempotent: true, Body: openapi.JSON(d.Schema("CreateComponentRequest", openapi.Obj(fields, "name"))), Errs: []int{409, 422},
 		OK: []openapi.Resp{{Status: 201, Desc: "The component.", Content: openapi.JSON(component)}}})
 	d.Add("GET", "/v1/components/{slug}", openapi.Op{ID: "getComponent", Summary: "A component", Tag: "content", Scope: "content:read",
-		Params: slugParam, Errs: []int{404},
+		Params: slugParam, Query: []openapi.M{drafts.ReadQuery()}, Errs: []int{404, 422},
 		OK: []openapi.Resp{{Status: 200, Desc: "The component.", Content: openapi.JSON(component)}}})
 	d.Add("PATCH", "/v1/components/{slug}", openapi.Op{ID: "updateComponent", Summary: "Update a component", Tag: "content", Scope: "content:write",
-		Desc:   "Fields sent replace the stored ones; a new slug that is taken is a 409. No credits.",
-		Params: slugParam, Idempotent: true, Body: openapi.JSON(d.Schema("UpdateComponentRequest", openapi.Obj(fields))), Errs: []int{404, 409, 422},
-		OK: []openapi.Resp{{Status: 200, Desc: "The component.", Content: openapi.JSON(component)}}})
+		Desc: "Fields sent replace the stored ones; a new slug that is taken is a 409. No credits. " +
+			"With `draft=true` (or `autosave=true`) the fields are written to the component's draft instead (a taken slug is refused at publish), " +
+			"and the public surface keeps serving the live component until POST …/publish.",
+		Params: slugParam, Query: drafts.Query(), Idempotent: true,
+		Body: openapi.JSON(d.Schema("UpdateComponentRequest", openapi.Obj(openapi.With(fields, drafts.BodyFields())))), Errs: []int{404, 409, 422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The component (the draft view after a draft write).", Content: openapi.JSON(component)}}})
+	drafts.OpenAPI(d, drafts.Ops{Path: "/v1/components/{slug}", Params: slugParam, Name: "Component", Noun: "component", Tag: "content", Scope: "content",
+		View: component, Errs: []int{409}, Desc: "No credits. The component's draft goes live. " +
+			"`languages` names which to publish: the project's default language is the name, slug and props, any other its entry of `translations`. " +
+			"A draft whose slug another component has is a 409 and nothing changes. Components have no status, so there is no unpublish."})
 	d.Add("DELETE", "/v1/components/{slug}", openapi.Op{ID: "deleteComponent", Summary: "Delete a component", Tag: "content", Scope: "content:write",
 		Params: slugParam, Idempotent: true, Errs: []int{404},
 		OK: []openapi.Resp{{Status: 204, Desc: "Deleted."}}})
@@ -250,6 +258,7 @@ func openAPIGalleries(d *openapi.Doc) {
 			"items": d.Schema("GalleryItem", openapi.Obj(openapi.M{"url": openapi.Str(), "alt": openapi.Str()}, "url"))},
 		"items_count": openapi.M{"type": "integer", "minimum": 0, "maximum": 200},
 		"created_at":  openapi.Timestamp(), "updated_at": openapi.Timestamp(),
+		"has_draft": drafts.HasDraft(),
 	}, "slug", "name", "items", "items_count", "created_at", "updated_at"))
 	wrapped := openapi.JSON(d.Schema("GalleryEnvelope", openapi.Obj(openapi.M{"data": gallery}, "data")))
 	fields := openapi.M{
@@ -266,12 +275,18 @@ func openAPIGalleries(d *openapi.Doc) {
 		Idempotent: true, Body: openapi.JSON(d.Schema("CreateGalleryRequest", openapi.Obj(fields, "name"))), Errs: []int{409, 422},
 		OK: []openapi.Resp{{Status: 201, Desc: "The gallery, wrapped.", Content: wrapped}}})
 	d.Add("GET", "/v1/galleries/{slug}", openapi.Op{ID: "getGallery", Summary: "A gallery", Tag: "content", Scope: "galleries:read",
-		Params: slugParam, Errs: []int{404},
+		Params: slugParam, Query: []openapi.M{drafts.ReadQuery()}, Errs: []int{404, 422},
 		OK: []openapi.Resp{{Status: 200, Desc: "The gallery, wrapped.", Content: wrapped}}})
 	d.Add("PATCH", "/v1/galleries/{slug}", openapi.Op{ID: "updateGallery", Summary: "Update a gallery", Tag: "content", Scope: "galleries:write",
-		Desc:   "Fields sent replace the stored ones; `items` is the complete new list (full replace). A new slug that is taken is a 409. No credits.",
-		Params: slugParam, Idempotent: true, Body: openapi.JSON(d.Schema("UpdateGalleryRequest", openapi.Obj(fields))), Errs: []int{404, 409, 422},
-		OK: []openapi.Resp{{Status: 200, Desc: "The gallery, wrapped.", Content: wrapped}}})
+		Desc: "Fields sent replace the stored ones; `items` is the complete new list (full replace). A new slug that is taken is a 409. No credits. " +
+			"With `draft=true` (or `autosave=true`) the name and items are written to the gallery's draft instead, and the public surface keeps " +
+			"serving the live gallery until POST …/publish; the slug is the gallery's address and a draft write takes none (a new slug keeps the draft and versions).",
+		Params: slugParam, Query: drafts.Query(), Idempotent: true,
+		Body: openapi.JSON(d.Schema("UpdateGalleryRequest", openapi.Obj(openapi.With(fields, drafts.BodyFields())))), Errs: []int{404, 409, 422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The gallery, wrapped (the draft view after a draft write).", Content: wrapped}}})
+	drafts.OpenAPI(d, drafts.Ops{Path: "/v1/galleries/{slug}", Params: slugParam, Name: "Gallery", Noun: "gallery", Tag: "content", Scope: "galleries",
+		View: openapi.Ref("GalleryEnvelope"), Desc: "No credits. The gallery's draft (its name and items) goes live, whole: galleries have no languages, " +
+			"so a body naming `languages` is a 422. Galleries have no status, so there is no unpublish. Answers wrapped, as every gallery route."})
 	d.Add("DELETE", "/v1/galleries/{slug}", openapi.Op{ID: "deleteGallery", Summary: "Delete a gallery", Tag: "content", Scope: "galleries:write",
 		Params: slugParam, Idempotent: true, Errs: []int{404},
 		OK: []openapi.Resp{{Status: 204, Desc: "Deleted."}}})
@@ -352,25 +367,32 @@ func openAPIBrand(d *openapi.Doc) {
 		"name": openapi.Str(), "tagline": openapi.Str(), "description": openapi.Str(), "voice": openapi.Str(), "audience": openapi.Str(),
 		"colors": openapi.MapOf(openapi.Str()), "fonts": openapi.MapOf(openapi.Str()),
 		"logo_url": openapi.Nullable(openapi.Str()), "updated_at": openapi.Timestamp(),
+		"has_draft": drafts.HasDraft(),
 	}, "name", "tagline", "description", "voice", "audience", "colors", "fonts", "logo_url", "updated_at")))
 	mapOf := func(what string) openapi.M {
 		return openapi.With(openapi.MapOf(textSchema(255)), openapi.M{"maxProperties": 50, "propertyNames": openapi.M{"minLength": 1, "maxLength": 64},
 			"description": what + " by name; replaces the stored map whole."})
 	}
 	d.Add("GET", "/v1/brand", openapi.Op{ID: "getBrand", Summary: "The brand context", Tag: "content", Scope: "brand:read",
+		Query: []openapi.M{drafts.ReadQuery()}, Errs: []int{422},
 		OK: []openapi.Resp{{Status: 200, Desc: "The brand context (empty strings and maps until set).", Content: brand}}})
 	d.Add("PATCH", "/v1/brand", openapi.Op{ID: "updateBrand", Summary: "Update the brand context", Tag: "content", Scope: "brand:write",
-		Desc: "Fields sent replace the stored ones. No credits.", Idempotent: true,
-		Body: openapi.JSON(d.Schema("UpdateBrandRequest", openapi.Obj(openapi.M{
+		Desc: "Fields sent replace the stored ones. No credits. With `draft=true` (or `autosave=true`) the fields are written to the brand's draft " +
+			"instead, and the public surface keeps serving the live brand until POST /v1/brand/publish. The logo has no draft (POST /v1/brand/logo).",
+		Query: drafts.Query(), Idempotent: true,
+		Body: openapi.JSON(d.Schema("UpdateBrandRequest", openapi.Obj(openapi.With(openapi.M{
 			"name": textSchema(255), "tagline": textSchema(255),
 			"description": textSchema(5000), "voice": textSchema(5000), "audience": textSchema(5000),
 			"colors": mapOf("Colours"), "fonts": mapOf("Fonts"),
-		}))),
+		}, drafts.BodyFields())))),
 		Errs: []int{422},
-		OK:   []openapi.Resp{{Status: 200, Desc: "The brand context.", Content: brand}}})
+		OK:   []openapi.Resp{{Status: 200, Desc: "The brand context (the draft view after a draft write).", Content: brand}}})
+	drafts.OpenAPI(d, drafts.Ops{Path: "/v1/brand", Name: "Brand", Noun: "brand", Tag: "content", Scope: "brand", View: openapi.Ref("Brand"),
+		Desc: "No credits. The brand's draft (name, tagline, description, voice, audience, colours, fonts) goes live, whole: the brand has no " +
+			"languages, so a body naming `languages` is a 422. There is no unpublish."})
 	d.Add("POST", "/v1/brand/logo", openapi.Op{ID: "uploadBrandLogo", Summary: "Upload the brand logo", Tag: "content", Scope: "brand:write",
 		Desc: "A multipart/form-data body with one part `file` becomes the logo, served at `logo_url` (/v1/public/media/{project}/_logo). " +
-			"1 credit (image_register).",
+			"1 credit (image_register). The logo has no draft: an upload changes what is live at once, drafts or not.",
 		Idempotent: true,
 		Body:       openapi.M{"multipart/form-data": d.Schema("UploadBrandLogoRequest", openapi.Obj(openapi.M{"file": fileSchema()}, "file"))},
 		Errs:       []int{402, 422},

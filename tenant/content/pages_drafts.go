@@ -46,6 +46,14 @@ func isTx(q tenant.Querier) bool {
 	return ok
 }
 
+// hasDraft answers the has_draft of one item: whether the item ref of
+// type typ has a draft.
+func hasDraft(ctx context.Context, q tenant.Querier, typ, ref string) (*bool, error) {
+	has, err := drafts.Has(ctx, q, typ, []string{ref})
+	d := has[ref]
+	return &d, err
+}
+
 // markPages sets has_draft on each page.
 func markPages(ctx context.Context, q tenant.Querier, pages []*Page) error {
 	refs := make([]string, len(pages))

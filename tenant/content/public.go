@@ -15,7 +15,7 @@ import (
 // pages for its router, navigation and sitemap.
 
 func (sv *Service) publicComponent(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	c, err := getComponent(r.Context(), s.Reader(), chi.URLParam(r, "slug"))
+	c, err := getComponent(r.Context(), s.Reader(), chi.URLParam(r, "slug"), false)
 	if err != nil {
 		return err
 	}

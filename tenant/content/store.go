@@ -14,6 +14,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/slug"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
 // The store of content values, components, galleries and the brand; pages
@@ -322,12 +323,18 @@ func listComponents(ctx context.Context, tx tenant.Querier, before int64, limit 
 		before, limit)
 }
 
-func getComponent(ctx context.Context, tx tenant.Querier, s string) (_ Component, err error) {
+// getComponent reads the component of slug s, locked for the
+// transaction tx when lock.
+func getComponent(ctx context.Context, tx tenant.Querier, s string, lock bool) (_ Component, err error) {
 	defer httpapi.Wrap(&err, "getComponent")
 	if !slug.Valid(s) {
 		return Component{}, errNoComponent
 	}
-	c, err := scanComponent(tx.QueryRow(ctx, `SELECT `+componentCols+` FROM components WHERE slug = $1`, s))
+	q := `SELECT ` + componentCols + ` FROM components WHERE slug = $1`
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	c, err := scanComponent(tx.QueryRow(ctx, q, s))
 	return c, noRows(err, errNoComponent)
 }
 
@@ -344,9 +351,16 @@ func updateComponent(ctx context.Context, tx pgx.Tx, cur string, name, newSlug *
 	return c, unique(noRows(err, errNoComponent), errSlugTaken)
 }
 
+// deleteComponent deletes the component of slug s, its draft and its
+// versions.
 func deleteComponent(ctx context.Context, tx pgx.Tx, s string) (err error) {
 	defer httpapi.Wrap(&err, "deleteComponent")
-	return execFound(ctx, tx, errNoComponent, `DELETE FROM components WHERE slug = $1`, s)
+	var id int64
+	err = tx.QueryRow(ctx, `DELETE FROM components WHERE slug = $1 RETURNING id`, s).Scan(&id)
+	if err != nil {
+		return noRows(err, errNoComponent)
+	}
+	return drafts.Forget(ctx, tx, drafts.Component, componentRef(id))
 }
 
 const galleryCols = `slug, name, items, created_at, updated_at`
@@ -378,6 +392,17 @@ func GetGallery(ctx context.Context, tx tenant.Querier, s string) (_ Gallery, er
 	return g, noRows(err, errNoGallery)
 }
 
+// lockGallery reads the gallery of slug s and locks it for the
+// transaction (404 when absent).
+func lockGallery(ctx context.Context, tx pgx.Tx, s string) (_ Gallery, err error) {
+	defer httpapi.Wrap(&err, "lockGallery")
+	if !slug.Valid(s) {
+		return Gallery{}, errNoGallery
+	}
+	g, err := scanGallery(tx.QueryRow(ctx, `SELECT `+galleryCols+` FROM galleries WHERE slug = $1 FOR UPDATE`, s))
+	return g, noRows(err, errNoGallery)
+}
+
 // insertGallery creates a gallery named name, with the explicit slug or
 // one derived from name; items is its JSON list.
 func insertGallery(ctx context.Context, tx pgx.Tx, explicit *string, name string, items []byte) (_ Gallery, err error) {
@@ -399,7 +424,9 @@ func listGalleries(ctx context.Context, tx tenant.Querier, after timeCursor, lim
 		ORDER BY created_at DESC, slug DESC LIMIT $3`, after.at, after.name, limit)
 }
 
-// updateGallery sets the fields that are not nil of the gallery cur.
+// updateGallery sets the fields that are not nil of the gallery cur. A
+// gallery's drafts and versions are under its slug, so a new slug takes
+// them along.
 func updateGallery(ctx context.Context, tx pgx.Tx, cur string, name, newSlug *string, items []byte) (_ Gallery, err error) {
 	defer httpapi.Wrap(&err, "updateGallery(%q)", cur)
 	if !slug.Valid(cur) {
@@ -408,12 +435,19 @@ func updateGallery(ctx context.Context, tx pgx.Tx, cur string, name, newSlug *st
 	g, err := scanGallery(tx.QueryRow(ctx, `UPDATE galleries SET
 			name = COALESCE($2, name), slug = COALESCE($3, slug), items = COALESCE($4, items), updated_at = now()
 		WHERE slug = $1 RETURNING `+galleryCols, cur, name, newSlug, items))
-	return g, unique(noRows(err, errNoGallery), errSlugTaken)
+	if err != nil {
+		return g, unique(noRows(err, errNoGallery), errSlugTaken)
+	}
+	return g, drafts.Rename(ctx, tx, drafts.Gallery, cur, g.Slug)
 }
 
+// deleteGallery deletes the gallery of slug s, its draft and its versions.
 func deleteGallery(ctx context.Context, tx pgx.Tx, s string) (err error) {
 	defer httpapi.Wrap(&err, "deleteGallery")
-	return execFound(ctx, tx, errNoGallery, `DELETE FROM galleries WHERE slug = $1`, s)
+	if err := execFound(ctx, tx, errNoGallery, `DELETE FROM galleries WHERE slug = $1`, s); err != nil {
+		return err
+	}
+	return drafts.Forget(ctx, tx, drafts.Gallery, s)
 }
 
 const brandCols = `name, tagline, description, voice, audience, colors, fonts, logo_url, updated_at`

@@ -237,6 +237,19 @@ func Forget(ctx context.Context, tx pgx.Tx, typ, ref string) (err error) {
 	return err
 }
 
+// Rename moves an item's draft and versions from the reference from to
+// to, for types whose reference is an address the live item can change
+// (a gallery's slug).
+func Rename(ctx context.Context, tx pgx.Tx, typ, from, to string) (err error) {
+	defer httpapi.Wrap(&err, "drafts.Rename(%s %s %s)", typ, from, to)
+	if from == to {
+		return nil
+	}
+	_, err = tx.Exec(ctx, `WITH d AS (UPDATE drafts SET ref = $3 WHERE type = $1 AND ref = $2)
+		UPDATE versions SET ref = $3 WHERE type = $1 AND ref = $2`, typ, from, to)
+	return err
+}
+
 // Published records what a publish made live, in langs (nil: all).
 func Published(ctx context.Context, tx pgx.Tx, s *tenant.Scope, typ, ref string, live any, langs []string) (n int, err error) {
 	defer httpapi.Wrap(&err, "drafts.Published(%s %s)", typ, ref)

@@ -1282,7 +1282,7 @@ export interface paths {
         head?: never;
         /**
          * Update the brand context
-         * @description Fields sent replace the stored ones. No credits.
+         * @description Fields sent replace the stored ones. No credits. With `draft=true` (or `autosave=true`) the fields are written to the brand's draft instead, and the public surface keeps serving the live brand until POST /v1/brand/publish. The logo has no draft (POST /v1/brand/logo).
          *
          *     Scope: `brand:write`.
          */
@@ -1300,11 +1300,95 @@ export interface paths {
         put?: never;
         /**
          * Upload the brand logo
-         * @description A multipart/form-data body with one part `file` becomes the logo, served at `logo_url` (/v1/public/media/{project}/_logo). 1 credit (image_register).
+         * @description A multipart/form-data body with one part `file` becomes the logo, served at `logo_url` (/v1/public/media/{project}/_logo). 1 credit (image_register). The logo has no draft: an upload changes what is live at once, drafts or not.
          *
          *     Scope: `brand:write`.
          */
         post: operations["uploadBrandLogo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/brand/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish the brand's draft
+         * @description No credits. The brand's draft (name, tagline, description, voice, audience, colours, fonts) goes live, whole: the brand has no languages, so a body naming `languages` is a 422. There is no unpublish. In one transaction; records a publish version and emits `content.published`. Publishing one language leaves the others as they are live.
+         *
+         *     Scope: `brand:write`.
+         */
+        post: operations["publishBrand"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/brand/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The brand's versions, newest first
+         * @description Scope: `brand:read`.
+         */
+        get: operations["listBrandVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/brand/versions/{n}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A version of the brand
+         * @description Scope: `brand:read`.
+         */
+        get: operations["getBrandVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/brand/versions/{n}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a version into the brand's draft
+         * @description The version becomes the draft (what is live does not change until a publish); records a restore version.
+         *
+         *     Scope: `brand:write`.
+         */
+        post: operations["restoreBrandVersion"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1434,11 +1518,95 @@ export interface paths {
         head?: never;
         /**
          * Update a component
-         * @description Fields sent replace the stored ones; a new slug that is taken is a 409. No credits.
+         * @description Fields sent replace the stored ones; a new slug that is taken is a 409. No credits. With `draft=true` (or `autosave=true`) the fields are written to the component's draft instead (a taken slug is refused at publish), and the public surface keeps serving the live component until POST …/publish.
          *
          *     Scope: `content:write`.
          */
         patch: operations["updateComponent"];
+        trace?: never;
+    };
+    "/v1/components/{slug}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish the component's draft
+         * @description No credits. The component's draft goes live. `languages` names which to publish: the project's default language is the name, slug and props, any other its entry of `translations`. A draft whose slug another component has is a 409 and nothing changes. Components have no status, so there is no unpublish. In one transaction; records a publish version and emits `content.published`. Publishing one language leaves the others as they are live.
+         *
+         *     Scope: `content:write`.
+         */
+        post: operations["publishComponent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/components/{slug}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The component's versions, newest first
+         * @description Scope: `content:read`.
+         */
+        get: operations["listComponentVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/components/{slug}/versions/{n}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A version of the component
+         * @description Scope: `content:read`.
+         */
+        get: operations["getComponentVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/components/{slug}/versions/{n}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a version into the component's draft
+         * @description The version becomes the draft (what is live does not change until a publish); records a restore version.
+         *
+         *     Scope: `content:write`.
+         */
+        post: operations["restoreComponentVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/content": {
@@ -1704,11 +1872,95 @@ export interface paths {
         head?: never;
         /**
          * Update a gallery
-         * @description Fields sent replace the stored ones; `items` is the complete new list (full replace). A new slug that is taken is a 409. No credits.
+         * @description Fields sent replace the stored ones; `items` is the complete new list (full replace). A new slug that is taken is a 409. No credits. With `draft=true` (or `autosave=true`) the name and items are written to the gallery's draft instead, and the public surface keeps serving the live gallery until POST …/publish; the slug is the gallery's address and a draft write takes none (a new slug keeps the draft and versions).
          *
          *     Scope: `galleries:write`.
          */
         patch: operations["updateGallery"];
+        trace?: never;
+    };
+    "/v1/galleries/{slug}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish the gallery's draft
+         * @description No credits. The gallery's draft (its name and items) goes live, whole: galleries have no languages, so a body naming `languages` is a 422. Galleries have no status, so there is no unpublish. Answers wrapped, as every gallery route. In one transaction; records a publish version and emits `content.published`. Publishing one language leaves the others as they are live.
+         *
+         *     Scope: `galleries:write`.
+         */
+        post: operations["publishGallery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/galleries/{slug}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The gallery's versions, newest first
+         * @description Scope: `galleries:read`.
+         */
+        get: operations["listGalleryVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/galleries/{slug}/versions/{n}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A version of the gallery
+         * @description Scope: `galleries:read`.
+         */
+        get: operations["getGalleryVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/galleries/{slug}/versions/{n}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a version into the gallery's draft
+         * @description The version becomes the draft (what is live does not change until a publish); records a restore version.
+         *
+         *     Scope: `galleries:write`.
+         */
+        post: operations["restoreGalleryVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/health": {
@@ -2073,11 +2325,117 @@ export interface paths {
         head?: never;
         /**
          * Update a page
-         * @description 1 credit (page_update). Fields sent replace the stored ones (seo field by field). Publishing sets published_at once; back to draft clears it. A slug or path another page has is a 409.
+         * @description 1 credit (page_update). Fields sent replace the stored ones (seo field by field). Publishing sets published_at once; back to draft clears it. A slug or path another page has is a 409. With `draft=true` (or `autosave=true`) the fields are written to the page's draft instead, free, and the public surface keeps serving the live page until POST …/publish; a draft write takes no `status`.
          *
          *     Scope: `content:write`.
          */
         patch: operations["updatePage"];
+        trace?: never;
+    };
+    "/v1/pages/{id_or_slug}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish the page's draft
+         * @description 1 credit (page_update). The page's draft goes live and the page is published; without a draft, the page is published as it is. `languages` names which to publish: the project's default language is the slug, path, title, sections and SEO, any other its translation. A draft whose slug or path another page has is a 409 and nothing changes. In one transaction; records a publish version and emits `content.published`. Publishing one language leaves the others as they are live.
+         *
+         *     Scope: `content:write`.
+         */
+        post: operations["publishPage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pages/{id_or_slug}/unpublish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Unpublish a page
+         * @description Takes the page off the public surface (status draft); its content and its draft stay.
+         *
+         *     Scope: `content:write`.
+         */
+        post: operations["unpublishPage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pages/{id_or_slug}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The page's versions, newest first
+         * @description Scope: `content:read`.
+         */
+        get: operations["listPageVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pages/{id_or_slug}/versions/{n}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A version of the page
+         * @description Scope: `content:read`.
+         */
+        get: operations["getPageVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pages/{id_or_slug}/versions/{n}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a version into the page's draft
+         * @description The version becomes the draft (what is live does not change until a publish); records a restore version.
+         *
+         *     Scope: `content:write`.
+         */
+        post: operations["restorePageVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/payments/connect": {
@@ -3509,6 +3867,8 @@ export interface components {
             fonts: {
                 [key: string]: string;
             };
+            /** @description The item has unpublished changes (a draft). Authenticated reads only. */
+            has_draft?: boolean;
             logo_url: string | null;
             name: string;
             tagline: string;
@@ -3536,6 +3896,8 @@ export interface components {
              * @description RFC 3339, UTC
              */
             created_at: string;
+            /** @description The item has unpublished changes (a draft). Authenticated reads only. */
+            has_draft?: boolean;
             id: number;
             name: string;
             /** @description The props: any JSON object. */
@@ -4040,6 +4402,8 @@ export interface components {
              * @description RFC 3339, UTC
              */
             created_at: string;
+            /** @description The item has unpublished changes (a draft). Authenticated reads only. */
+            has_draft?: boolean;
             items: components["schemas"]["GalleryItem"][];
             items_count: number;
             name: string;
@@ -4347,6 +4711,8 @@ export interface components {
              * @description RFC 3339, UTC
              */
             created_at: string;
+            /** @description The item has unpublished changes (a draft). Authenticated reads only. */
+            has_draft?: boolean;
             id: number;
             path: string;
             /**
@@ -4701,6 +5067,10 @@ export interface components {
              */
             updated_at: string;
         };
+        PublishRequest: {
+            /** @description Publish these languages only; the others stay as they are live. Omit to publish the whole draft. */
+            languages?: string[];
+        };
         PutBlogPostTranslationRequest: {
             /** @description HTML; sanitised. */
             content?: string;
@@ -4921,11 +5291,15 @@ export interface components {
         };
         UpdateBrandRequest: {
             audience?: string;
+            /** @description As the autosave query parameter. */
+            autosave?: boolean;
             /** @description Colours by name; replaces the stored map whole. */
             colors?: {
                 [key: string]: string;
             };
             description?: string;
+            /** @description As the draft query parameter. */
+            draft?: boolean;
             /** @description Fonts by name; replaces the stored map whole. */
             fonts?: {
                 [key: string]: string;
@@ -4935,6 +5309,10 @@ export interface components {
             voice?: string;
         };
         UpdateComponentRequest: {
+            /** @description As the autosave query parameter. */
+            autosave?: boolean;
+            /** @description As the draft query parameter. */
+            draft?: boolean;
             name?: string;
             /** @description Any JSON object; replaces the stored props whole. */
             props?: {
@@ -4949,12 +5327,20 @@ export interface components {
             };
         };
         UpdateGalleryRequest: {
+            /** @description As the autosave query parameter. */
+            autosave?: boolean;
+            /** @description As the draft query parameter. */
+            draft?: boolean;
             /** @description Ordered; replaces the stored items whole. */
             items?: components["schemas"]["GalleryItemInput"][];
             name?: string;
             slug?: string;
         };
         UpdatePageRequest: {
+            /** @description As the autosave query parameter. */
+            autosave?: boolean;
+            /** @description As the draft query parameter. */
+            draft?: boolean;
             /** @description The site path, e.g. / or /about/team; /{slug} when omitted on create. */
             path?: string;
             /** @description Replaces the stored sections whole. */
@@ -5094,6 +5480,28 @@ export interface components {
         };
         UserList: {
             data: components["schemas"]["User"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        Version: {
+            /** @description The key (or the dashboard user's key) that made it. */
+            actor: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /** @description The item as it was (GET …/versions/{n} only). */
+            data?: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            kind: "save" | "autosave" | "publish" | "restore";
+            languages: string[];
+            n: number;
+        };
+        VersionList: {
+            data: components["schemas"]["Version"][];
             has_more: boolean;
             next_cursor: string | null;
         };
@@ -8186,7 +8594,10 @@ export interface operations {
     };
     getBrand: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: the draft view (the item's draft where it has one, else what is live). */
+                draft?: boolean;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -8210,6 +8621,7 @@ export interface operations {
             400: components["responses"]["Problem400"];
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
+            422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
@@ -8217,7 +8629,12 @@ export interface operations {
     };
     updateBrand: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write the item's draft, not what is live (the public surface keeps serving the live item). */
+                draft?: boolean;
+                /** @description true: a draft write recorded as the item's one autosave version (implies draft). */
+                autosave?: boolean;
+            };
             header?: {
                 /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
                 "Idempotency-Key"?: string;
@@ -8231,7 +8648,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The brand context. */
+            /** @description The brand context (the draft view after a draft write). */
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -8293,6 +8710,157 @@ export interface operations {
             409: components["responses"]["Problem409"];
             413: components["responses"]["Problem413"];
             422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    publishBrand: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PublishRequest"];
+            };
+        };
+        responses: {
+            /** @description The live brand. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Brand"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    listBrandVersions: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The versions (without data). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionList"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getBrandVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version with its data. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Version"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    restoreBrandVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The draft view of the brand. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Brand"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
@@ -8576,7 +9144,10 @@ export interface operations {
     };
     getComponent: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: the draft view (the item's draft where it has one, else what is live). */
+                draft?: boolean;
+            };
             header?: never;
             path: {
                 slug: string;
@@ -8603,6 +9174,7 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
@@ -8646,7 +9218,12 @@ export interface operations {
     };
     updateComponent: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write the item's draft, not what is live (the public surface keeps serving the live item). */
+                draft?: boolean;
+                /** @description true: a draft write recorded as the item's one autosave version (implies draft). */
+                autosave?: boolean;
+            };
             header?: {
                 /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
                 "Idempotency-Key"?: string;
@@ -8662,7 +9239,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The component. */
+            /** @description The component (the draft view after a draft write). */
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -8683,6 +9260,163 @@ export interface operations {
             409: components["responses"]["Problem409"];
             413: components["responses"]["Problem413"];
             422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    publishComponent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PublishRequest"];
+            };
+        };
+        responses: {
+            /** @description The live component. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Component"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    listComponentVersions: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The versions (without data). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionList"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getComponentVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version with its data. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Version"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    restoreComponentVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                slug: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The draft view of the component. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Component"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
@@ -9247,7 +9981,10 @@ export interface operations {
     };
     getGallery: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: the draft view (the item's draft where it has one, else what is live). */
+                draft?: boolean;
+            };
             header?: never;
             path: {
                 slug: string;
@@ -9274,6 +10011,7 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
@@ -9317,7 +10055,12 @@ export interface operations {
     };
     updateGallery: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write the item's draft, not what is live (the public surface keeps serving the live item). */
+                draft?: boolean;
+                /** @description true: a draft write recorded as the item's one autosave version (implies draft). */
+                autosave?: boolean;
+            };
             header?: {
                 /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
                 "Idempotency-Key"?: string;
@@ -9333,7 +10076,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The gallery, wrapped. */
+            /** @description The gallery, wrapped (the draft view after a draft write). */
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -9354,6 +10097,163 @@ export interface operations {
             409: components["responses"]["Problem409"];
             413: components["responses"]["Problem413"];
             422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    publishGallery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PublishRequest"];
+            };
+        };
+        responses: {
+            /** @description The live gallery. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GalleryEnvelope"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    listGalleryVersions: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The versions (without data). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionList"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getGalleryVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version with its data. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Version"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    restoreGalleryVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                slug: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The draft view of the gallery. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GalleryEnvelope"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
@@ -10139,6 +11039,8 @@ export interface operations {
             query?: {
                 /** @description The translation to read the title and SEO in. */
                 lang?: string;
+                /** @description true: the draft view (the item's draft where it has one, else what is live). */
+                draft?: boolean;
             };
             header?: never;
             path: {
@@ -10210,7 +11112,12 @@ export interface operations {
     };
     updatePage: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write the item's draft, not what is live (the public surface keeps serving the live item). */
+                draft?: boolean;
+                /** @description true: a draft write recorded as the item's one autosave version (implies draft). */
+                autosave?: boolean;
+            };
             header?: {
                 /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
                 "Idempotency-Key"?: string;
@@ -10226,7 +11133,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The page. */
+            /** @description The page (the draft view after a draft write). */
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -10248,6 +11155,202 @@ export interface operations {
             409: components["responses"]["Problem409"];
             413: components["responses"]["Problem413"];
             422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    publishPage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id_or_slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PublishRequest"];
+            };
+        };
+        responses: {
+            /** @description The live page. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            402: components["responses"]["Problem402"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    unpublishPage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id_or_slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    listPageVersions: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id_or_slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The versions (without data). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionList"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getPageVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id_or_slug: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version with its data. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Version"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    restorePageVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id_or_slug: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The draft view of the page. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
