@@ -2,8 +2,8 @@
 -- The content workflow (tenant/drafts): a draft over what is live, and
 -- the versions of each item. One pair of tables for every type of item
 -- (page, component, content_key, gallery, brand, blog_post), addressed by
--- the item's type and its reference (a page's or post's id, a component's
--- or gallery's slug, a content key, '' for the brand). Lean, as every
+-- the item's type and its reference (a page's, component's or post's id,
+-- a gallery's slug, a content key, '' for the brand). Lean, as every
 -- project schema runs it: the primary keys are the only indexes.
 
 -- The draft of an item: its whole resource as it would be published.

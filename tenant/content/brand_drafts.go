@@ -119,8 +119,8 @@ func saveBrandDraft(ctx context.Context, tx pgx.Tx, s *tenant.Scope, b Brand, re
 	return d, nil
 }
 
-// publishBrand makes the brand's draft live in one transaction: a
-// publish version and content.published; free, like brand writes.
+// publishBrand makes the brand's draft live in one transaction
+// (publishBrandTx).
 func (sv *Service) publishBrand(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	langs, err := drafts.Languages(r)
 	if err != nil {
@@ -132,38 +132,61 @@ func (sv *Service) publishBrand(w http.ResponseWriter, r *http.Request, s *tenan
 		return httpapi.Invalid("languages", "the brand has no languages: omit languages to publish the whole draft")
 	}
 	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Brand, error) {
-		b, err := lockBrand(r.Context(), tx)
-		if err != nil {
-			return b, err
-		}
-		var d Brand
-		has, err := drafts.Load(r.Context(), tx, drafts.Brand, brandRef, &d)
-		if err != nil {
-			return b, err
-		}
-		if has {
-			if !sameBrandContent(d, b) {
-				next := withBrandContent(b, d)
-				colors, _ := json.Marshal(next.Colors)
-				fonts, _ := json.Marshal(next.Fonts)
-				req := BrandRequest{Name: &next.Name, Tagline: &next.Tagline, Description: &next.Description, Voice: &next.Voice, Audience: &next.Audience}
-				if b, err = updateBrand(r.Context(), tx, req, colors, fonts); err != nil {
-					return b, err
-				}
-			}
-			// The whole draft is live now.
-			if err := drafts.Drop(r.Context(), tx, drafts.Brand, brandRef); err != nil {
-				return b, err
-			}
-		}
-		b.HasDraft = new(bool)
-		if _, err := drafts.Published(r.Context(), tx, s, drafts.Brand, brandRef, withBrandContent(Brand{}, b), nil); err != nil {
-			return b, err
-		}
-		return b, sv.events.Emit(r.Context(), tx, s, drafts.TopicPublished, drafts.PublishedEvent{Type: drafts.Brand, ID: brandRef})
+		return sv.publishBrandTx(r.Context(), tx, s, nil)
 	})
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, out)
+}
+
+// publishBrandTx publishes the brand's draft in tx: a publish version and
+// content.published (naming release); free, like brand writes.
+func (sv *Service) publishBrandTx(ctx context.Context, tx pgx.Tx, s *tenant.Scope, release *int64) (Brand, error) {
+	b, err := lockBrand(ctx, tx)
+	if err != nil {
+		return b, err
+	}
+	var d Brand
+	has, err := drafts.Load(ctx, tx, drafts.Brand, brandRef, &d)
+	if err != nil {
+		return b, err
+	}
+	if has {
+		if !sameBrandContent(d, b) {
+			next := withBrandContent(b, d)
+			colors, _ := json.Marshal(next.Colors)
+			fonts, _ := json.Marshal(next.Fonts)
+			req := BrandRequest{Name: &next.Name, Tagline: &next.Tagline, Description: &next.Description, Voice: &next.Voice, Audience: &next.Audience}
+			if b, err = updateBrand(ctx, tx, req, colors, fonts); err != nil {
+				return b, err
+			}
+		}
+		// The whole draft is live now.
+		if err := drafts.Drop(ctx, tx, drafts.Brand, brandRef); err != nil {
+			return b, err
+		}
+	}
+	b.HasDraft = new(bool)
+	if _, err := drafts.Published(ctx, tx, s, drafts.Brand, brandRef, withBrandContent(Brand{}, b), nil); err != nil {
+		return b, err
+	}
+	return b, sv.events.Emit(ctx, tx, s, drafts.TopicPublished, drafts.PublishedEvent{Type: drafts.Brand, ID: brandRef, ReleaseID: release})
+}
+
+// brandPublisher publishes the brand for releases (named by "" or no id).
+func (sv *Service) brandPublisher() drafts.Publisher {
+	return drafts.Publisher{
+		Scope: "brand:write",
+		Resolve: func(_ context.Context, _ tenant.Querier, id string) (string, error) {
+			if id != "" {
+				return "", httpapi.NotFound("the brand has no id: omit it")
+			}
+			return brandRef, nil
+		},
+		Publish: func(ctx context.Context, tx pgx.Tx, s *tenant.Scope, _ string, _ []string, release *int64) error {
+			_, err := sv.publishBrandTx(ctx, tx, s, release)
+			return err
+		},
+	}
 }

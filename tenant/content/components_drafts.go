@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -178,9 +179,7 @@ func saveComponentDraft(ctx context.Context, tx pgx.Tx, s *tenant.Scope, c Compo
 }
 
 // publishComponent makes the component's draft live (in the languages
-// the body names, else whole) in one transaction: a publish version and
-// content.published; free, like component writes. A draft whose slug
-// another component has is a 409 and nothing changes.
+// the body names, else whole) in one transaction (publishComponentTx).
 func (sv *Service) publishComponent(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	langs, err := drafts.Languages(r)
 	if err != nil {
@@ -191,35 +190,70 @@ func (sv *Service) publishComponent(w http.ResponseWriter, r *http.Request, s *t
 		if err != nil {
 			return c, err
 		}
-		ref := componentRef(c.ID)
-		var d Component
-		has, err := drafts.Load(r.Context(), tx, drafts.Component, ref, &d)
-		if err != nil {
-			return c, err
-		}
-		if has {
-			next := mergeComponent(c, d, langs, s.Project.DefaultLanguage)
-			if !sameComponentContent(next, c) {
-				tr, _ := json.Marshal(next.Translations)
-				if c, err = updateComponent(r.Context(), tx, c.Slug, &next.Name, &next.Slug, next.Props, tr); err != nil {
-					return c, err
-				}
-			}
-			if sameComponentContent(c, d) {
-				if err := drafts.Drop(r.Context(), tx, drafts.Component, ref); err != nil {
-					return c, err
-				}
-				has = false
-			}
-		}
-		c.HasDraft = &has
-		if _, err := drafts.Published(r.Context(), tx, s, drafts.Component, ref, withComponentContent(Component{}, c), langs); err != nil {
-			return c, err
-		}
-		return c, sv.events.Emit(r.Context(), tx, s, drafts.TopicPublished, drafts.PublishedEvent{Type: drafts.Component, ID: ref, Languages: langs})
+		return sv.publishComponentTx(r.Context(), tx, s, c, langs, nil)
 	})
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, out)
+}
+
+// publishComponentTx publishes the component c (read and locked in tx):
+// its draft in langs (nil: whole) goes live; a publish version and
+// content.published (naming release); free, like component writes. A
+// draft whose slug another component has is a 409.
+func (sv *Service) publishComponentTx(ctx context.Context, tx pgx.Tx, s *tenant.Scope, c Component, langs []string, release *int64) (Component, error) {
+	ref := componentRef(c.ID)
+	var d Component
+	has, err := drafts.Load(ctx, tx, drafts.Component, ref, &d)
+	if err != nil {
+		return c, err
+	}
+	if has {
+		next := mergeComponent(c, d, langs, s.Project.DefaultLanguage)
+		if !sameComponentContent(next, c) {
+			tr, _ := json.Marshal(next.Translations)
+			if c, err = updateComponent(ctx, tx, c.Slug, &next.Name, &next.Slug, next.Props, tr); err != nil {
+				return c, err
+			}
+		}
+		if sameComponentContent(c, d) {
+			if err := drafts.Drop(ctx, tx, drafts.Component, ref); err != nil {
+				return c, err
+			}
+			has = false
+		}
+	}
+	c.HasDraft = &has
+	if _, err := drafts.Published(ctx, tx, s, drafts.Component, ref, withComponentContent(Component{}, c), langs); err != nil {
+		return c, err
+	}
+	return c, sv.events.Emit(ctx, tx, s, drafts.TopicPublished, drafts.PublishedEvent{Type: drafts.Component, ID: ref, Languages: langs, ReleaseID: release})
+}
+
+// componentPublisher publishes components for releases; a release names
+// a component by its slug and keeps its id.
+func (sv *Service) componentPublisher() drafts.Publisher {
+	return drafts.Publisher{
+		Scope: "content:write",
+		Resolve: func(ctx context.Context, q tenant.Querier, id string) (string, error) {
+			c, err := getComponent(ctx, q, id, isTx(q))
+			return componentRef(c.ID), err
+		},
+		Publish: func(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string, langs []string, release *int64) error {
+			var c Component
+			err := tx.QueryRow(ctx, `SELECT slug FROM components WHERE id = $1`, ref).Scan(&c.Slug)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return httpapi.NotFound("no such component")
+			}
+			if err != nil {
+				return err
+			}
+			if c, err = getComponent(ctx, tx, c.Slug, true); err != nil {
+				return err
+			}
+			_, err = sv.publishComponentTx(ctx, tx, s, c, langs, release)
+			return err
+		},
+	}
 }

@@ -113,8 +113,8 @@ func saveGalleryDraft(ctx context.Context, tx pgx.Tx, s *tenant.Scope, g Gallery
 	return d, nil
 }
 
-// publishGallery makes the gallery's draft live in one transaction: a
-// publish version and content.published; free, like gallery writes.
+// publishGallery makes the gallery's draft live in one transaction
+// (publishGalleryTx).
 func (sv *Service) publishGallery(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	langs, err := drafts.Languages(r)
 	if err != nil {
@@ -130,31 +130,67 @@ func (sv *Service) publishGallery(w http.ResponseWriter, r *http.Request, s *ten
 		if err != nil {
 			return g, err
 		}
-		var d Gallery
-		has, err := drafts.Load(r.Context(), tx, drafts.Gallery, g.Slug, &d)
-		if err != nil {
-			return g, err
-		}
-		if has {
-			if !sameGalleryContent(d, g) {
-				items, _ := json.Marshal(withGalleryContent(g, d).Items)
-				if g, err = updateGallery(r.Context(), tx, g.Slug, &d.Name, nil, items); err != nil {
-					return g, err
-				}
-			}
-			// The whole draft is live now.
-			if err := drafts.Drop(r.Context(), tx, drafts.Gallery, g.Slug); err != nil {
-				return g, err
-			}
-		}
-		g.HasDraft = new(bool)
-		if _, err := drafts.Published(r.Context(), tx, s, drafts.Gallery, g.Slug, withGalleryContent(Gallery{}, g), nil); err != nil {
-			return g, err
-		}
-		return g, sv.events.Emit(r.Context(), tx, s, drafts.TopicPublished, drafts.PublishedEvent{Type: drafts.Gallery, ID: g.Slug})
+		return sv.publishGalleryTx(r.Context(), tx, s, g, release0)
 	})
 	if err != nil {
 		return err
 	}
 	return httpapi.JSON(w, http.StatusOK, wrap{out})
+}
+
+// release0 is no release.
+var release0 *int64
+
+// publishGalleryTx publishes the gallery g (locked in tx): its draft goes
+// live; a publish version and content.published (naming release); free,
+// like gallery writes.
+func (sv *Service) publishGalleryTx(ctx context.Context, tx pgx.Tx, s *tenant.Scope, g Gallery, release *int64) (Gallery, error) {
+	var d Gallery
+	has, err := drafts.Load(ctx, tx, drafts.Gallery, g.Slug, &d)
+	if err != nil {
+		return g, err
+	}
+	if has {
+		if !sameGalleryContent(d, g) {
+			items, _ := json.Marshal(withGalleryContent(g, d).Items)
+			if g, err = updateGallery(ctx, tx, g.Slug, &d.Name, nil, items); err != nil {
+				return g, err
+			}
+		}
+		// The whole draft is live now.
+		if err := drafts.Drop(ctx, tx, drafts.Gallery, g.Slug); err != nil {
+			return g, err
+		}
+	}
+	g.HasDraft = new(bool)
+	if _, err := drafts.Published(ctx, tx, s, drafts.Gallery, g.Slug, withGalleryContent(Gallery{}, g), nil); err != nil {
+		return g, err
+	}
+	return g, sv.events.Emit(ctx, tx, s, drafts.TopicPublished, drafts.PublishedEvent{Type: drafts.Gallery, ID: g.Slug, ReleaseID: release})
+}
+
+// galleryPublisher publishes galleries for releases (whole: a gallery
+// has no languages, so a release's languages for one are ignored).
+func (sv *Service) galleryPublisher() drafts.Publisher {
+	lock := func(ctx context.Context, q tenant.Querier, slug string) (Gallery, error) {
+		if tx, ok := q.(pgx.Tx); ok {
+			return lockGallery(ctx, tx, slug)
+		}
+		return GetGallery(ctx, q, slug)
+	}
+	return drafts.Publisher{
+		Scope: "galleries:write",
+		Resolve: func(ctx context.Context, q tenant.Querier, id string) (string, error) {
+			g, err := lock(ctx, q, id)
+			return g.Slug, err
+		},
+		Publish: func(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string, _ []string, release *int64) error {
+			g, err := lockGallery(ctx, tx, ref)
+			if err != nil {
+				return err
+			}
+			_, err = sv.publishGalleryTx(ctx, tx, s, g, release)
+			return err
+		},
+	}
 }

@@ -235,7 +235,8 @@ func (sv *Service) keyPublisher() drafts.Publisher {
 // Publishers are the pillar's publishers of each type of item, for
 // releases.
 func (sv *Service) Publishers() drafts.Publishers {
-	return drafts.Publishers{drafts.Page: sv.pagePublisher(), drafts.ContentKey: sv.keyPublisher()}
+	return drafts.Publishers{drafts.Page: sv.pagePublisher(), drafts.ContentKey: sv.keyPublisher(),
+		drafts.Component: sv.componentPublisher(), drafts.Gallery: sv.galleryPublisher(), drafts.Brand: sv.brandPublisher()}
 }
 
 // draftKey answers the draft view of key (GET ?draft=true): its draft,

@@ -41,11 +41,22 @@ func langQuery(desc string) openapi.M {
 // headers, or 304 when If-None-Match names the current ETag.
 func publicAnswers(desc string, s openapi.M) []openapi.Resp {
 	cache := openapi.M{
-		"Cache-Control": openapi.M{"required": true, "description": "public, max-age=60", "schema": openapi.Str()},
-		"ETag":          openapi.M{"required": true, "description": "A strong tag of the body.", "schema": openapi.Str()},
+		"Cache-Control": openapi.M{"required": true, "description": "public, max-age=60; private, no-store on an answer to a preview token.", "schema": openapi.Str()},
+		"ETag":          openapi.M{"description": "A strong tag of the body; absent on an answer to a preview token.", "schema": openapi.Str()},
 	}
 	return []openapi.Resp{{Status: 200, Desc: desc, Content: openapi.JSON(s), Headers: cache},
 		{Status: 304, Desc: "Not modified: If-None-Match names the current ETag.", Headers: cache}}
+}
+
+// previewQuery and previewHeader carry a preview link's token (POST
+// /v1/previews) to the public reads that serve drafts.
+func previewQuery() openapi.M {
+	return openapi.M{"name": "preview", "in": "query", "description": "A preview token (as X-Preview-Token).", "schema": openapi.Str()}
+}
+
+func previewHeader() openapi.M {
+	return openapi.M{"name": "X-Preview-Token", "in": "header", "schema": openapi.Str(),
+		"description": "A preview link's token: the drafts it covers are served (never cached); 401 when it is unknown, expired or revoked."}
 }
 
 func ifNoneMatchHeader() openapi.M {
@@ -405,17 +416,18 @@ func openAPIPublic(d *openapi.Doc) {
 		Desc: "As GET /v1/content/bulk, without a key, for the keys listed: `keys` is required (400 without it) and lists at most " +
 			fmt.Sprintf("%d keys (422 beyond).", MaxPublicBulkKeys),
 		Query: []openapi.M{{"name": "keys", "in": "query", "required": true, "schema": openapi.Str(),
-			"description": fmt.Sprintf("Comma-separated keys (1 to %d; blanks skipped, duplicates once).", MaxPublicBulkKeys)}, lang},
-		Headers: []openapi.M{ifNoneMatchHeader()}, Errs: []int{422},
+			"description": fmt.Sprintf("Comma-separated keys (1 to %d; blanks skipped, duplicates once).", MaxPublicBulkKeys)}, lang, previewQuery()},
+		Headers: []openapi.M{ifNoneMatchHeader(), previewHeader()}, Errs: []int{401, 422},
 		OK: publicAnswers("The values by key.", openapi.Ref("ContentBulk"))})
 	d.Add("GET", "/v1/public/content/{key}", openapi.Op{ID: "getPublicContentKey", Summary: "A content key (public)", Tag: "public", Auth: openapi.Public,
 		Desc:   "As GET /v1/content/{key}, without a key.",
-		Params: openapi.M{"key": keySchema()}, Query: []openapi.M{lang}, Headers: []openapi.M{ifNoneMatchHeader()}, Errs: []int{422},
+		Params: openapi.M{"key": keySchema()}, Query: []openapi.M{lang, previewQuery()}, Headers: []openapi.M{ifNoneMatchHeader(), previewHeader()}, Errs: []int{401, 422},
 		OK: publicAnswers("The key.", openapi.Ref("ContentKey"))})
 	d.Add("GET", "/v1/public/pages/{slug}", openapi.Op{ID: "getPublicPage", Summary: "A published page (public)", Tag: "public", Auth: openapi.Public,
-		Desc:   "Drafts are 404. With `lang`, that translation's title and SEO fields fill the flat ones.",
-		Params: openapi.M{"slug": slugSchema()}, Query: []openapi.M{langQuery("The translation to read the title and SEO in.")},
-		Headers: []openapi.M{ifNoneMatchHeader()}, Errs: []int{422},
+		Desc: "Drafts are 404. With `lang`, that translation's title and SEO fields fill the flat ones. With a preview token that covers the page, " +
+			"its draft view (published or not).",
+		Params: openapi.M{"slug": slugSchema()}, Query: []openapi.M{langQuery("The translation to read the title and SEO in."), previewQuery()},
+		Headers: []openapi.M{ifNoneMatchHeader(), previewHeader()}, Errs: []int{401, 422},
 		OK: publicAnswers("The page.", openapi.Ref("Page"))})
 	d.Schema("PageLink", openapi.Obj(openapi.M{
 		"slug": openapi.Str(), "path": openapi.Str(), "title": openapi.Str(), "updated_at": openapi.Timestamp(),

@@ -3,8 +3,8 @@ package content
 import (
 	"bytes"
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"

@@ -2,6 +2,7 @@ package releases
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/plinth-dev/plinth/internal/openapi"
 	"github.com/plinth-dev/plinth/tenant/drafts"
@@ -12,7 +13,7 @@ func OpenAPI(d *openapi.Doc) {
 	types := []any{drafts.Page, drafts.Component, drafts.ContentKey, drafts.Gallery, drafts.Brand, drafts.Post}
 	item := d.Schema("ReleaseItem", openapi.Obj(openapi.M{
 		"type":      openapi.M{"type": "string", "enum": types},
-		"id":        openapi.M{"type": "string", "description": "The item's reference: a page's or post's numeric id, a component's or gallery's slug, a content key, \"\" for the brand."},
+		"id":        openapi.M{"type": "string", "description": "The item's reference: a page's, component's or post's numeric id, a gallery's slug, a content key, \"\" for the brand."},
 		"languages": openapi.Nullable(openapi.Arr(openapi.Str())),
 	}, "type", "id", "languages"))
 	statuses := []any{StatusPending, StatusScheduled, StatusPublished, StatusFailed, StatusCancelled}
@@ -61,4 +62,39 @@ func OpenAPI(d *openapi.Doc) {
 		Desc:   "A pending or scheduled release is cancelled (its job, if any, then does nothing); else 409.",
 		Params: idParam, Idempotent: true, Errs: []int{404, 409},
 		OK: []openapi.Resp{{Status: 200, Desc: "The cancelled release.", Content: openapi.JSON(release)}}})
+
+	openAPIPreviews(d, item)
+}
+
+func openAPIPreviews(d *openapi.Doc, item openapi.M) {
+	preview := d.Schema("Preview", openapi.Obj(openapi.M{
+		"id":         openapi.Prefixed("pvw_"),
+		"token":      openapi.M{"type": "string", "description": "Sent once, by POST: give it to the public surface as X-Preview-Token (or ?preview=)."},
+		"release_id": openapi.Nullable(openapi.M{"type": "integer"}),
+		"items":      openapi.Arr(item),
+		"expires_at": openapi.Timestamp(),
+		"revoked_at": openapi.Nullable(openapi.Timestamp()),
+		"created_at": openapi.Timestamp(),
+	}, "id", "release_id", "items", "expires_at", "revoked_at", "created_at"))
+	d.Add("POST", "/v1/previews", openapi.Op{ID: "createPreview", Summary: "Create a preview link", Tag: "content", Scope: "content:write",
+		Desc: "A token that makes the public surface serve the drafts of a release's items (`release_id`), or of `items`, to the requests " +
+			"that carry it (X-Preview-Token, or ?preview=), with Cache-Control: private, no-store, until `expires_in` seconds have passed " +
+			"(default a day, at most 7 days) or it is revoked. Other requests keep seeing what is live. The token is shown once.",
+		Idempotent: true,
+		Body: openapi.JSON(d.Schema("CreatePreviewRequest", openapi.Obj(openapi.M{
+			"release_id": openapi.M{"type": "integer", "minimum": 1},
+			"items": openapi.M{"type": "array", "minItems": 1, "maxItems": MaxItems, "items": openapi.Obj(openapi.M{
+				"type": openapi.M{"type": "string"},
+				"id":   openapi.M{"type": "string", "description": "As a release's items: omitted for the brand."},
+			}, "type")},
+			"expires_in": openapi.M{"type": "integer", "minimum": 60, "maximum": int64(MaxPreviewTTL / time.Second)},
+		}))),
+		Errs: []int{422},
+		OK:   []openapi.Resp{{Status: 201, Desc: "The preview link with its token.", Content: openapi.JSON(preview)}}})
+	d.Add("GET", "/v1/previews", openapi.Op{ID: "listPreviews", Summary: "Preview links, newest first", Tag: "content", Scope: "content:read",
+		Query: openapi.PageParams(), Errs: []int{422},
+		OK: []openapi.Resp{{Status: 200, Desc: "The preview links (without tokens).", Content: openapi.JSON(d.List("Preview"))}}})
+	d.Add("DELETE", "/v1/previews/{id}", openapi.Op{ID: "revokePreview", Summary: "Revoke a preview link", Tag: "content", Scope: "content:write",
+		Params: openapi.M{"id": openapi.Prefixed("pvw_")}, Idempotent: true, Errs: []int{404},
+		OK: []openapi.Resp{{Status: 204, Desc: "Revoked: its token no longer shows drafts."}}})
 }

@@ -51,7 +51,7 @@ const (
 )
 
 // Item is one item of a release: its type, its id (the reference the
-// drafts table has: a page's or post's numeric id, a component's or
+// drafts table has: a page's, component's or post's numeric id, a
 // gallery's slug, a content key, "" for the brand) and the languages to
 // publish (null: the whole draft).
 type Item struct {
@@ -116,6 +116,9 @@ func (sv *Service) Routes(r chi.Router) {
 		r.Get("/releases/{id}", tenant.Handle(sv.get))
 		r.Post("/releases/{id}/publish", tenant.Handle(sv.publish))
 		r.Post("/releases/{id}/cancel", tenant.Handle(sv.cancel))
+		r.Get("/previews", tenant.Handle(sv.listPreviews))
+		r.Post("/previews", tenant.Handle(sv.createPreview))
+		r.Delete("/previews/{id}", tenant.Handle(sv.revokePreview))
 	})
 }
 
