@@ -25,7 +25,7 @@ var toolNames = []string{"get_project", "get_usage", "list_content", "get_conten
 	"list_pages", "get_page", "upsert_page", "list_components", "upsert_component", "get_brand", "update_brand",
 	"list_galleries", "upsert_gallery", "list_blog_posts", "get_blog_post", "create_blog_post", "generate_blog_post",
 	"publish_blog_post", "generate_image", "generate_website", "get_job", "list_form_submissions", "list_products",
-	"upsert_product", "list_orders", "get_availability", "list_bookings"}
+	"upsert_product", "list_orders", "get_availability", "list_bookings", "create_release", "publish_release", "create_preview"}
 
 // bearer adds the project key to every request of the MCP client.
 type bearer struct {
@@ -531,4 +531,29 @@ func TestToolsEncodeJSON(t *testing.T) {
 	var want map[string]any
 	require.NoError(t, json.Unmarshal(rest.Body, &want))
 	require.Equal(t, want, structured(t, res))
+}
+
+// TestReleaseTools: an agent drafts content values, gathers them in a
+// release, makes a preview link of it and publishes it, through the
+// tools; the live value changes only with the publish.
+func TestReleaseTools(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	env.Do("PUT", "/v1/content/home.title", p.Key, map[string]any{"value": "Hello"}).Expect(t, 200)
+	cs := connect(t, env, "http", p.Key, nil)
+	d := structured(t, callTool(t, cs, "set_content", map[string]any{"key": "home.title", "value": "Welcome", "draft": true}))
+	require.Equal(t, true, d["has_draft"])
+	require.Equal(t, "Hello", structured(t, callTool(t, cs, "get_content", map[string]any{"key": "home.title"}))["value"])
+	rel := structured(t, callTool(t, cs, "create_release", map[string]any{"name": "Launch",
+		"items": []any{map[string]any{"type": "content_key", "id": "home.title"}}}))
+	require.Equal(t, "pending", rel["status"])
+	pv := structured(t, callTool(t, cs, "create_preview", map[string]any{"release_id": rel["id"]}))
+	require.NotEmpty(t, pv["token"])
+	pub := structured(t, callTool(t, cs, "publish_release", map[string]any{"id": rel["id"]}))
+	require.Equal(t, "published", pub["status"])
+	require.Equal(t, "Welcome", structured(t, callTool(t, cs, "get_content", map[string]any{"key": "home.title"}))["value"])
+	res := callTool(t, cs, "publish_release", map[string]any{"id": rel["id"]})
+	require.True(t, res.IsError)
+	require.Contains(t, text(res), "409")
 }

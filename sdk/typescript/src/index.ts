@@ -9,7 +9,7 @@ export type { Problem } from "./problem.js";
 export { streamJob, waitForJob } from "./jobs.js";
 export type { Job, JobEvent, StreamJobOptions, WaitForJobOptions } from "./jobs.js";
 export { SIGNATURE_HEADER, verifyWebhook, WebhookVerificationError, webhookTopics } from "./webhook.js";
-export type { ContentChange, VerifyWebhookOptions, WebhookData, WebhookEvent, WebhookTopic, WebhookVerificationReason } from "./webhook.js";
+export type { ContentChange, ContentPublished, VerifyWebhookOptions, WebhookData, WebhookEvent, WebhookTopic, WebhookVerificationReason } from "./webhook.js";
 export type { FetchLike } from "./retry.js";
 export type { components, operations, paths } from "./openapi.js";
 

@@ -1619,7 +1619,7 @@ export interface paths {
         get?: never;
         /**
          * Set many content values
-         * @description All or nothing: 1 credit per item (content_update), checked against the whole batch first (402 states its cost). Emits `content.changed` once per changed value (a first value included; writing the same value again is no change).
+         * @description All or nothing: 1 credit per item (content_update), checked against the whole batch first (402 states its cost). Emits `content.changed` once per changed value (a first value included; writing the same value again is no change). With `draft=true` (or `autosave=true`) the values go into their keys' drafts instead, free, and nothing live changes.
          *
          *     Scope: `content:write`.
          */
@@ -1763,7 +1763,7 @@ export interface paths {
         get: operations["getContentKey"];
         /**
          * Set a content value
-         * @description Creates or replaces the key's value in `lang` (the project's default language when absent): 1 credit (content_update). Emits `content.changed` {key, lang, value, previous_value} when the value changes (a first value included).
+         * @description Creates or replaces the key's value in `lang` (the project's default language when absent): 1 credit (content_update). Emits `content.changed` {key, lang, value, previous_value} when the value changes (a first value included). With `draft=true` (or `autosave=true`) the value goes into the key's draft instead, free; the public surface keeps serving the live value until POST …/publish.
          *
          *     Scope: `content:write`.
          */
@@ -1776,6 +1776,90 @@ export interface paths {
          *     Scope: `content:write`.
          */
         delete: operations["deleteContentKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/content/{key}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish the content key's draft
+         * @description Each value of the draft that differs from what is live is written as PUT writes it: 1 credit (content_update) and `content.changed` each. `languages` names which values to publish. A key without a draft is answered as it is. In one transaction; records a publish version and emits `content.published`. Publishing one language leaves the others as they are live.
+         *
+         *     Scope: `content:write`.
+         */
+        post: operations["publishContentKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/content/{key}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The content key's versions, newest first
+         * @description Scope: `content:read`.
+         */
+        get: operations["listContentKeyVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/content/{key}/versions/{n}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A version of the content key
+         * @description Scope: `content:read`.
+         */
+        get: operations["getContentKeyVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/content/{key}/versions/{n}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a version into the content key's draft
+         * @description The version becomes the draft (what is live does not change until a publish); records a restore version.
+         *
+         *     Scope: `content:write`.
+         */
+        post: operations["restoreContentKeyVersion"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2502,6 +2586,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/previews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Preview links, newest first
+         * @description Scope: `content:read`.
+         */
+        get: operations["listPreviews"];
+        put?: never;
+        /**
+         * Create a preview link
+         * @description A token that makes the public surface serve the drafts of a release's items (`release_id`), or of `items`, to the requests that carry it (X-Preview-Token, or ?preview=), with Cache-Control: private, no-store, until `expires_in` seconds have passed (default a day, at most 7 days) or it is revoked. Other requests keep seeing what is live. The token is shown once.
+         *
+         *     Scope: `content:write`.
+         */
+        post: operations["createPreview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/previews/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a preview link
+         * @description Scope: `content:write`.
+         */
+        delete: operations["revokePreview"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/product-categories": {
         parameters: {
             query?: never;
@@ -3052,7 +3182,7 @@ export interface paths {
         };
         /**
          * A published page (public)
-         * @description Drafts are 404. With `lang`, that translation's title and SEO fields fill the flat ones.
+         * @description Drafts are 404. With `lang`, that translation's title and SEO fields fill the flat ones. With a preview token that covers the page, its draft view (published or not).
          */
         get: operations["getPublicPage"];
         put?: never;
@@ -3144,6 +3274,96 @@ export interface paths {
         delete?: never;
         /** CORS preflight */
         options: operations["preflightGetSitemap"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/releases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Releases, newest first
+         * @description Scope: `content:read`.
+         */
+        get: operations["listReleases"];
+        put?: never;
+        /**
+         * Create a release
+         * @description Items of any type with drafts, published together in one transaction by POST …/publish, or by a job at `publish_at` (status scheduled). Each item must exist in this project (else a 422 naming it), and the key must hold the write scope of each item's pillar (content:write, galleries:write, brand:write, blog:write). No credits; publishing charges what each item's publish does.
+         *
+         *     Scope: `content:write`.
+         */
+        post: operations["createRelease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/releases/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A release
+         * @description Scope: `content:read`.
+         */
+        get: operations["getRelease"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/releases/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a release
+         * @description A pending or scheduled release is cancelled (its job, if any, then does nothing); else 409.
+         *
+         *     Scope: `content:write`.
+         */
+        post: operations["cancelRelease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/releases/{id}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish a release now
+         * @description Every item's draft goes live in one transaction (each as its own POST …/publish would: credits, a publish version, `content.published` with the release's id). When an item cannot be published nothing is: the answer is that item's failure (409 for an item since deleted), naming it, and the release keeps its status with the reason in `error`. Only a pending or scheduled release publishes (else 409). At most 500 items.
+         *
+         *     Scope: `content:write`.
+         */
+        post: operations["publishRelease"];
+        delete?: never;
+        options?: never;
         head?: never;
         patch?: never;
         trace?: never;
@@ -3950,6 +4170,8 @@ export interface components {
             all_locales: {
                 [key: string]: string;
             };
+            /** @description The item has unpublished changes (a draft). Authenticated reads only. */
+            has_draft?: boolean;
             key: string;
             /** @description The language served: the one asked for, or the project's default when that has no value. */
             lang: string;
@@ -4131,6 +4353,15 @@ export interface components {
             /** @description One per language (each at most once); replaces the stored list whole. */
             translations?: components["schemas"]["PageTranslationInput"][];
         };
+        CreatePreviewRequest: {
+            expires_in?: number;
+            items?: {
+                /** @description As a release's items: omitted for the brand. */
+                id?: string;
+                type: string;
+            }[];
+            release_id?: number;
+        };
         CreateProductCategoryRequest: {
             description?: string;
             /** @description An absolute http(s) URL, or empty. */
@@ -4189,6 +4420,22 @@ export interface components {
             plan?: components["schemas"]["Plan"];
             target_languages?: string[];
             timezone?: string;
+        };
+        CreateReleaseRequest: {
+            items: {
+                /** @description A page's or post's id or slug, a component's or gallery's slug, a content key; omitted for the brand. */
+                id?: string;
+                /** @description Publish these languages of the item only; omit to publish its whole draft. */
+                languages?: string[];
+                /** @enum {string} */
+                type: "page" | "component" | "content_key" | "gallery" | "brand" | "blog_post";
+            }[];
+            name: string;
+            /**
+             * Format: date-time
+             * @description Publish at this time (in the future, within a year).
+             */
+            publish_at?: string;
         };
         /** @description A post generated by AI (job social_post.generate). */
         CreateSocialPostAI: {
@@ -4817,6 +5064,33 @@ export interface components {
         };
         /** @enum {string} */
         Plan: "free" | "hobby" | "build" | "scale" | "enterprise";
+        Preview: {
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            expires_at: string;
+            id: string;
+            items: components["schemas"]["ReleaseItem"][];
+            release_id: number | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            revoked_at: string | null;
+            /** @description Sent once, by POST: give it to the public surface as X-Preview-Token (or ?preview=). */
+            token?: string;
+        };
+        PreviewList: {
+            data: components["schemas"]["Preview"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
         /** @description RFC 9457 problem details. Clients branch on code. */
         Problem: {
             /** @description insufficient_credits: credits left. */
@@ -5080,16 +5354,65 @@ export interface components {
             title: string;
         };
         PutContentBatchRequest: {
+            /** @description As the autosave query parameter. */
+            autosave?: boolean;
+            /** @description As the draft query parameter. */
+            draft?: boolean;
             /** @description A key and language may appear once. */
             updates: components["schemas"]["ContentUpdate"][];
         };
         PutContentKeyRequest: {
+            /** @description As the autosave query parameter. */
+            autosave?: boolean;
+            /** @description As the draft query parameter. */
+            draft?: boolean;
             lang?: string;
             value: string;
         };
         RefundOrderRequest: {
             /** @description In the currency's minor unit; at most what is not yet refunded. */
             amount?: number;
+        };
+        Release: {
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /** @description Why the release could not publish (its last attempt), naming the item. */
+            error: string | null;
+            id: number;
+            items: components["schemas"]["ReleaseItem"][];
+            name: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            publish_at: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            published_at: string | null;
+            /** @enum {string} */
+            status: "pending" | "scheduled" | "published" | "failed" | "cancelled";
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string;
+        };
+        ReleaseItem: {
+            /** @description The item's reference: a page's, component's or post's numeric id, a gallery's slug, a content key, "" for the brand. */
+            id: string;
+            languages: string[] | null;
+            /** @enum {string} */
+            type: "page" | "component" | "content_key" | "gallery" | "brand" | "blog_post";
+        };
+        ReleaseList: {
+            data: components["schemas"]["Release"][];
+            has_more: boolean;
+            next_cursor: string | null;
         };
         ScheduleBlogPostRequest: {
             /**
@@ -9424,7 +9747,12 @@ export interface operations {
     };
     putContentBatch: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write the item's draft, not what is live (the public surface keeps serving the live item). */
+                draft?: boolean;
+                /** @description true: a draft write recorded as the item's one autosave version (implies draft). */
+                autosave?: boolean;
+            };
             header?: {
                 /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
                 "Idempotency-Key"?: string;
@@ -9710,6 +10038,8 @@ export interface operations {
             query?: {
                 /** @description The language to read; the project's default language when absent. */
                 lang?: string;
+                /** @description true: the draft view (the item's draft where it has one, else what is live). */
+                draft?: boolean;
             };
             header?: never;
             path: {
@@ -9745,7 +10075,12 @@ export interface operations {
     };
     putContentKey: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write the item's draft, not what is live (the public surface keeps serving the live item). */
+                draft?: boolean;
+                /** @description true: a draft write recorded as the item's one autosave version (implies draft). */
+                autosave?: boolean;
+            };
             header?: {
                 /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
                 "Idempotency-Key"?: string;
@@ -9761,7 +10096,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The key, served in the language written. */
+            /** @description The key, served in the language written (the draft view after a draft write). */
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -9823,6 +10158,164 @@ export interface operations {
             404: components["responses"]["Problem404"];
             409: components["responses"]["Problem409"];
             422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    publishContentKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PublishRequest"];
+            };
+        };
+        responses: {
+            /** @description The live content key. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContentKey"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            402: components["responses"]["Problem402"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    listContentKeyVersions: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The versions (without data). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionList"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getContentKeyVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version with its data. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Version"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    restoreContentKeyVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                key: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The draft view of the content key. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContentKey"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
@@ -11467,6 +11960,119 @@ export interface operations {
             503: components["responses"]["Problem503"];
         };
     };
+    listPreviews: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The preview links (without tokens). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewList"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    createPreview: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePreviewRequest"];
+            };
+        };
+        responses: {
+            /** @description The preview link with its token. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Preview"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    revokePreview: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked: its token no longer shows drafts. */
+            204: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
     listProductCategories: {
         parameters: {
             query?: never;
@@ -12320,7 +12926,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -12433,7 +13039,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -12546,7 +13152,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -12656,7 +13262,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -12748,7 +13354,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -12794,10 +13400,10 @@ export interface operations {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
-                    /** @description public, max-age=60 */
+                    /** @description public, max-age=60; private, no-store on an answer to a preview token. */
                     "Cache-Control": string;
-                    /** @description A strong tag of the body. */
-                    ETag: string;
+                    /** @description A strong tag of the body; absent on an answer to a preview token. */
+                    ETag?: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -12815,10 +13421,10 @@ export interface operations {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
-                    /** @description public, max-age=60 */
+                    /** @description public, max-age=60; private, no-store on an answer to a preview token. */
                     "Cache-Control": string;
-                    /** @description A strong tag of the body. */
-                    ETag: string;
+                    /** @description A strong tag of the body; absent on an answer to a preview token. */
+                    ETag?: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -12856,7 +13462,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -12904,10 +13510,10 @@ export interface operations {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
-                    /** @description public, max-age=60 */
+                    /** @description public, max-age=60; private, no-store on an answer to a preview token. */
                     "Cache-Control": string;
-                    /** @description A strong tag of the body. */
-                    ETag: string;
+                    /** @description A strong tag of the body; absent on an answer to a preview token. */
+                    ETag?: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -12925,10 +13531,10 @@ export interface operations {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
-                    /** @description public, max-age=60 */
+                    /** @description public, max-age=60; private, no-store on an answer to a preview token. */
                     "Cache-Control": string;
-                    /** @description A strong tag of the body. */
-                    ETag: string;
+                    /** @description A strong tag of the body; absent on an answer to a preview token. */
+                    ETag?: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -12968,7 +13574,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -12999,12 +13605,16 @@ export interface operations {
                 keys: string;
                 /** @description The language to read; the project's default language when absent. */
                 lang?: string;
+                /** @description A preview token (as X-Preview-Token). */
+                preview?: string;
                 /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
                 project_id?: string;
             };
             header?: {
                 /** @description An ETag of an earlier answer; 304 when it is still current. */
                 "If-None-Match"?: string;
+                /** @description A preview link's token: the drafts it covers are served (never cached); 401 when it is unknown, expired or revoked. */
+                "X-Preview-Token"?: string;
                 /** @description The project id (prj_…); or use ?project_id=. */
                 "X-Service-Project-Key"?: string;
             };
@@ -13018,10 +13628,10 @@ export interface operations {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
-                    /** @description public, max-age=60 */
+                    /** @description public, max-age=60; private, no-store on an answer to a preview token. */
                     "Cache-Control": string;
-                    /** @description A strong tag of the body. */
-                    ETag: string;
+                    /** @description A strong tag of the body; absent on an answer to a preview token. */
+                    ETag?: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13039,10 +13649,10 @@ export interface operations {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
-                    /** @description public, max-age=60 */
+                    /** @description public, max-age=60; private, no-store on an answer to a preview token. */
                     "Cache-Control": string;
-                    /** @description A strong tag of the body. */
-                    ETag: string;
+                    /** @description A strong tag of the body; absent on an answer to a preview token. */
+                    ETag?: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13054,6 +13664,7 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
             404: components["responses"]["Problem404"];
             422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
@@ -13081,7 +13692,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -13110,12 +13721,16 @@ export interface operations {
             query?: {
                 /** @description The language to read; the project's default language when absent. */
                 lang?: string;
+                /** @description A preview token (as X-Preview-Token). */
+                preview?: string;
                 /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
                 project_id?: string;
             };
             header?: {
                 /** @description An ETag of an earlier answer; 304 when it is still current. */
                 "If-None-Match"?: string;
+                /** @description A preview link's token: the drafts it covers are served (never cached); 401 when it is unknown, expired or revoked. */
+                "X-Preview-Token"?: string;
                 /** @description The project id (prj_…); or use ?project_id=. */
                 "X-Service-Project-Key"?: string;
             };
@@ -13131,10 +13746,10 @@ export interface operations {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
-                    /** @description public, max-age=60 */
+                    /** @description public, max-age=60; private, no-store on an answer to a preview token. */
                     "Cache-Control": string;
-                    /** @description A strong tag of the body. */
-                    ETag: string;
+                    /** @description A strong tag of the body; absent on an answer to a preview token. */
+                    ETag?: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13152,10 +13767,10 @@ export interface operations {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
-                    /** @description public, max-age=60 */
+                    /** @description public, max-age=60; private, no-store on an answer to a preview token. */
                     "Cache-Control": string;
-                    /** @description A strong tag of the body. */
-                    ETag: string;
+                    /** @description A strong tag of the body; absent on an answer to a preview token. */
+                    ETag?: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13167,6 +13782,7 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
             404: components["responses"]["Problem404"];
             422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
@@ -13196,7 +13812,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -13288,7 +13904,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -13380,7 +13996,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -13428,10 +14044,10 @@ export interface operations {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
-                    /** @description public, max-age=60 */
+                    /** @description public, max-age=60; private, no-store on an answer to a preview token. */
                     "Cache-Control": string;
-                    /** @description A strong tag of the body. */
-                    ETag: string;
+                    /** @description A strong tag of the body; absent on an answer to a preview token. */
+                    ETag?: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13449,10 +14065,10 @@ export interface operations {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
-                    /** @description public, max-age=60 */
+                    /** @description public, max-age=60; private, no-store on an answer to a preview token. */
                     "Cache-Control": string;
-                    /** @description A strong tag of the body. */
-                    ETag: string;
+                    /** @description A strong tag of the body; absent on an answer to a preview token. */
+                    ETag?: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13492,7 +14108,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -13640,7 +14256,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -13691,10 +14307,10 @@ export interface operations {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
-                    /** @description public, max-age=60 */
+                    /** @description public, max-age=60; private, no-store on an answer to a preview token. */
                     "Cache-Control": string;
-                    /** @description A strong tag of the body. */
-                    ETag: string;
+                    /** @description A strong tag of the body; absent on an answer to a preview token. */
+                    ETag?: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13712,10 +14328,10 @@ export interface operations {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
-                    /** @description public, max-age=60 */
+                    /** @description public, max-age=60; private, no-store on an answer to a preview token. */
                     "Cache-Control": string;
-                    /** @description A strong tag of the body. */
-                    ETag: string;
+                    /** @description A strong tag of the body; absent on an answer to a preview token. */
+                    ETag?: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13754,7 +14370,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -13783,12 +14399,16 @@ export interface operations {
             query?: {
                 /** @description The translation to read the title and SEO in. */
                 lang?: string;
+                /** @description A preview token (as X-Preview-Token). */
+                preview?: string;
                 /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
                 project_id?: string;
             };
             header?: {
                 /** @description An ETag of an earlier answer; 304 when it is still current. */
                 "If-None-Match"?: string;
+                /** @description A preview link's token: the drafts it covers are served (never cached); 401 when it is unknown, expired or revoked. */
+                "X-Preview-Token"?: string;
                 /** @description The project id (prj_…); or use ?project_id=. */
                 "X-Service-Project-Key"?: string;
             };
@@ -13804,10 +14424,10 @@ export interface operations {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
-                    /** @description public, max-age=60 */
+                    /** @description public, max-age=60; private, no-store on an answer to a preview token. */
                     "Cache-Control": string;
-                    /** @description A strong tag of the body. */
-                    ETag: string;
+                    /** @description A strong tag of the body; absent on an answer to a preview token. */
+                    ETag?: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13825,10 +14445,10 @@ export interface operations {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
-                    /** @description public, max-age=60 */
+                    /** @description public, max-age=60; private, no-store on an answer to a preview token. */
                     "Cache-Control": string;
-                    /** @description A strong tag of the body. */
-                    ETag: string;
+                    /** @description A strong tag of the body; absent on an answer to a preview token. */
+                    ETag?: string;
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13840,6 +14460,7 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
             404: components["responses"]["Problem404"];
             422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
@@ -13869,7 +14490,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -13975,7 +14596,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -14093,7 +14714,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -14203,7 +14824,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -14312,7 +14933,7 @@ export interface operations {
             /** @description The CORS answer: for any origin, unless ?project_id= names a project that lists its allowed_origins, whose answer allows only those. A preflight grants nothing by itself: the actual answer's Access-Control-Allow-Origin is what the browser enforces. */
             204: {
                 headers: {
-                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id. */
+                    /** @description The headers asked for, when allowed: X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token. */
                     "Access-Control-Allow-Headers"?: string;
                     /** @description The method asked for, when allowed (GET, HEAD or POST). */
                     "Access-Control-Allow-Methods"?: string;
@@ -14334,6 +14955,196 @@ export interface operations {
             404: components["responses"]["Problem404"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
+        };
+    };
+    listReleases: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+                status?: "pending" | "scheduled" | "published" | "failed" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The releases. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReleaseList"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    createRelease: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateReleaseRequest"];
+            };
+        };
+        responses: {
+            /** @description The release. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Release"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getRelease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The release. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Release"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    cancelRelease: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cancelled release. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Release"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    publishRelease: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The published release. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Release"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            402: components["responses"]["Problem402"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     listSocialAccounts: {

@@ -15,6 +15,19 @@ export interface ContentChange {
 }
 
 /**
+ * ContentPublished is the data of content.published: an item a publish
+ * made live (its type and id as the drafts of the content workflow name
+ * it), the languages published (null: all) and the release that published
+ * it (null: the item's own publish).
+ */
+export interface ContentPublished {
+  type: "page" | "component" | "content_key" | "gallery" | "brand" | "blog_post";
+  id: string;
+  languages: string[] | null;
+  release_id: number | null;
+}
+
+/**
  * WebhookData is the data each topic's event carries: the resource as its
  * GET showed it when the event happened. Its keys are the topics of
  * src/topics.ts, checked below.
@@ -33,6 +46,7 @@ export interface WebhookData {
   "booking.cancelled": Schemas["Booking"];
   "booking.completed": Schemas["Booking"];
   "content.changed": ContentChange;
+  "content.published": ContentPublished;
   "image.generated": Schemas["Image"];
   "connect.account_updated": Schemas["PaymentsConnect"];
 }
