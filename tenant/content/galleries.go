@@ -187,10 +187,20 @@ func (sv *Service) getGallery(w http.ResponseWriter, r *http.Request, s *tenant.
 }
 
 func (sv *Service) publicGallery(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	pv, err := drafts.Preview(r, s)
+	if err != nil {
+		return err
+	}
 	g, err := sv.gallery(r, s)
 	if err != nil {
 		return err
 	}
+	if pv.Covers(drafts.Gallery, g.Slug) {
+		if g, err = draftGallery(r.Context(), s.Reader(), g); err != nil {
+			return err
+		}
+	}
+	g.HasDraft = nil
 	return httpapi.PublicJSON(w, r, wrap{g})
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
 // The public reads a generated site renders besides content keys, pages
@@ -15,10 +16,20 @@ import (
 // pages for its router, navigation and sitemap.
 
 func (sv *Service) publicComponent(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	pv, err := drafts.Preview(r, s)
+	if err != nil {
+		return err
+	}
 	c, err := getComponent(r.Context(), s.Reader(), chi.URLParam(r, "slug"), false)
 	if err != nil {
 		return err
 	}
+	if pv.Covers(drafts.Component, componentRef(c.ID)) {
+		if c, err = draftComponent(r.Context(), s.Reader(), c); err != nil {
+			return err
+		}
+	}
+	c.HasDraft = nil
 	return httpapi.PublicJSON(w, r, c)
 }
 
@@ -41,9 +52,18 @@ func toPublicBrand(b Brand) PublicBrand {
 }
 
 func (sv *Service) publicBrand(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+	pv, err := drafts.Preview(r, s)
+	if err != nil {
+		return err
+	}
 	b, err := getBrand(r.Context(), s.Reader())
 	if err != nil {
 		return err
+	}
+	if pv.Covers(drafts.Brand, brandRef) {
+		if b, err = draftBrand(r.Context(), s.Reader(), b); err != nil {
+			return err
+		}
 	}
 	return httpapi.PublicJSON(w, r, toPublicBrand(b))
 }
