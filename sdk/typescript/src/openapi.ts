@@ -906,7 +906,7 @@ export interface paths {
         };
         /**
          * A post by id or slug
-         * @description No credits.
+         * @description No credits. With `draft=true`, the draft view: the post's draft where it has one (its id, status and times are the live post's).
          *
          *     Scope: `blog:read`.
          */
@@ -924,7 +924,7 @@ export interface paths {
         head?: never;
         /**
          * Update a post
-         * @description Absent fields stay. The texts are those of the post's own language (others: PUT .../translations/{lang}); null removes the category or the featured image. A status change follows the rules of the actions: published emits blog_post.published (unless it already was), scheduled needs scheduled_at. No credits.
+         * @description Absent fields stay. The texts are those of the post's own language (others: PUT .../translations/{lang}); null removes the category or the featured image. A status change follows the rules of the actions: published emits blog_post.published (unless it already was), scheduled needs scheduled_at. No credits. With `draft=true` (or `autosave=true`) the fields are written to the post's draft instead and the public surface keeps serving the live post until POST …/publish; a draft write takes no `status` nor `scheduled_at` (422), and a slug another post has is a 409 at publish.
          *
          *     Scope: `blog:write`.
          */
@@ -963,8 +963,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Publish a post
-         * @description Sets status published and published_at, clears scheduled_at, and emits blog_post.published. Publishing a published post changes nothing and emits nothing. No body.
+         * Publish the post's draft
+         * @description No credits. The post's draft, when it has one, goes live; then status published and published_at are set, scheduled_at cleared, and blog_post.published emitted if the post was not published. `languages` names which to publish: the post's own language (language_code) is its title, content, excerpt, SEO fields, slug, category, tags and featured image, any other its translation. The draft is dropped once nothing in it differs from what is live. A published post without a draft changes nothing and emits nothing. A draft whose slug another post has is a 409 and nothing changes. The body is optional. A scheduled post's publish at its time does not apply its draft. In one transaction; records a publish version and emits `content.published`. Publishing one language leaves the others as they are live.
          *
          *     Scope: `blog:write`.
          */
@@ -1029,12 +1029,96 @@ export interface paths {
         get?: never;
         /**
          * Write a post's text in one language
-         * @description Replaces the whole text of the language (the post's own included): an absent field becomes empty. No credits.
+         * @description Replaces the whole text of the language (the post's own included): an absent field becomes empty. No credits. With `draft=true` (or `autosave=true`) the text is written to the post's draft instead.
          *
          *     Scope: `blog:write`.
          */
         put: operations["putBlogPostTranslation"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/blog-posts/{ref}/unpublish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Unpublish a post
+         * @description Sets status draft (published_at and scheduled_at cleared), as PATCH status draft: off the public surface; its content and its draft stay. No body.
+         *
+         *     Scope: `blog:write`.
+         */
+        post: operations["unpublishBlogPost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/blog-posts/{ref}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The post's versions, newest first
+         * @description Scope: `blog:read`.
+         */
+        get: operations["listBlogPostVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/blog-posts/{ref}/versions/{n}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A version of the post
+         * @description Scope: `blog:read`.
+         */
+        get: operations["getBlogPostVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/blog-posts/{ref}/versions/{n}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a version into the post's draft
+         * @description The version becomes the draft (what is live does not change until a publish); records a restore version.
+         *
+         *     Scope: `blog:write`.
+         */
+        post: operations["restoreBlogPostVersion"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2073,11 +2157,117 @@ export interface paths {
         head?: never;
         /**
          * Update a page
-         * @description 1 credit (page_update). Fields sent replace the stored ones (seo field by field). Publishing sets published_at once; back to draft clears it. A slug or path another page has is a 409.
+         * @description 1 credit (page_update). Fields sent replace the stored ones (seo field by field). Publishing sets published_at once; back to draft clears it. A slug or path another page has is a 409. With `draft=true` (or `autosave=true`) the fields are written to the page's draft instead, free, and the public surface keeps serving the live page until POST …/publish; a draft write takes no `status`.
          *
          *     Scope: `content:write`.
          */
         patch: operations["updatePage"];
+        trace?: never;
+    };
+    "/v1/pages/{id_or_slug}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish the page's draft
+         * @description 1 credit (page_update). The page's draft goes live and the page is published; without a draft, the page is published as it is. `languages` names which to publish: the project's default language is the slug, path, title, sections and SEO, any other its translation. A draft whose slug or path another page has is a 409 and nothing changes. In one transaction; records a publish version and emits `content.published`. Publishing one language leaves the others as they are live.
+         *
+         *     Scope: `content:write`.
+         */
+        post: operations["publishPage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pages/{id_or_slug}/unpublish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Unpublish a page
+         * @description Takes the page off the public surface (status draft); its content and its draft stay.
+         *
+         *     Scope: `content:write`.
+         */
+        post: operations["unpublishPage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pages/{id_or_slug}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The page's versions, newest first
+         * @description Scope: `content:read`.
+         */
+        get: operations["listPageVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pages/{id_or_slug}/versions/{n}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A version of the page
+         * @description Scope: `content:read`.
+         */
+        get: operations["getPageVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pages/{id_or_slug}/versions/{n}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a version into the page's draft
+         * @description The version becomes the draft (what is live does not change until a publish); records a restore version.
+         *
+         *     Scope: `content:write`.
+         */
+        post: operations["restorePageVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/payments/connect": {
@@ -3342,6 +3532,8 @@ export interface components {
             excerpt: string;
             /** @description A URL, or null. */
             featured_image: string | null;
+            /** @description The item has unpublished changes (a draft). Authenticated reads only. */
+            has_draft?: boolean;
             id: number;
             /** @description The language of the flat texts: the one asked for with ?lang when the post has it, else language_code. */
             lang: string;
@@ -4347,6 +4539,8 @@ export interface components {
              * @description RFC 3339, UTC
              */
             created_at: string;
+            /** @description The item has unpublished changes (a draft). Authenticated reads only. */
+            has_draft?: boolean;
             id: number;
             path: string;
             /**
@@ -4701,9 +4895,17 @@ export interface components {
              */
             updated_at: string;
         };
+        PublishRequest: {
+            /** @description Publish these languages only; the others stay as they are live. Omit to publish the whole draft. */
+            languages?: string[];
+        };
         PutBlogPostTranslationRequest: {
+            /** @description As the autosave query parameter. */
+            autosave?: boolean;
             /** @description HTML; sanitised. */
             content?: string;
+            /** @description As the draft query parameter. */
+            draft?: boolean;
             excerpt?: string;
             meta_description?: string;
             meta_title?: string;
@@ -4875,10 +5077,14 @@ export interface components {
             slug?: string;
         };
         UpdateBlogPostRequest: {
+            /** @description As the autosave query parameter. */
+            autosave?: boolean;
             /** @description An existing category (else 422); null removes it. */
             category_id?: number | null;
             /** @description HTML; sanitised. */
             content?: string;
+            /** @description As the draft query parameter. */
+            draft?: boolean;
             excerpt?: string;
             /**
              * Format: uri
@@ -4955,6 +5161,10 @@ export interface components {
             slug?: string;
         };
         UpdatePageRequest: {
+            /** @description As the autosave query parameter. */
+            autosave?: boolean;
+            /** @description As the draft query parameter. */
+            draft?: boolean;
             /** @description The site path, e.g. / or /about/team; /{slug} when omitted on create. */
             path?: string;
             /** @description Replaces the stored sections whole. */
@@ -5094,6 +5304,28 @@ export interface components {
         };
         UserList: {
             data: components["schemas"]["User"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        Version: {
+            /** @description The key (or the dashboard user's key) that made it. */
+            actor: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /** @description The item as it was (GET …/versions/{n} only). */
+            data?: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            kind: "save" | "autosave" | "publish" | "restore";
+            languages: string[];
+            n: number;
+        };
+        VersionList: {
+            data: components["schemas"]["Version"][];
             has_more: boolean;
             next_cursor: string | null;
         };
@@ -7327,6 +7559,8 @@ export interface operations {
             query?: {
                 /** @description Fills the flat title, excerpt, content, meta_title and meta_description (and lang) from this translation; a language the post lacks falls back to the post's own language. translations always lists every locale. */
                 lang?: string;
+                /** @description true: the draft view (the item's draft where it has one, else what is live). */
+                draft?: boolean;
             };
             header?: never;
             path: {
@@ -7398,7 +7632,12 @@ export interface operations {
     };
     updateBlogPost: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write the item's draft, not what is live (the public surface keeps serving the live item). */
+                draft?: boolean;
+                /** @description true: a draft write recorded as the item's one autosave version (implies draft). */
+                autosave?: boolean;
+            };
             header?: {
                 /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
                 "Idempotency-Key"?: string;
@@ -7414,7 +7653,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The post, in its own language. */
+            /** @description The post, in its own language (the draft view after a draft write). */
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -7490,9 +7729,13 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PublishRequest"];
+            };
+        };
         responses: {
-            /** @description The post. */
+            /** @description The live post. */
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -7511,6 +7754,8 @@ export interface operations {
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
             409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
@@ -7607,7 +7852,12 @@ export interface operations {
     };
     putBlogPostTranslation: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write the item's draft, not what is live (the public surface keeps serving the live item). */
+                draft?: boolean;
+                /** @description true: a draft write recorded as the item's one autosave version (implies draft). */
+                autosave?: boolean;
+            };
             header?: {
                 /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
                 "Idempotency-Key"?: string;
@@ -7645,6 +7895,157 @@ export interface operations {
             409: components["responses"]["Problem409"];
             413: components["responses"]["Problem413"];
             422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    unpublishBlogPost: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The post. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BlogPost"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    listBlogPostVersions: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The versions (without data). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionList"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getBlogPostVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ref: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version with its data. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Version"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    restoreBlogPostVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                ref: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The draft view of the post. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BlogPost"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
@@ -10139,6 +10540,8 @@ export interface operations {
             query?: {
                 /** @description The translation to read the title and SEO in. */
                 lang?: string;
+                /** @description true: the draft view (the item's draft where it has one, else what is live). */
+                draft?: boolean;
             };
             header?: never;
             path: {
@@ -10210,7 +10613,12 @@ export interface operations {
     };
     updatePage: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write the item's draft, not what is live (the public surface keeps serving the live item). */
+                draft?: boolean;
+                /** @description true: a draft write recorded as the item's one autosave version (implies draft). */
+                autosave?: boolean;
+            };
             header?: {
                 /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
                 "Idempotency-Key"?: string;
@@ -10226,7 +10634,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The page. */
+            /** @description The page (the draft view after a draft write). */
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -10248,6 +10656,202 @@ export interface operations {
             409: components["responses"]["Problem409"];
             413: components["responses"]["Problem413"];
             422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    publishPage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id_or_slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PublishRequest"];
+            };
+        };
+        responses: {
+            /** @description The live page. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            402: components["responses"]["Problem402"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    unpublishPage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id_or_slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    listPageVersions: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id_or_slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The versions (without data). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionList"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getPageVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id_or_slug: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version with its data. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Version"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    restorePageVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id_or_slug: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The draft view of the page. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];

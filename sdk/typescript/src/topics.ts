@@ -16,6 +16,7 @@ export const webhookTopics = [
   "booking.cancelled",
   "booking.completed",
   "content.changed",
+  "content.published",
   "image.generated",
   "connect.account_updated",
 ] as const;
