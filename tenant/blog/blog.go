@@ -9,9 +9,18 @@
 //	                                        scheduled job when scheduled_at has come (blog_post.published)
 //	any                        → scheduled  POST /schedule {scheduled_at} (in the future)
 //	any                        → archived   POST /archive
-//	any                        → draft      PATCH status draft
+//	any                        → draft      POST /unpublish or PATCH status draft
 //
-// Publishing an already published post changes nothing and fires nothing.
+// Publishing an already published post changes nothing and fires nothing,
+// unless it has a draft.
+//
+// # Drafts over live (drafts.go)
+//
+// PATCH ?draft=true (or autosave=true) and PUT .../translations/{lang}
+// ?draft=true write the post's draft, not the live post; only POST
+// /publish makes a draft live (whole, or some languages), never PATCH
+// status published nor the scheduled job. Versions: GET .../versions,
+// GET .../versions/{n}, POST .../versions/{n}/restore (into the draft).
 package blog
 
 import (
@@ -101,6 +110,8 @@ func (sv *Service) Routes(r chi.Router) {
 		r.Post("/blog-posts/{ref}/publish", tenant.Handle(sv.publishPost))
 		r.Post("/blog-posts/{ref}/schedule", tenant.Handle(sv.schedulePost))
 		r.Post("/blog-posts/{ref}/archive", tenant.Handle(sv.archivePost))
+		r.Post("/blog-posts/{ref}/unpublish", tenant.Handle(sv.unpublishPost))
+		postItem.Mount(r, "/blog-posts/{ref}")
 		r.Put("/blog-posts/{ref}/translations/{lang}", tenant.Handle(sv.putTranslation))
 		r.Post("/blog-posts/{ref}/translate", tenant.Handle(sv.submitTranslate))
 

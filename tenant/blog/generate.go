@@ -339,6 +339,9 @@ func (sv *Service) emitTranslated(ctx context.Context, tx pgx.Tx, s *tenant.Scop
 	if err != nil {
 		return err
 	}
+	if err := markPosts(ctx, tx, []*postRow{p}); err != nil { // the event is the GET resource
+		return err
+	}
 	for _, lang := range langs {
 		if err := sv.emit(ctx, tx, s, TopicTranslated, toAPIPost(p, lang)); err != nil {
 			return err

@@ -1,6 +1,9 @@
 package blog
 
-import "github.com/plinth-dev/plinth/internal/openapi"
+import (
+	"github.com/plinth-dev/plinth/internal/openapi"
+	"github.com/plinth-dev/plinth/tenant/drafts"
+)
 
 // The bounds below are those of request.go and generate.go.
 
@@ -66,7 +69,7 @@ func OpenAPI(d *openapi.Doc) {
 		"meta_title": openapi.Str(), "meta_description": openapi.Str()}
 	translation := d.Schema("BlogPostTranslation", openapi.Obj(openapi.With(texts, openapi.M{"lang": languageSchema()}),
 		"lang", "title", "excerpt", "content", "meta_title", "meta_description"))
-	post := openapi.JSON(d.Schema("BlogPost", openapi.Obj(openapi.With(texts, openapi.M{
+	postSchema := d.Schema("BlogPost", openapi.Obj(openapi.With(texts, openapi.M{
 		"id": openapi.M{"type": "integer", "minimum": 1}, "slug": slugSchema(),
 		"status":         status,
 		"featured_image": openapi.M{"type": []any{"string", "null"}, "description": "A URL, or null."},
@@ -77,8 +80,10 @@ func OpenAPI(d *openapi.Doc) {
 		"tags":          openapi.M{"type": "array", "items": blogTag, "description": "By name."},
 		"translations":  openapi.M{"type": "array", "minItems": 1, "items": translation, "description": "Every locale, the post's own first."},
 		"created_at":    openapi.Timestamp(), "updated_at": openapi.Timestamp(),
+		"has_draft": drafts.HasDraft(),
 	}), "id", "slug", "status", "featured_image", "published_at", "scheduled_at", "lang", "language_code",
-		"title", "excerpt", "content", "meta_title", "meta_description", "category", "tags", "translations", "created_at", "updated_at")))
+		"title", "excerpt", "content", "meta_title", "meta_description", "category", "tags", "translations", "created_at", "updated_at"))
+	post := openapi.JSON(postSchema)
 
 	refParam := openapi.M{"ref": openapi.M{"type": "string", "minLength": 1, "description": "The post's numeric id or its slug."}}
 	termID := openapi.M{"id": openapi.M{"type": "string", "pattern": "^[0-9]+$", "description": "The numeric id (anything else is 404)."}}
@@ -137,15 +142,19 @@ func OpenAPI(d *openapi.Doc) {
 			{Status: 202, Desc: "The pending generation job (type ai).", Content: openapi.JSON(openapi.Ref("Job"))}}})
 
 	d.Add("GET", "/v1/blog-posts/{ref}", openapi.Op{ID: "getBlogPost", Summary: "A post by id or slug", Tag: tag, Scope: "blog:read",
-		Desc: "No credits.", Params: refParam, Query: []openapi.M{lang}, Errs: []int{404, 422},
+		Desc:   "No credits. With `draft=true`, the draft view: the post's draft where it has one (its id, status and times are the live post's).",
+		Params: refParam, Query: []openapi.M{lang, drafts.ReadQuery()}, Errs: []int{404, 422},
 		OK: []openapi.Resp{{Status: 200, Desc: "The post.", Content: post}}})
 
 	d.Add("PATCH", "/v1/blog-posts/{ref}", openapi.Op{ID: "updateBlogPost", Summary: "Update a post", Tag: tag, Scope: "blog:write",
 		Desc: "Absent fields stay. The texts are those of the post's own language (others: PUT .../translations/{lang}); " +
 			"null removes the category or the featured image. A status change follows the rules of the actions: " +
-			"published emits blog_post.published (unless it already was), scheduled needs scheduled_at. No credits.",
-		Params: refParam, Idempotent: true,
-		Body: openapi.JSON(d.Schema("UpdateBlogPostRequest", openapi.Obj(openapi.With(textFieldsSchema("HTML; sanitised."), openapi.M{
+			"published emits blog_post.published (unless it already was), scheduled needs scheduled_at. No credits. " +
+			"With `draft=true` (or `autosave=true`) the fields are written to the post's draft instead and the public surface keeps " +
+			"serving the live post until POST …/publish; a draft write takes no `status` nor `scheduled_at` (422), and a slug another " +
+			"post has is a 409 at publish.",
+		Params: refParam, Idempotent: true, Query: drafts.Query(),
+		Body: openapi.JSON(d.Schema("UpdateBlogPostRequest", openapi.Obj(openapi.With(openapi.With(textFieldsSchema("HTML; sanitised."), drafts.BodyFields()), openapi.M{
 			"slug":           openapi.With(slugSchema(), openapi.M{"description": "A taken slug is 409."}),
 			"category_id":    openapi.M{"type": []any{"integer", "null"}, "minimum": 1, "description": "An existing category (else 422); null removes it."},
 			"tag_ids":        tagIDsSchema(),
@@ -154,15 +163,23 @@ func OpenAPI(d *openapi.Doc) {
 			"scheduled_at":   openapi.With(scheduledAtSchema(), openapi.M{"description": "RFC 3339, in the future; only with status scheduled."}),
 		})))),
 		Errs: []int{404, 409, 422},
-		OK:   []openapi.Resp{{Status: 200, Desc: "The post, in its own language.", Content: post}}})
+		OK:   []openapi.Resp{{Status: 200, Desc: "The post, in its own language (the draft view after a draft write).", Content: post}}})
 
 	d.Add("DELETE", "/v1/blog-posts/{ref}", openapi.Op{ID: "deleteBlogPost", Summary: "Delete a post", Tag: tag, Scope: "blog:write",
 		Desc: "Its translations go with it; its category and tags stay.", Params: refParam, Idempotent: true, Errs: []int{404},
 		OK: []openapi.Resp{{Status: 204, Desc: "Deleted."}}})
 
-	d.Add("POST", "/v1/blog-posts/{ref}/publish", openapi.Op{ID: "publishBlogPost", Summary: "Publish a post", Tag: tag, Scope: "blog:write",
-		Desc: "Sets status published and published_at, clears scheduled_at, and emits blog_post.published. " +
-			"Publishing a published post changes nothing and emits nothing. No body.",
+	// publishBlogPost and the versions operations.
+	drafts.OpenAPI(d, drafts.Ops{Path: "/v1/blog-posts/{ref}", Params: refParam, Name: "BlogPost", Noun: "post", Tag: tag, Scope: "blog",
+		View: postSchema, Errs: []int{409},
+		Desc: "No credits. The post's draft, when it has one, goes live; then status published and published_at are set, scheduled_at " +
+			"cleared, and blog_post.published emitted if the post was not published. `languages` names which to publish: the post's own " +
+			"language (language_code) is its title, content, excerpt, SEO fields, slug, category, tags and featured image, any other its " +
+			"translation. The draft is dropped once nothing in it differs from what is live. A published post without a draft changes " +
+			"nothing and emits nothing. A draft whose slug another post has is a 409 and nothing changes. The body is optional. " +
+			"A scheduled post's publish at its time does not apply its draft."})
+	d.Add("POST", "/v1/blog-posts/{ref}/unpublish", openapi.Op{ID: "unpublishBlogPost", Summary: "Unpublish a post", Tag: tag, Scope: "blog:write",
+		Desc:   "Sets status draft (published_at and scheduled_at cleared), as PATCH status draft: off the public surface; its content and its draft stay. No body.",
 		Params: refParam, Idempotent: true, Errs: []int{404},
 		OK: []openapi.Resp{{Status: 200, Desc: "The post.", Content: post}}})
 
@@ -180,9 +197,11 @@ func OpenAPI(d *openapi.Doc) {
 
 	d.Add("PUT", "/v1/blog-posts/{ref}/translations/{lang}", openapi.Op{ID: "putBlogPostTranslation", Summary: "Write a post's text in one language", Tag: tag,
 		Scope: "blog:write", Idempotent: true,
-		Desc:   "Replaces the whole text of the language (the post's own included): an absent field becomes empty. No credits.",
+		Desc: "Replaces the whole text of the language (the post's own included): an absent field becomes empty. No credits. " +
+			"With `draft=true` (or `autosave=true`) the text is written to the post's draft instead.",
 		Params: openapi.M{"ref": refParam["ref"], "lang": openapi.With(languageSchema(), openapi.M{"description": "A language code such as en or pt-BR (else 422)."})},
-		Body:   openapi.JSON(d.Schema("PutBlogPostTranslationRequest", openapi.Obj(textFieldsSchema("HTML; sanitised."), "title"))),
+		Query:  drafts.Query(),
+		Body:   openapi.JSON(d.Schema("PutBlogPostTranslationRequest", openapi.Obj(openapi.With(textFieldsSchema("HTML; sanitised."), drafts.BodyFields()), "title"))),
 		Errs:   []int{404, 422},
 		OK:     []openapi.Resp{{Status: 200, Desc: "The post, its flat texts in lang.", Content: post}}})
 

@@ -1,6 +1,7 @@
 package blog
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
 // Post statuses.
@@ -46,6 +48,9 @@ type Post struct {
 	Translations    []Translation `json:"translations"`
 	CreatedAt       time.Time     `json:"created_at"`
 	UpdatedAt       time.Time     `json:"updated_at"`
+	// HasDraft says whether the post has unpublished changes (a draft);
+	// authenticated answers only, the public surface omits it.
+	HasDraft *bool `json:"has_draft,omitempty"`
 }
 
 // Translation is a post's text in one language.
@@ -67,7 +72,7 @@ func toAPIPost(p *postRow, lang string) Post {
 		Lang: t.Lang, LanguageCode: p.Language,
 		Title: t.Title, Excerpt: t.Excerpt, Content: t.Content, MetaTitle: t.MetaTitle, MetaDescription: t.MetaDescription,
 		Category: p.Category, Tags: p.Tags, Translations: p.Texts,
-		CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(),
+		CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(), HasDraft: p.HasDraft,
 	}
 	if out.Tags == nil {
 		out.Tags = []Term{}
@@ -133,6 +138,9 @@ func (sv *Service) createPost(w http.ResponseWriter, r *http.Request, s *tenant.
 	var req createRequest
 	if err := decode(r, &req); err != nil {
 		return err
+	}
+	if draft, _, err := drafts.Mode(r, nil, nil); err != nil || draft {
+		return cmp.Or(err, error(httpapi.Invalid("draft", "a new post is created live (status draft until published); draft writes edit an existing post")))
 	}
 	typ := "manual"
 	if req.Type != nil {
@@ -246,7 +254,7 @@ func checkTerms(ctx context.Context, tx pgx.Tx, categoryID *int64, tagIDs []int6
 	return v.Err()
 }
 
-// finishWrite reloads a written post, follows up the status the write
+// finishWrite reloads a written post (with has_draft), follows up the status the write
 // moved it to (moved; "" when none), and returns the post in lang: a
 // post published emits blog_post.published, a post scheduled gets the
 // job that publishes it at its time. The job is given scheduled_at as
@@ -254,6 +262,9 @@ func checkTerms(ctx context.Context, tx pgx.Tx, categoryID *int64, tagIDs []int6
 func (sv *Service) finishWrite(ctx context.Context, tx pgx.Tx, s *tenant.Scope, id int64, moved, lang string) (Post, error) {
 	p, err := loadPostID(ctx, tx, id, false)
 	if err != nil {
+		return Post{}, err
+	}
+	if err := markPosts(ctx, tx, []*postRow{p}); err != nil {
 		return Post{}, err
 	}
 	switch moved {
@@ -288,6 +299,9 @@ func (sv *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope,
 	}
 	list, err := httpapi.ListOf(r, decode, func(after *postCursor, limit int) ([]Post, error) {
 		rows, err := listPosts(r.Context(), s.Reader(), f, after, limit)
+		if err == nil && admin {
+			err = markPosts(r.Context(), s.Reader(), rows)
+		}
 		out := make([]Post, len(rows))
 		for i, p := range rows {
 			out[i] = toAPIPost(p, lang)
@@ -328,14 +342,26 @@ func parsePublicCursor(c string) (*postCursor, error) {
 	return &postCursor{PublishedAt: time.UnixMicro(us), ID: id}, nil
 }
 
+// getPost answers the live post, or with ?draft=true its draft view.
 func (sv *Service) getPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	lang, err := langQuery(r)
 	if err != nil {
 		return err
 	}
-	p, err := readPost(r.Context(), s, chi.URLParam(r, "ref"))
+	draft, err := drafts.ReadDraft(r)
 	if err != nil {
 		return err
+	}
+	p, err := readPost(r.Context(), s, chi.URLParam(r, "ref"), true)
+	if err != nil {
+		return err
+	}
+	if draft && *p.HasDraft {
+		out, err := viewPost(r.Context(), s.Reader(), p, lang)
+		if err != nil {
+			return err
+		}
+		return httpapi.JSON(w, http.StatusOK, out)
 	}
 	return httpapi.JSON(w, http.StatusOK, toAPIPost(p, lang))
 }
@@ -351,12 +377,27 @@ type patchRequest struct {
 	FeaturedImage nullable[string] `json:"featured_image"`
 	Status        *string          `json:"status"`
 	ScheduledAt   *string          `json:"scheduled_at"`
+	// Draft and Autosave: as the query parameters of the same names
+	// (drafts.Mode).
+	Draft    *bool `json:"draft"`
+	Autosave *bool `json:"autosave"`
 }
 
 func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	var req patchRequest
 	if err := decode(r, &req); err != nil {
 		return err
+	}
+	draft, autosave, err := drafts.Mode(r, req.Draft, req.Autosave)
+	if err != nil {
+		return err
+	}
+	const noStatus = "a draft has no status of its own: publish, schedule, archive and unpublish set it"
+	if draft && req.Status != nil {
+		return httpapi.Invalid("status", noStatus)
+	}
+	if draft && req.ScheduledAt != nil {
+		return httpapi.Invalid("scheduled_at", noStatus)
 	}
 	var v httpapi.Validator
 	req.textFields.clean(&v)
@@ -383,6 +424,9 @@ func (sv *Service) patchPost(w http.ResponseWriter, r *http.Request, s *tenant.S
 		return err
 	}
 	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) {
+		if draft {
+			return patchDraft(r.Context(), tx, s, chi.URLParam(r, "ref"), &req, tags, autosave)
+		}
 		return sv.patch(r.Context(), tx, s, chi.URLParam(r, "ref"), &req, tags, at)
 	})
 	if err != nil {
@@ -423,7 +467,7 @@ func (sv *Service) patch(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref st
 	return sv.finishWrite(ctx, tx, s, p.ID, moved, "")
 }
 
-// transition serves publish, schedule and archive.
+// transition serves schedule, archive and unpublish.
 func (sv *Service) transition(w http.ResponseWriter, r *http.Request, s *tenant.Scope, status string, at *time.Time) error {
 	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) {
 		return sv.moveTo(r.Context(), tx, s, chi.URLParam(r, "ref"), status, at)
@@ -445,10 +489,6 @@ func (sv *Service) moveTo(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref, 
 		return Post{}, err
 	}
 	return sv.finishWrite(ctx, tx, s, p.ID, moved, "")
-}
-
-func (sv *Service) publishPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
-	return sv.transition(w, r, s, StatusPublished, nil)
 }
 
 func (sv *Service) archivePost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
@@ -481,13 +521,27 @@ func (sv *Service) deletePost(w http.ResponseWriter, r *http.Request, s *tenant.
 	return httpapi.NoContent(w)
 }
 
+// translationRequest is the body of PUT .../translations/{lang}.
+type translationRequest struct {
+	textFields
+	// Draft and Autosave: as the query parameters of the same names
+	// (drafts.Mode).
+	Draft    *bool `json:"draft"`
+	Autosave *bool `json:"autosave"`
+}
+
 // putTranslation writes the post's text in one language (the original
 // one included) from a body of textFields, title required, all fields at
-// once: an absent field is empty.
+// once: an absent field is empty. A draft write writes it into the
+// post's draft.
 func (sv *Service) putTranslation(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	lang := chi.URLParam(r, "lang")
-	var req textFields
-	if err := httpapi.Decode(r, &req); err != nil {
+	var req translationRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	draft, autosave, err := drafts.Mode(r, req.Draft, req.Autosave)
+	if err != nil {
 		return err
 	}
 	if req.Title == nil {
@@ -501,6 +555,11 @@ func (sv *Service) putTranslation(w http.ResponseWriter, r *http.Request, s *ten
 	}
 	t := req.onto(Translation{Lang: lang})
 	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) {
+		if draft {
+			return saveDraft(r.Context(), tx, s, chi.URLParam(r, "ref"), autosave, lang, func(_ *postRow, d postDraft) (postDraft, []string, error) {
+				return withText(d, t), []string{lang}, nil
+			})
+		}
 		return sv.writeText(r.Context(), tx, s, chi.URLParam(r, "ref"), t)
 	})
 	if err != nil {

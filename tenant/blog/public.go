@@ -25,7 +25,7 @@ func (sv *Service) publicGet(w http.ResponseWriter, r *http.Request, s *tenant.S
 	if _, numeric := isID(ref); numeric {
 		return httpapi.NotFound("no published post has this slug")
 	}
-	p, err := readPost(r.Context(), s, ref)
+	p, err := readPost(r.Context(), s, ref, false)
 	if err == nil && p.Status != StatusPublished {
 		err = httpapi.ErrNotFound
 	}

@@ -23,10 +23,16 @@ func (sv *Service) EnqueueScheduled(ctx context.Context, s *tenant.Scope) (int, 
 }
 
 // publishClaimed announces a scheduled post its job published
-// (claimScheduled), in the claim's transaction.
+// (claimScheduled), in the claim's transaction. The job publishes the
+// live post as it was scheduled and leaves a pending draft as it is:
+// only an explicit POST .../publish applies a draft, so edits made after
+// the schedule never go live unreviewed (the event's has_draft tells).
 func (sv *Service) publishClaimed(ctx context.Context, tx pgx.Tx, s *tenant.Scope, postID int64) error {
 	p, err := loadPostID(ctx, tx, postID, false)
 	if err != nil {
+		return err
+	}
+	if err := markPosts(ctx, tx, []*postRow{p}); err != nil {
 		return err
 	}
 	return sv.emit(ctx, tx, s, TopicPublished, toAPIPost(p, p.Language))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/slug"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
 // postRow is a blog_posts row with its category and tags.
@@ -33,6 +35,9 @@ type postRow struct {
 	Texts         []Translation // the original language first, then by language code
 	TagIDs        []int64
 	Tags          []Term // by name
+	// HasDraft says whether the post has a draft: set by authenticated
+	// reads only (markPosts, readPost's admin read), never by public ones.
+	HasDraft *bool
 }
 
 // text returns the post's text in lang, else in its original language.
@@ -131,7 +136,7 @@ func postWhere(ref string) (string, any) {
 
 // loadPost reads the post ref names (a numeric id or a slug), with lock
 // FOR UPDATE when forUpdate; httpapi.ErrNotFound when absent.
-func loadPost(ctx context.Context, tx pgx.Tx, ref string, forUpdate bool) (_ *postRow, err error) {
+func loadPost(ctx context.Context, tx tenant.Querier, ref string, forUpdate bool) (_ *postRow, err error) {
 	defer httpapi.Wrap(&err, "loadPost(%q)", ref)
 	where, arg := postWhere(ref)
 	q := `SELECT ` + postColumns + postFrom + ` WHERE ` + where
@@ -157,27 +162,45 @@ const postTags = `, (SELECT jsonb_agg(jsonb_build_object('id', t.id, 'name', t.n
 // postRead is the query of readPost but its condition.
 const postRead = `SELECT ` + postColumns + postTags + postFrom + ` WHERE `
 
+// postAdminRead is postRead with, last, whether the post has a draft ($2:
+// drafts.Post): the authenticated read, still one round trip. The public
+// read never touches the drafts table.
+const postAdminRead = `SELECT ` + postColumns + postTags +
+	`, EXISTS (SELECT 1 FROM drafts d WHERE d.type = $2 AND d.ref = p.id::text)` + postFrom + ` WHERE `
+
 // PostBySlugSQL is the query GET /blog-posts/{slug} runs, for benchmarks
 // comparing it with a bare handler.
 const PostBySlugSQL = postRead + `p.slug = $1`
 
 // readPost reads the post ref names, as loadPost does, outside a
 // transaction and in one round trip (Scope.Read): the read of GET
-// /blog-posts/{ref} and of its public counterpart.
-func readPost(ctx context.Context, s *tenant.Scope, ref string) (_ *postRow, err error) {
+// /blog-posts/{ref} (admin: with HasDraft) and of its public counterpart.
+func readPost(ctx context.Context, s *tenant.Scope, ref string, admin bool) (_ *postRow, err error) {
 	defer httpapi.Wrap(&err, "readPost(%q)", ref)
 	where, arg := postWhere(ref)
+	q, args := postRead+where, []any{arg}
+	if admin {
+		q, args = postAdminRead+where, []any{arg, drafts.Post}
+	}
 	var p *postRow
-	err = s.Read(ctx, postRead+where, []any{arg}, func(rows pgx.Rows) error {
+	err = s.Read(ctx, q, args, func(rows pgx.Rows) error {
 		if !rows.Next() {
 			return rows.Err()
 		}
 		var tags []Term
+		var hasDraft bool
+		extra := []any{&tags}
+		if admin {
+			extra = append(extra, &hasDraft)
+		}
 		var err error
-		if p, err = scanPost(rows, &tags); err != nil {
+		if p, err = scanPost(rows, extra...); err != nil {
 			return err
 		}
 		p.Tags = tags
+		if admin {
+			p.HasDraft = &hasDraft
+		}
 		return nil
 	})
 	if err == nil && p == nil {
@@ -349,6 +372,25 @@ func putText(ctx context.Context, tx pgx.Tx, postID int64, t Translation) (err e
 	return err
 }
 
+// putContent makes c the content of the live post p (its slug, image,
+// category, tags and texts; c's terms exist); a slug another post has is
+// a 409.
+func putContent(ctx context.Context, tx pgx.Tx, p *postRow, c postDraft) (err error) {
+	defer httpapi.Wrap(&err, "putContent(%d)", p.ID)
+	if c.Slug != p.Slug {
+		if _, err := pickSlug(ctx, tx, spacePost, &c.Slug, "", p.ID); err != nil {
+			return err
+		}
+	}
+	texts := map[string]any{}
+	for _, t := range c.Translations {
+		maps.Copy(texts, textJSON(t))
+	}
+	_, err = tx.Exec(ctx, `UPDATE blog_posts SET slug = $2, featured_image = $3, category_id = $4, tag_ids = $5, texts = $6, updated_at = now()
+		WHERE id = $1`, p.ID, c.Slug, c.FeaturedImage, c.CategoryID, c.TagIDs, texts)
+	return err
+}
+
 // postChange is what a PATCH changes of a post besides its texts and
 // status: nil and unset fields are left as they are.
 type postChange struct {
@@ -401,18 +443,20 @@ func setStatus(ctx context.Context, tx pgx.Tx, p *postRow, status string, at *ti
 	return status, nil
 }
 
-// deletePost deletes the post ref names; httpapi.ErrNotFound when absent.
+// deletePost deletes the post ref names, its draft and its versions;
+// httpapi.ErrNotFound when absent.
 func deletePost(ctx context.Context, tx pgx.Tx, ref string) (err error) {
 	defer httpapi.Wrap(&err, "deletePost(%q)", ref)
 	where, arg := postWhere(ref)
-	tag, err := tx.Exec(ctx, `DELETE FROM blog_posts p WHERE `+where, arg)
+	var id int64
+	err = tx.QueryRow(ctx, `DELETE FROM blog_posts p WHERE `+where+` RETURNING p.id`, arg).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return httpapi.ErrNotFound
+	}
 	if err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 0 {
-		return httpapi.ErrNotFound
-	}
-	return nil
+	return drafts.Forget(ctx, tx, drafts.Post, postRef(id))
 }
 
 // claimScheduled publishes the post with id if it is scheduled at at, and

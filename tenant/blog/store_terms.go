@@ -29,6 +29,23 @@ func lockTerms(ctx context.Context, tx pgx.Tx, kind string, ids []int64) (_ []in
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
+// categoryByID reads the category with id (nil: none, or deleted).
+func categoryByID(ctx context.Context, q tenant.Querier, id *int64) (_ *Term, err error) {
+	defer httpapi.Wrap(&err, "categoryByID")
+	if id == nil {
+		return nil, nil
+	}
+	var c Term
+	err = q.QueryRow(ctx, `SELECT `+termColumns+` FROM blog_terms WHERE kind = 'category' AND id = $1`, *id).Scan(&c.ID, &c.Name, &c.Slug)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
 // insertTerm inserts a category or tag (kind) named name, under the slug
 // given or else one derived from name (pickSlug).
 func insertTerm(ctx context.Context, tx pgx.Tx, kind, name string, given *string) (_ Term, err error) {

@@ -906,7 +906,7 @@ export interface paths {
         };
         /**
          * A post by id or slug
-         * @description No credits.
+         * @description No credits. With `draft=true`, the draft view: the post's draft where it has one (its id, status and times are the live post's).
          *
          *     Scope: `blog:read`.
          */
@@ -924,7 +924,7 @@ export interface paths {
         head?: never;
         /**
          * Update a post
-         * @description Absent fields stay. The texts are those of the post's own language (others: PUT .../translations/{lang}); null removes the category or the featured image. A status change follows the rules of the actions: published emits blog_post.published (unless it already was), scheduled needs scheduled_at. No credits.
+         * @description Absent fields stay. The texts are those of the post's own language (others: PUT .../translations/{lang}); null removes the category or the featured image. A status change follows the rules of the actions: published emits blog_post.published (unless it already was), scheduled needs scheduled_at. No credits. With `draft=true` (or `autosave=true`) the fields are written to the post's draft instead and the public surface keeps serving the live post until POST …/publish; a draft write takes no `status` nor `scheduled_at` (422), and a slug another post has is a 409 at publish.
          *
          *     Scope: `blog:write`.
          */
@@ -963,8 +963,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Publish a post
-         * @description Sets status published and published_at, clears scheduled_at, and emits blog_post.published. Publishing a published post changes nothing and emits nothing. No body.
+         * Publish the post's draft
+         * @description No credits. The post's draft, when it has one, goes live; then status published and published_at are set, scheduled_at cleared, and blog_post.published emitted if the post was not published. `languages` names which to publish: the post's own language (language_code) is its title, content, excerpt, SEO fields, slug, category, tags and featured image, any other its translation. The draft is dropped once nothing in it differs from what is live. A published post without a draft changes nothing and emits nothing. A draft whose slug another post has is a 409 and nothing changes. The body is optional. A scheduled post's publish at its time does not apply its draft. In one transaction; records a publish version and emits `content.published`. Publishing one language leaves the others as they are live.
          *
          *     Scope: `blog:write`.
          */
@@ -1029,12 +1029,96 @@ export interface paths {
         get?: never;
         /**
          * Write a post's text in one language
-         * @description Replaces the whole text of the language (the post's own included): an absent field becomes empty. No credits.
+         * @description Replaces the whole text of the language (the post's own included): an absent field becomes empty. No credits. With `draft=true` (or `autosave=true`) the text is written to the post's draft instead.
          *
          *     Scope: `blog:write`.
          */
         put: operations["putBlogPostTranslation"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/blog-posts/{ref}/unpublish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Unpublish a post
+         * @description Sets status draft (published_at and scheduled_at cleared), as PATCH status draft: off the public surface; its content and its draft stay. No body.
+         *
+         *     Scope: `blog:write`.
+         */
+        post: operations["unpublishBlogPost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/blog-posts/{ref}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The post's versions, newest first
+         * @description Scope: `blog:read`.
+         */
+        get: operations["listBlogPostVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/blog-posts/{ref}/versions/{n}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A version of the post
+         * @description Scope: `blog:read`.
+         */
+        get: operations["getBlogPostVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/blog-posts/{ref}/versions/{n}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a version into the post's draft
+         * @description The version becomes the draft (what is live does not change until a publish); records a restore version.
+         *
+         *     Scope: `blog:write`.
+         */
+        post: operations["restoreBlogPostVersion"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3920,6 +4004,8 @@ export interface components {
             excerpt: string;
             /** @description A URL, or null. */
             featured_image: string | null;
+            /** @description The item has unpublished changes (a draft). Authenticated reads only. */
+            has_draft?: boolean;
             id: number;
             /** @description The language of the flat texts: the one asked for with ?lang when the post has it, else language_code. */
             lang: string;
@@ -5346,8 +5432,12 @@ export interface components {
             languages?: string[];
         };
         PutBlogPostTranslationRequest: {
+            /** @description As the autosave query parameter. */
+            autosave?: boolean;
             /** @description HTML; sanitised. */
             content?: string;
+            /** @description As the draft query parameter. */
+            draft?: boolean;
             excerpt?: string;
             meta_description?: string;
             meta_title?: string;
@@ -5568,10 +5658,14 @@ export interface components {
             slug?: string;
         };
         UpdateBlogPostRequest: {
+            /** @description As the autosave query parameter. */
+            autosave?: boolean;
             /** @description An existing category (else 422); null removes it. */
             category_id?: number | null;
             /** @description HTML; sanitised. */
             content?: string;
+            /** @description As the draft query parameter. */
+            draft?: boolean;
             excerpt?: string;
             /**
              * Format: uri
@@ -8058,6 +8152,8 @@ export interface operations {
             query?: {
                 /** @description Fills the flat title, excerpt, content, meta_title and meta_description (and lang) from this translation; a language the post lacks falls back to the post's own language. translations always lists every locale. */
                 lang?: string;
+                /** @description true: the draft view (the item's draft where it has one, else what is live). */
+                draft?: boolean;
             };
             header?: never;
             path: {
@@ -8129,7 +8225,12 @@ export interface operations {
     };
     updateBlogPost: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write the item's draft, not what is live (the public surface keeps serving the live item). */
+                draft?: boolean;
+                /** @description true: a draft write recorded as the item's one autosave version (implies draft). */
+                autosave?: boolean;
+            };
             header?: {
                 /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
                 "Idempotency-Key"?: string;
@@ -8145,7 +8246,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The post, in its own language. */
+            /** @description The post, in its own language (the draft view after a draft write). */
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -8221,9 +8322,13 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PublishRequest"];
+            };
+        };
         responses: {
-            /** @description The post. */
+            /** @description The live post. */
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -8242,6 +8347,8 @@ export interface operations {
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
             409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
@@ -8338,7 +8445,12 @@ export interface operations {
     };
     putBlogPostTranslation: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write the item's draft, not what is live (the public surface keeps serving the live item). */
+                draft?: boolean;
+                /** @description true: a draft write recorded as the item's one autosave version (implies draft). */
+                autosave?: boolean;
+            };
             header?: {
                 /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
                 "Idempotency-Key"?: string;
@@ -8376,6 +8488,157 @@ export interface operations {
             409: components["responses"]["Problem409"];
             413: components["responses"]["Problem413"];
             422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    unpublishBlogPost: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The post. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BlogPost"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    listBlogPostVersions: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Opaque; next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The versions (without data). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionList"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getBlogPostVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ref: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version with its data. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Version"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    restoreBlogPostVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Runs the request at most once per project, API key and Idempotency-Key for 24 h; a replay returns the stored response with Idempotent-Replayed: true. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                ref: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The draft view of the post. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BlogPost"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
