@@ -72,7 +72,7 @@ var sqlStatement = regexp.MustCompile(`^\s*(SELECT|INSERT|UPDATE|DELETE|WITH|ALT
 // pillars are the packages under tenant/ that implement tenant.Pillar;
 // each declares its operations in openapi.go, which is how a new one is
 // found should this list miss it.
-var pillars = []string{"blog", "booking", "commerce", "content", "forms", "jobs", "sites", "social", "usage", "webhooks"}
+var pillars = []string{"blog", "booking", "commerce", "content", "forms", "jobs", "releases", "sites", "social", "usage", "webhooks"}
 
 // TestSQLInStores keeps the SQL of the control plane and of each pillar
 // in their store files (store.go, store_*.go), as the pillar template

@@ -199,6 +199,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		Events: s.Outbox, Jobs: s.Jobs, Logger: logger})
 	// Releases publish items of both pillars.
 	publishers := contentSvc.Publishers()
+	maps.Copy(publishers, blogSvc.Publishers())
 	releasesSvc := releases.New(releases.Deps{Queue: s.River, Publishers: publishers})
 	// Posts scheduled before their publishing became jobs at their time
 	// get their jobs once.

@@ -45,11 +45,11 @@ const Module = "github.com/plinth-dev/plinth"
 
 // Pillars are the packages under tenant/ that each serve one part of the
 // API (the Pillar contract); central composes them.
-var Pillars = []string{"blog", "booking", "commerce", "content", "forms", "jobs", "sites", "social", "usage", "webhooks"}
+var Pillars = []string{"blog", "booking", "commerce", "content", "forms", "jobs", "releases", "sites", "social", "usage", "webhooks"}
 
 // Services are the packages under tenant/ that are no pillar: scope-aware
 // services that pillars and the control plane use.
-var Services = []string{"credits", "idempotency", "outbox", "ratelimit", "schedule"}
+var Services = []string{"credits", "drafts", "idempotency", "outbox", "ratelimit", "schedule"}
 
 // Package is one package and the packages its non-test files import.
 type Package struct {

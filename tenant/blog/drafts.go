@@ -319,7 +319,7 @@ func (sv *Service) publishPost(w http.ResponseWriter, r *http.Request, s *tenant
 		return err
 	}
 	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Post, error) {
-		return sv.publish(r.Context(), tx, s, chi.URLParam(r, "ref"), langs)
+		return sv.publish(r.Context(), tx, s, chi.URLParam(r, "ref"), langs, nil)
 	})
 	if err != nil {
 		return err
@@ -327,8 +327,9 @@ func (sv *Service) publishPost(w http.ResponseWriter, r *http.Request, s *tenant
 	return httpapi.JSON(w, http.StatusOK, out)
 }
 
-// publish is publishPost's transaction.
-func (sv *Service) publish(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string, langs []string) (Post, error) {
+// publish is publishPost's transaction (and a release's, naming it in
+// content.published).
+func (sv *Service) publish(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string, langs []string, release *int64) (Post, error) {
 	p, err := loadPost(ctx, tx, ref, true)
 	if err != nil {
 		return Post{}, err
@@ -361,7 +362,7 @@ func (sv *Service) publish(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref 
 		if _, err := drafts.Published(ctx, tx, s, drafts.Post, id, live, langs); err != nil {
 			return Post{}, err
 		}
-		if err := sv.emit(ctx, tx, s, drafts.TopicPublished, drafts.PublishedEvent{Type: drafts.Post, ID: id, Languages: langs}); err != nil {
+		if err := sv.emit(ctx, tx, s, drafts.TopicPublished, drafts.PublishedEvent{Type: drafts.Post, ID: id, Languages: langs, ReleaseID: release}); err != nil {
 			return Post{}, err
 		}
 	}
@@ -372,4 +373,23 @@ func (sv *Service) publish(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref 
 // as PATCH status draft does); its content and its draft stay.
 func (sv *Service) unpublishPost(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	return sv.transition(w, r, s, StatusDraft, nil)
+}
+
+// Publishers is the pillar's publisher of posts, for releases: a release
+// names a post by its id or slug and keeps its id.
+func (sv *Service) Publishers() drafts.Publishers {
+	return drafts.Publishers{drafts.Post: {
+		Scope: "blog:write",
+		Resolve: func(ctx context.Context, q tenant.Querier, id string) (string, error) {
+			p, err := loadPost(ctx, q, id, isTx(q))
+			if err != nil {
+				return "", err
+			}
+			return postRef(p.ID), nil
+		},
+		Publish: func(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string, langs []string, release *int64) error {
+			_, err := sv.publish(ctx, tx, s, ref, langs, release)
+			return err
+		},
+	}}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -241,15 +240,12 @@ func (sv *Service) componentPublisher() drafts.Publisher {
 			return componentRef(c.ID), err
 		},
 		Publish: func(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string, langs []string, release *int64) error {
-			var c Component
-			err := tx.QueryRow(ctx, `SELECT slug FROM components WHERE id = $1`, ref).Scan(&c.Slug)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return httpapi.NotFound("no such component")
-			}
+			slug, err := componentSlug(ctx, tx, ref)
 			if err != nil {
 				return err
 			}
-			if c, err = getComponent(ctx, tx, c.Slug, true); err != nil {
+			c, err := getComponent(ctx, tx, slug, true)
+			if err != nil {
 				return err
 			}
 			_, err = sv.publishComponentTx(ctx, tx, s, c, langs, release)

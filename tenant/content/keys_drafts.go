@@ -67,22 +67,6 @@ func keyView(key string, values map[string]string, lang, def string, at time.Tim
 	return k
 }
 
-// liveValues reads every language's live value of key, locked for tx.
-func liveValues(ctx context.Context, tx pgx.Tx, key string) (_ map[string]string, err error) {
-	defer httpapi.Wrap(&err, "liveValues(%s)", key)
-	rows, err := tx.Query(ctx, `SELECT lang, value FROM content_values WHERE key = $1 ORDER BY lang FOR UPDATE`, key)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	var l, v string
-	_, err = pgx.ForEachRow(rows, []any{&l, &v}, func() error {
-		out[l] = v
-		return nil
-	})
-	return out, err
-}
-
 // keyDraftOf reads key's draft, else its live values (false when it has
 // no draft).
 func keyDraftOf(ctx context.Context, tx pgx.Tx, key string) (keyDraft, bool, error) {
@@ -217,9 +201,7 @@ func (sv *Service) keyPublisher() drafts.Publisher {
 	return drafts.Publisher{
 		Scope: "content:write",
 		Resolve: func(ctx context.Context, q tenant.Querier, id string) (string, error) {
-			var ok bool
-			err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM content_values WHERE key = $1)
-				OR EXISTS (SELECT 1 FROM drafts WHERE type = 'content_key' AND ref = $1)`, id).Scan(&ok)
+			ok, err := keyExists(ctx, q, id)
 			if err == nil && (!ok || !ValidKey(id)) {
 				err = httpapi.NotFound("no content key " + id)
 			}

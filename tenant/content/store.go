@@ -535,3 +535,38 @@ func lockValues(ctx context.Context, tx pgx.Tx, keys, langs []string) (_ map[[2]
 	})
 	return out, err
 }
+
+// liveValues reads every language's live value of key, locked for tx.
+func liveValues(ctx context.Context, tx pgx.Tx, key string) (_ map[string]string, err error) {
+	defer httpapi.Wrap(&err, "liveValues(%s)", key)
+	rows, err := tx.Query(ctx, `SELECT lang, value FROM content_values WHERE key = $1 ORDER BY lang FOR UPDATE`, key)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	var l, v string
+	_, err = pgx.ForEachRow(rows, []any{&l, &v}, func() error {
+		out[l] = v
+		return nil
+	})
+	return out, err
+}
+
+// keyExists reports whether key has a value or a draft.
+func keyExists(ctx context.Context, q tenant.Querier, key string) (ok bool, err error) {
+	defer httpapi.Wrap(&err, "keyExists(%s)", key)
+	err = q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM content_values WHERE key = $1)
+		OR EXISTS (SELECT 1 FROM drafts WHERE type = 'content_key' AND ref = $1)`, key).Scan(&ok)
+	return ok, err
+}
+
+// componentSlug returns the slug of the component of id (a not-found
+// failure when there is none).
+func componentSlug(ctx context.Context, q tenant.Querier, id string) (slug string, err error) {
+	defer httpapi.Wrap(&err, "componentSlug(%s)", id)
+	err = q.QueryRow(ctx, `SELECT slug FROM components WHERE id = $1`, id).Scan(&slug)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", httpapi.NotFound("no such component")
+	}
+	return slug, err
+}

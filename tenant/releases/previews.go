@@ -1,7 +1,6 @@
 package releases
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -109,9 +108,7 @@ func (sv *Service) createPreview(w http.ResponseWriter, r *http.Request, s *tena
 		} else {
 			items = []byte("[]") // the release's items, read when the link is used
 		}
-		err := tx.QueryRow(r.Context(), `INSERT INTO previews (id, secret_hash, release_id, items, expires_at, created_by)
-			VALUES ($1, $2, $3, $4, now() + $5 * interval '1 second', $6) RETURNING expires_at, created_at`,
-			p.ID, hash, req.ReleaseID, items, int64(ttl/time.Second), drafts.Actor(s)).Scan(&p.ExpiresAt, &p.CreatedAt)
+		err := insertPreview(r.Context(), tx, &p, hash, items, ttl, drafts.Actor(s))
 		p.Token = token
 		p.ExpiresAt, p.CreatedAt = p.ExpiresAt.UTC(), p.CreatedAt.UTC()
 		return p, err
@@ -133,42 +130,12 @@ func (sv *Service) listPreviews(w http.ResponseWriter, r *http.Request, s *tenan
 }
 
 // revokePreview ends a preview link at once (204; 404 when there is none).
-func (sv *Service) revokePreview(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
+func (sv *Service) revoke(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	err := s.Tx(r.Context(), func(tx pgx.Tx) error {
-		tag, err := tx.Exec(r.Context(), `UPDATE previews SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1`, chi.URLParam(r, "id"))
-		if err == nil && tag.RowsAffected() == 0 {
-			return errNoPreview
-		}
-		return err
+		return revokePreview(r.Context(), tx, chi.URLParam(r, "id"))
 	})
 	if err != nil {
 		return err
 	}
 	return httpapi.NoContent(w)
-}
-
-// listPreviews reads up to limit preview links, newest id first, before
-// the id before ("" from the first). Ids sort by creation (id.New).
-func listPreviews(ctx context.Context, q tenant.Querier, before string, limit int) (_ []Preview, err error) {
-	defer httpapi.Wrap(&err, "listPreviews")
-	rows, err := q.Query(ctx, `SELECT p.id, p.release_id, CASE WHEN p.release_id IS NULL THEN p.items ELSE r.items END,
-			p.expires_at, p.revoked_at, p.created_at
-		FROM previews p LEFT JOIN releases r ON r.id = p.release_id
-		WHERE ($1 = '' OR p.id < $1) ORDER BY p.id DESC LIMIT $2`, before, limit)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Preview, error) {
-		var p Preview
-		var items []byte
-		if err := row.Scan(&p.ID, &p.ReleaseID, &items, &p.ExpiresAt, &p.RevokedAt, &p.CreatedAt); err != nil {
-			return p, err
-		}
-		p.ExpiresAt, p.CreatedAt = p.ExpiresAt.UTC(), p.CreatedAt.UTC()
-		if p.RevokedAt != nil {
-			t := p.RevokedAt.UTC()
-			p.RevokedAt = &t
-		}
-		return p, json.Unmarshal(items, &p.Items)
-	})
 }

@@ -14,7 +14,6 @@ package releases
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -118,7 +117,7 @@ func (sv *Service) Routes(r chi.Router) {
 		r.Post("/releases/{id}/cancel", tenant.Handle(sv.cancel))
 		r.Get("/previews", tenant.Handle(sv.listPreviews))
 		r.Post("/previews", tenant.Handle(sv.createPreview))
-		r.Delete("/previews/{id}", tenant.Handle(sv.revokePreview))
+		r.Delete("/previews/{id}", tenant.Handle(sv.revoke))
 	})
 }
 
@@ -433,95 +432,3 @@ func (sv *Service) publishClaimed(ctx context.Context, tx pgx.Tx, s *tenant.Scop
 	_, err = markPublished(ctx, tx, id)
 	return err
 }
-
-// ---- store ----
-
-const releaseCols = `id, name, status, items, publish_at, published_at, error, created_at, updated_at`
-
-func scanRelease(row pgx.Row) (Release, error) {
-	var rel Release
-	var items []byte
-	if err := row.Scan(&rel.ID, &rel.Name, &rel.Status, &items, &rel.PublishAt, &rel.PublishedAt, &rel.Error, &rel.CreatedAt, &rel.UpdatedAt); err != nil {
-		return rel, err
-	}
-	if err := json.Unmarshal(items, &rel.Items); err != nil {
-		return rel, err
-	}
-	rel.CreatedAt, rel.UpdatedAt = rel.CreatedAt.UTC(), rel.UpdatedAt.UTC()
-	for _, t := range []**time.Time{&rel.PublishAt, &rel.PublishedAt} {
-		if *t != nil {
-			u := (**t).UTC()
-			*t = &u
-		}
-	}
-	return rel, nil
-}
-
-func noRows(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errNoRelease
-	}
-	return err
-}
-
-func insertRelease(ctx context.Context, tx pgx.Tx, name string, items []Item, status string, at *time.Time, actor string) (_ Release, err error) {
-	defer httpapi.Wrap(&err, "insertRelease")
-	raw, err := json.Marshal(items)
-	if err != nil {
-		return Release{}, err
-	}
-	return scanRelease(tx.QueryRow(ctx, `INSERT INTO releases (name, items, status, publish_at, created_by)
-		VALUES ($1, $2, $3, $4, $5) RETURNING `+releaseCols, name, raw, status, at, actor))
-}
-
-// findRelease reads release id; lock holds it until the transaction ends.
-func findRelease(ctx context.Context, q tenant.Querier, id int64, lock bool) (_ Release, err error) {
-	defer httpapi.Wrap(&err, "findRelease(%d)", id)
-	sql := `SELECT ` + releaseCols + ` FROM releases WHERE id = $1`
-	if lock {
-		sql += ` FOR UPDATE`
-	}
-	rel, err := scanRelease(q.QueryRow(ctx, sql, id))
-	return rel, noRows(err)
-}
-
-func listReleases(ctx context.Context, q tenant.Querier, before int64, status string, limit int) (_ []Release, err error) {
-	defer httpapi.Wrap(&err, "listReleases")
-	rows, err := q.Query(ctx, `SELECT `+releaseCols+` FROM releases WHERE ($1 = 0 OR id < $1) AND ($2 = '' OR status = $2)
-		ORDER BY id DESC LIMIT $3`, before, status, limit)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Release, error) { return scanRelease(row) })
-}
-
-func markPublished(ctx context.Context, tx pgx.Tx, id int64) (Release, error) {
-	rel, err := scanRelease(tx.QueryRow(ctx, `UPDATE releases SET status = 'published', published_at = now(), error = NULL, updated_at = now()
-		WHERE id = $1 RETURNING `+releaseCols, id))
-	return rel, noRows(err)
-}
-
-func setStatus(ctx context.Context, tx pgx.Tx, id int64, status string) (Release, error) {
-	rel, err := scanRelease(tx.QueryRow(ctx, `UPDATE releases SET status = $2, updated_at = now() WHERE id = $1 RETURNING `+releaseCols, id, status))
-	return rel, noRows(err)
-}
-
-// setError records why the release could not publish, and its new status
-// ("": unchanged).
-func setError(ctx context.Context, tx pgx.Tx, id int64, msg, status string) error {
-	_, err := tx.Exec(ctx, `UPDATE releases SET error = $2, status = COALESCE(NULLIF($3, ''), status), updated_at = now() WHERE id = $1`, id, msg, status)
-	return err
-}
-
-// claimScheduled takes the release id if it is still scheduled at at: of
-// however many jobs run for it, one claims it (the row stays locked by
-// the UPDATE until the claim's transaction ends; the others then find it
-// published, failed or cancelled).
-func claimScheduled(ctx context.Context, tx pgx.Tx, id int64, at time.Time) (_ bool, err error) {
-	defer httpapi.Wrap(&err, "claimScheduled(%d)", id)
-	tag, err := tx.Exec(ctx, `UPDATE releases SET updated_at = now() WHERE id = $1 AND status = 'scheduled' AND publish_at = $2`, id, at)
-	return tag.RowsAffected() == 1, err
-}
-
-// scheduledSQL reads the id and time of every scheduled release.
-const scheduledSQL = `SELECT id, publish_at FROM releases WHERE status = 'scheduled' ORDER BY id`

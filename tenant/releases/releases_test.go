@@ -249,3 +249,47 @@ func TestReleaseBadInput(t *testing.T) {
 	}
 	env.Do("GET", "/v1/releases?status=gone", p.Key, nil).Problem(t, 422, "validation_failed")
 }
+
+// TestReleaseEveryType: one release publishes a draft of each type of
+// item: page, component, content key, gallery, the brand and a blog post.
+func TestReleaseEveryType(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	do := func(method, path string, body any, status int) map[string]any {
+		return env.Do(method, path, p.Key, body).Expect(t, status).JSON(t)
+	}
+	do("POST", "/v1/pages", map[string]any{"title": "Home", "slug": "home", "status": "published"}, 201)
+	do("PATCH", "/v1/pages/home?draft=true", map[string]any{"title": "Home v2"}, 200)
+	do("POST", "/v1/components", map[string]any{"name": "Hero", "slug": "hero"}, 201)
+	do("PATCH", "/v1/components/hero?draft=true", map[string]any{"name": "Hero v2"}, 200)
+	do("PUT", "/v1/content/k", map[string]any{"value": "v1"}, 200)
+	do("PUT", "/v1/content/k?draft=true", map[string]any{"value": "v2"}, 200)
+	do("POST", "/v1/galleries", map[string]any{"name": "Work", "slug": "work"}, 201)
+	do("PATCH", "/v1/galleries/work?draft=true", map[string]any{"name": "Work v2"}, 200)
+	do("PATCH", "/v1/brand?draft=true", map[string]any{"name": "Bakery v2"}, 200)
+	post := do("POST", "/v1/blog-posts", map[string]any{"title": "Bread", "content": "Flour.", "language_code": "en", "status": "published"}, 201)
+	do("PATCH", fmt.Sprintf("/v1/blog-posts/%v?draft=true", post["id"]), map[string]any{"title": "Bread v2"}, 200)
+	rel := do("POST", "/v1/releases", map[string]any{"name": "All", "items": []any{
+		map[string]any{"type": "page", "id": "home"}, map[string]any{"type": "component", "id": "hero"},
+		map[string]any{"type": "content_key", "id": "k"}, map[string]any{"type": "gallery", "id": "work"},
+		map[string]any{"type": "brand"}, map[string]any{"type": "blog_post", "id": post["slug"]},
+	}}, 201)
+	do("POST", fmt.Sprintf("/v1/releases/%v/publish", rel["id"]), nil, 200)
+	for path, want := range map[string]string{"/v1/pages/home": "Home v2", "/v1/components/hero": "Hero v2", "/v1/brand": "Bakery v2",
+		fmt.Sprintf("/v1/blog-posts/%v", post["id"]): "Bread v2"} {
+		got := do("GET", path, nil, 200)
+		if got["title"] != want && got["name"] != want {
+			t.Errorf("%s after the release: %v", path, got)
+		}
+		if got["has_draft"] != false {
+			t.Errorf("%s still has a draft", path)
+		}
+	}
+	if g := do("GET", "/v1/galleries/work", nil, 200)["data"].(map[string]any); g["name"] != "Work v2" {
+		t.Errorf("the gallery after the release: %v", g)
+	}
+	if k := do("GET", "/v1/content/k", nil, 200); k["value"] != "v2" {
+		t.Errorf("the key after the release: %v", k)
+	}
+}
