@@ -9,8 +9,8 @@
 //     internal/, the standard library and third-party modules.
 //   - tenant (the kernel): Scope, Project, Key, the Pillar contract; it
 //     imports internal/ only, no service and no pillar.
-//   - the services beside the kernel (Services: credits, idempotency,
-//     outbox, ratelimit): what pillars and the control plane use on a
+//   - the services beside the kernel (Services: credits, drafts, idempotency,
+//     outbox, ratelimit, schedule): what pillars and the control plane use on a
 //     project's scope; they import the kernel, internal/ and one another,
 //     and no pillar (a pillar's library, such as tenant/webhooks/signature,
 //     is not a pillar).
