@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
 	"path"
 	"slices"
@@ -123,6 +124,9 @@ func (s *Server) ServeLLMs(w http.ResponseWriter, _ *http.Request) {
 			fmt.Fprintf(&b, " (%s)", strings.Join(t.args, ", "))
 		}
 		b.WriteString("\n")
+	}
+	for _, wt := range workflowTools {
+		fmt.Fprintf(&b, "- `%s`: the route of the item's type (type*, id, %s)\n", wt.name, strings.Join(slices.Sorted(maps.Keys(wt.props)), ", "))
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "public, max-age=300")

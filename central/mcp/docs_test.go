@@ -73,8 +73,8 @@ func TestLLMsTxt(t *testing.T) {
 	require.Contains(t, body, "/v1/mcp")
 	require.Contains(t, body, "](/docs/api/content.md)")
 	require.Contains(t, body, "](/docs/mcp.md)")
-	require.Contains(t, body, "`set_content`: PUT /v1/content/{key} (key*, value*, idempotency_key, lang)")
-	require.Contains(t, body, "`upsert_component`: POST /v1/components (name* (to create), body_slug, idempotency_key, props, slug, translations)")
+	require.Contains(t, body, "`set_content`: PUT /v1/content/{key} (key*, value*, autosave, draft, idempotency_key, lang)")
+	require.Contains(t, body, "`upsert_component`: POST /v1/components (name* (to create), autosave, body_slug, draft, idempotency_key, props, slug, translations)")
 	require.Contains(t, body, "`get_project`: GET /v1/projects/me\n", "a tool without arguments lists none")
 
 	res, body = get("/docs/api/content.md")

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,6 +114,9 @@ func New(deps Deps) (*Server, error) {
 		s.tools[sp.name] = t
 		s.server.AddTool(mt, s.handler(t))
 	}
+	if err := s.addWorkflowTools(); err != nil {
+		return nil, err
+	}
 	if err := s.addResources(); err != nil {
 		return nil, err
 	}
@@ -200,6 +204,7 @@ func build(d doc, sp spec) (*tool, *sdk.Tool, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		dropQueryTwins(b, t.queryParams)
 		for k := range sp.set {
 			// The tool sets these; the agent does not choose them.
 			if p, ok := b["properties"].(map[string]any); ok {
@@ -224,6 +229,7 @@ func build(d doc, sp spec) (*tool, *sdk.Tool, error) {
 			if err != nil {
 				return nil, nil, err
 			}
+			dropQueryTwins(u, t.queryParams)
 			parts = append(parts, u)
 			req, err := f.add(u, "updating")
 			if err == nil && len(req) > 0 {
@@ -296,6 +302,22 @@ func build(d doc, sp spec) (*tool, *sdk.Tool, error) {
 		Meta: sdk.Meta{"plinth/scope": scope, "plinth/route": sp.method + " " + sp.path},
 	}
 	return t, mt, nil
+}
+
+// queryTwins are body fields that mean what the query parameters of the
+// same names mean (the content workflow's draft and autosave): a tool
+// takes them once, as the parameters.
+var queryTwins = []string{"draft", "autosave"}
+
+// dropQueryTwins removes from the body schema b the twins of the query
+// parameters query.
+func dropQueryTwins(b map[string]any, query []string) {
+	props, _ := b["properties"].(map[string]any)
+	for _, name := range queryTwins {
+		if slices.Contains(query, name) {
+			delete(props, name)
+		}
+	}
 }
 
 func without(list []any, v any) []any {

@@ -25,7 +25,8 @@ var toolNames = []string{"get_project", "get_usage", "list_content", "get_conten
 	"list_pages", "get_page", "upsert_page", "list_components", "upsert_component", "get_brand", "update_brand",
 	"list_galleries", "upsert_gallery", "list_blog_posts", "get_blog_post", "create_blog_post", "generate_blog_post",
 	"publish_blog_post", "generate_image", "generate_website", "get_job", "list_form_submissions", "list_products",
-	"upsert_product", "list_orders", "get_availability", "list_bookings", "create_release", "publish_release", "create_preview"}
+	"upsert_product", "list_orders", "get_availability", "list_bookings", "create_release", "publish_release", "create_preview",
+	"save_draft", "publish", "list_versions", "restore_version"}
 
 // bearer adds the project key to every request of the MCP client.
 type bearer struct {
@@ -341,7 +342,8 @@ func TestEveryToolNeedsItsScope(t *testing.T) {
 	tools, err := cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
 	args := map[string]any{"key": "a", "value": "v", "updates": []any{map[string]any{"key": "a", "value": "v"}},
-		"id_or_slug": "a", "slug": "a", "ref": "a", "title": "T", "topic": "T", "prompt": "P", "brief": "A bakery", "service_id": 1}
+		"id_or_slug": "a", "slug": "a", "ref": "a", "title": "T", "topic": "T", "prompt": "P", "brief": "A bakery", "service_id": 1,
+		"name": "R", "fields": map[string]any{"title": "T"}, "n": 1}
 	for _, tool := range tools.Tools {
 		scope := tool.Meta["plinth/scope"].(string)
 		if scope == "project:read" {
@@ -360,6 +362,12 @@ func TestEveryToolNeedsItsScope(t *testing.T) {
 			if id["type"] == "integer" {
 				in["id"] = 1 // upsert_product's
 			}
+		}
+		if t, ok := props["type"].(map[string]any); ok && slices.Contains(asAny(t["enum"]), any("page")) {
+			in["type"] = "page" // the workflow tools' item type
+		}
+		if tool.Name == "create_release" {
+			in["items"] = []any{map[string]any{"type": "page", "id": "a"}}
 		}
 		for _, r := range asStrings(schema["required"]) {
 			require.Contains(t, in, r, "%s: the test gives every required argument", tool.Name)
@@ -556,4 +564,52 @@ func TestReleaseTools(t *testing.T) {
 	res := callTool(t, cs, "publish_release", map[string]any{"id": rel["id"]})
 	require.True(t, res.IsError)
 	require.Contains(t, text(res), "409")
+}
+
+// TestWorkflowTools: save_draft, publish (one language), list_versions
+// and restore_version act on a page by its type and id, the public page
+// changing only with the publish; a content key and the brand too.
+func TestWorkflowTools(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	env.Do("POST", "/v1/pages", p.Key, map[string]any{"title": "Home", "slug": "home", "status": "published",
+		"translations": []any{map[string]any{"lang": "fr", "title": "Accueil"}}}).Expect(t, 201)
+	cs := connect(t, env, "http", p.Key, nil)
+	d := structured(t, callTool(t, cs, "save_draft", map[string]any{"type": "page", "id": "home",
+		"fields": map[string]any{"title": "Welcome", "translations": []any{map[string]any{"lang": "fr", "title": "Bienvenue"}}}}))
+	require.Equal(t, true, d["has_draft"])
+	require.Equal(t, "Home", env.Do("GET", "/v1/pages/home", p.Key, nil).Expect(t, 200).JSON(t)["title"])
+	pub := structured(t, callTool(t, cs, "publish", map[string]any{"type": "page", "id": "home", "languages": []any{"fr"}}))
+	require.Equal(t, "Home", pub["title"])
+	require.Equal(t, true, pub["has_draft"])
+	vs := structured(t, callTool(t, cs, "list_versions", map[string]any{"type": "page", "id": "home"}))
+	require.Len(t, vs["data"], 2)
+	structured(t, callTool(t, cs, "publish", map[string]any{"type": "page", "id": "home"}))
+	require.Equal(t, "Welcome", env.Do("GET", "/v1/pages/home", p.Key, nil).Expect(t, 200).JSON(t)["title"])
+	r := structured(t, callTool(t, cs, "restore_version", map[string]any{"type": "page", "id": "home", "n": 1}))
+	require.Equal(t, "Welcome", r["title"]) // version 1: the save
+	structured(t, callTool(t, cs, "save_draft", map[string]any{"type": "content_key", "id": "home.title", "fields": map[string]any{"value": "Hi"}, "autosave": true}))
+	structured(t, callTool(t, cs, "publish", map[string]any{"type": "content_key", "id": "home.title"}))
+	require.Equal(t, "Hi", env.Do("GET", "/v1/content/home.title", p.Key, nil).Expect(t, 200).JSON(t)["value"])
+	structured(t, callTool(t, cs, "save_draft", map[string]any{"type": "brand", "fields": map[string]any{"name": "Bakery"}}))
+	require.Equal(t, "Bakery", structured(t, callTool(t, cs, "publish", map[string]any{"type": "brand"}))["name"])
+	for _, bad := range []map[string]any{
+		{"type": "widget", "id": "x", "fields": map[string]any{}},
+		{"type": "page", "fields": map[string]any{"title": "x"}},
+		{"type": "brand", "id": "x", "fields": map[string]any{}},
+		{"type": "page", "id": "home"},
+	} {
+		res := callTool(t, cs, "save_draft", bad)
+		require.True(t, res.IsError, "%v", bad)
+	}
+	res := callTool(t, cs, "restore_version", map[string]any{"type": "page", "id": "home", "n": 99})
+	require.True(t, res.IsError)
+	require.Contains(t, text(res), "404")
+}
+
+// asAny is v as a list (nil when it is none).
+func asAny(v any) []any {
+	l, _ := v.([]any)
+	return l
 }
