@@ -299,9 +299,6 @@ func (sv *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope,
 	}
 	list, err := httpapi.ListOf(r, decode, func(after *postCursor, limit int) ([]Post, error) {
 		rows, err := listPosts(r.Context(), s.Reader(), f, after, limit)
-		if err == nil && admin {
-			err = markPosts(r.Context(), s.Reader(), rows)
-		}
 		out := make([]Post, len(rows))
 		for i, p := range rows {
 			out[i] = toAPIPost(p, lang)

@@ -240,7 +240,12 @@ type postCursor struct {
 func listPosts(ctx context.Context, tx tenant.Querier, f postFilter, after *postCursor, limit int) (_ []*postRow, err error) {
 	defer httpapi.Wrap(&err, "listPosts")
 	args := []any{f.Status, f.CategoryID, f.CategorySlug, f.TagID, f.TagSlug, f.IDs, limit}
-	q := `SELECT ` + postColumns + postFrom + `
+	// The authenticated list says has_draft in the same statement.
+	draftCol := `, false`
+	if !f.Public {
+		draftCol = `, EXISTS (SELECT 1 FROM drafts d WHERE d.type = 'blog_post' AND d.ref = p.id::text)`
+	}
+	q := `SELECT ` + postColumns + draftCol + postFrom + `
 		WHERE ($1::text IS NULL OR p.status = $1)
 		AND ($2::bigint IS NULL OR p.category_id = $2)
 		AND ($3::text IS NULL OR c.slug = $3)
@@ -265,7 +270,14 @@ func listPosts(ctx context.Context, tx tenant.Querier, f postFilter, after *post
 	if err != nil {
 		return nil, err
 	}
-	posts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*postRow, error) { return scanPost(r) })
+	posts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*postRow, error) {
+		var hasDraft bool
+		p, err := scanPost(r, &hasDraft)
+		if err == nil && !f.Public {
+			p.HasDraft = &hasDraft
+		}
+		return p, err
+	})
 	if err != nil {
 		return nil, err
 	}

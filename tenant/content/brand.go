@@ -107,8 +107,6 @@ func (sv *Service) getBrand(w http.ResponseWriter, r *http.Request, s *tenant.Sc
 	}
 	if draft {
 		b, err = draftBrand(r.Context(), s.Reader(), b)
-	} else {
-		b.HasDraft, err = hasDraft(r.Context(), s.Reader(), drafts.Brand, brandRef)
 	}
 	if err != nil {
 		return err

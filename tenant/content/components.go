@@ -112,7 +112,7 @@ func (sv *Service) listComponents(w http.ResponseWriter, r *http.Request, s *ten
 		if err != nil {
 			return nil, err
 		}
-		return list, markComponents(r.Context(), s.Reader(), list)
+		return list, nil
 	}, func(c Component) string { return httpapi.IDText(c.ID) })
 	if err != nil {
 		return err
@@ -131,8 +131,6 @@ func (sv *Service) getComponent(w http.ResponseWriter, r *http.Request, s *tenan
 	}
 	if draft {
 		c, err = draftComponent(r.Context(), s.Reader(), c)
-	} else {
-		c.HasDraft, err = hasDraft(r.Context(), s.Reader(), drafts.Component, componentRef(c.ID))
 	}
 	if err != nil {
 		return err

@@ -153,7 +153,7 @@ func (sv *Service) listGalleries(w http.ResponseWriter, r *http.Request, s *tena
 		if err != nil {
 			return nil, err
 		}
-		return list, markGalleries(r.Context(), s.Reader(), list)
+		return list, nil
 	}, func(g Gallery) string { return timeText(g.CreatedAt, g.Slug) })
 	if err != nil {
 		return err
@@ -177,8 +177,6 @@ func (sv *Service) getGallery(w http.ResponseWriter, r *http.Request, s *tenant.
 	}
 	if draft {
 		g, err = draftGallery(r.Context(), s.Reader(), g)
-	} else {
-		g.HasDraft, err = hasDraft(r.Context(), s.Reader(), drafts.Gallery, g.Slug)
 	}
 	if err != nil {
 		return err

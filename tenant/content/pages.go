@@ -295,9 +295,6 @@ func (sv *Service) patchPage(w http.ResponseWriter, r *http.Request, s *tenant.S
 		if p, err = updatePage(r.Context(), tx, p); err != nil {
 			return p, err
 		}
-		if err := markPages(r.Context(), tx, []*Page{&p}); err != nil {
-			return p, err
-		}
 		return p, chargePage(r.Context(), tx, s, p.ID)
 	})
 	if err != nil {
@@ -319,7 +316,7 @@ func (sv *Service) getPage(w http.ResponseWriter, r *http.Request, s *tenant.Sco
 		if draft {
 			return draftPage(ctx, q, p)
 		}
-		return p, markPages(ctx, q, []*Page{&p})
+		return p, nil
 	})
 	if err != nil {
 		return err
@@ -366,6 +363,7 @@ func (sv *Service) publicPage(w http.ResponseWriter, r *http.Request, s *tenant.
 	if err != nil {
 		return err
 	}
+	p.HasDraft = nil // the public surface says nothing of drafts
 	return httpapi.PublicJSON(w, r, p)
 }
 
@@ -377,15 +375,7 @@ func (sv *Service) listPages(w http.ResponseWriter, r *http.Request, s *tenant.S
 		if status != "" && status != PageDraft && status != PagePublished {
 			return nil, httpapi.Invalid("status", "must be draft or published")
 		}
-		pages, err := listPages(r.Context(), s.Reader(), before, status, limit)
-		if err != nil {
-			return nil, err
-		}
-		refs := make([]*Page, len(pages))
-		for i := range pages {
-			refs[i] = &pages[i]
-		}
-		return pages, markPages(r.Context(), s.Reader(), refs)
+		return listPages(r.Context(), s.Reader(), before, status, limit)
 	}, func(p Page) string { return httpapi.IDText(p.ID) })
 	if err != nil {
 		return err

@@ -54,20 +54,6 @@ func hasDraft(ctx context.Context, q tenant.Querier, typ, ref string) (*bool, er
 	return &d, err
 }
 
-// markPages sets has_draft on each page.
-func markPages(ctx context.Context, q tenant.Querier, pages []*Page) error {
-	refs := make([]string, len(pages))
-	for i, p := range pages {
-		refs[i] = pageRef(p.ID)
-	}
-	has, err := drafts.Has(ctx, q, drafts.Page, refs)
-	for i, p := range pages {
-		d := has[refs[i]]
-		p.HasDraft = &d
-	}
-	return err
-}
-
 // draftPage answers the draft view of the live page p: its draft where it
 // has one (with its id, status and times), else p.
 func draftPage(ctx context.Context, q tenant.Querier, p Page) (Page, error) {
@@ -259,7 +245,7 @@ func (sv *Service) unpublishPage(w http.ResponseWriter, r *http.Request, s *tena
 		if p, err = updatePage(r.Context(), tx, p); err != nil {
 			return p, err
 		}
-		return p, markPages(r.Context(), tx, []*Page{&p})
+		return p, nil
 	})
 	if err != nil {
 		return err

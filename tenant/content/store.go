@@ -287,14 +287,19 @@ func readBulk(ctx context.Context, s *tenant.Scope, keys []string, lang, def, af
 	return b, nil
 }
 
-const componentCols = `id, slug, name, props, translations, created_at, updated_at`
+// componentCols, galleryCols and brandCols end with has_draft, in the
+// same statement (a read is one round trip); public reads drop it.
+const componentCols = `id, slug, name, props, translations, created_at, updated_at,
+	EXISTS (SELECT 1 FROM drafts d WHERE d.type = 'component' AND d.ref = components.id::text)`
 
 func scanComponent(row pgx.Row) (Component, error) {
 	var c Component
 	var tr []byte
-	if err := row.Scan(&c.ID, &c.Slug, &c.Name, &c.Props, &tr, &c.CreatedAt, &c.UpdatedAt); err != nil {
+	var hasDraft bool
+	if err := row.Scan(&c.ID, &c.Slug, &c.Name, &c.Props, &tr, &c.CreatedAt, &c.UpdatedAt, &hasDraft); err != nil {
 		return c, err
 	}
+	c.HasDraft = &hasDraft
 	if err := json.Unmarshal(tr, &c.Translations); err != nil {
 		return c, err
 	}
@@ -363,14 +368,17 @@ func deleteComponent(ctx context.Context, tx pgx.Tx, s string) (err error) {
 	return drafts.Forget(ctx, tx, drafts.Component, componentRef(id))
 }
 
-const galleryCols = `slug, name, items, created_at, updated_at`
+const galleryCols = `slug, name, items, created_at, updated_at,
+	EXISTS (SELECT 1 FROM drafts d WHERE d.type = 'gallery' AND d.ref = galleries.slug)`
 
 func scanGallery(row pgx.Row) (Gallery, error) {
 	var g Gallery
 	var items []byte
-	if err := row.Scan(&g.Slug, &g.Name, &items, &g.CreatedAt, &g.UpdatedAt); err != nil {
+	var hasDraft bool
+	if err := row.Scan(&g.Slug, &g.Name, &items, &g.CreatedAt, &g.UpdatedAt, &hasDraft); err != nil {
 		return g, err
 	}
+	g.HasDraft = &hasDraft
 	if err := json.Unmarshal(items, &g.Items); err != nil {
 		return g, err
 	}
@@ -450,14 +458,17 @@ func deleteGallery(ctx context.Context, tx pgx.Tx, s string) (err error) {
 	return drafts.Forget(ctx, tx, drafts.Gallery, s)
 }
 
-const brandCols = `name, tagline, description, voice, audience, colors, fonts, logo_url, updated_at`
+const brandCols = `name, tagline, description, voice, audience, colors, fonts, logo_url, updated_at,
+	EXISTS (SELECT 1 FROM drafts d WHERE d.type = 'brand' AND d.ref = '')`
 
 func scanBrand(row pgx.Row) (Brand, error) {
 	var b Brand
 	var colors, fonts []byte
-	if err := row.Scan(&b.Name, &b.Tagline, &b.Description, &b.Voice, &b.Audience, &colors, &fonts, &b.LogoURL, &b.UpdatedAt); err != nil {
+	var hasDraft bool
+	if err := row.Scan(&b.Name, &b.Tagline, &b.Description, &b.Voice, &b.Audience, &colors, &fonts, &b.LogoURL, &b.UpdatedAt, &hasDraft); err != nil {
 		return b, err
 	}
+	b.HasDraft = &hasDraft
 	if err := json.Unmarshal(colors, &b.Colors); err != nil {
 		return b, err
 	}

@@ -20,14 +20,19 @@ var (
 	errPageTaken = httpapi.Conflict(httpapi.CodeConflict, "another page has this slug or path")
 )
 
-const pageCols = `id, slug, path, title, status, sections, seo, translations, created_at, updated_at, published_at`
+// pageCols end with has_draft, in the same statement (a read is one
+// round trip); public reads drop it.
+const pageCols = `id, slug, path, title, status, sections, seo, translations, created_at, updated_at, published_at,
+	EXISTS (SELECT 1 FROM drafts d WHERE d.type = 'page' AND d.ref = pages.id::text)`
 
 func scanPage(row pgx.Row) (Page, error) {
 	var p Page
 	var sections, seo, tr []byte
-	if err := row.Scan(&p.ID, &p.Slug, &p.Path, &p.Title, &p.Status, &sections, &seo, &tr, &p.CreatedAt, &p.UpdatedAt, &p.PublishedAt); err != nil {
+	var hasDraft bool
+	if err := row.Scan(&p.ID, &p.Slug, &p.Path, &p.Title, &p.Status, &sections, &seo, &tr, &p.CreatedAt, &p.UpdatedAt, &p.PublishedAt, &hasDraft); err != nil {
 		return p, err
 	}
+	p.HasDraft = &hasDraft
 	for _, f := range []struct {
 		raw []byte
 		dst any

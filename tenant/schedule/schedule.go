@@ -122,7 +122,9 @@ func (w *worker[K]) Work(ctx context.Context, job *river.Job[Args[K]]) error {
 	if err != nil {
 		return err
 	}
-	if wait := time.Until(a.ScheduledAt); wait > 0 { // scheduled Early
+	// Scheduled Early, it waits for its time; a job run sooner than that
+	// by hand (made available ahead: an operator, a test) acts at once.
+	if wait := time.Until(a.ScheduledAt); wait > 0 && wait <= w.sc.Early {
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
