@@ -45,20 +45,6 @@ var componentItem = drafts.Item{
 	},
 }
 
-// markComponents sets has_draft on each component of cs.
-func markComponents(ctx context.Context, q tenant.Querier, cs []Component) error {
-	refs := make([]string, len(cs))
-	for i, c := range cs {
-		refs[i] = componentRef(c.ID)
-	}
-	has, err := drafts.Has(ctx, q, drafts.Component, refs)
-	for i := range cs {
-		d := has[refs[i]]
-		cs[i].HasDraft = &d
-	}
-	return err
-}
-
 // draftComponent answers the draft view of the live component c: its
 // draft where it has one (with its id and times), else c.
 func draftComponent(ctx context.Context, q tenant.Querier, c Component) (Component, error) {

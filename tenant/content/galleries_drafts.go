@@ -42,20 +42,6 @@ var galleryItem = drafts.Item{
 	},
 }
 
-// markGalleries sets has_draft on each gallery of gs.
-func markGalleries(ctx context.Context, q tenant.Querier, gs []Gallery) error {
-	refs := make([]string, len(gs))
-	for i, g := range gs {
-		refs[i] = g.Slug
-	}
-	has, err := drafts.Has(ctx, q, drafts.Gallery, refs)
-	for i := range gs {
-		d := has[refs[i]]
-		gs[i].HasDraft = &d
-	}
-	return err
-}
-
 // draftGallery answers the draft view of the live gallery g: its draft
 // where it has one (with its slug and times), else g.
 func draftGallery(ctx context.Context, q tenant.Querier, g Gallery) (Gallery, error) {
