@@ -129,7 +129,7 @@ func (sv *Service) listPreviews(w http.ResponseWriter, r *http.Request, s *tenan
 	return httpapi.JSON(w, http.StatusOK, list)
 }
 
-// revokePreview ends a preview link at once (204; 404 when there is none).
+// revoke ends a preview link at once (204; 404 when there is none).
 func (sv *Service) revoke(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	err := s.Tx(r.Context(), func(tx pgx.Tx) error {
 		return revokePreview(r.Context(), tx, chi.URLParam(r, "id"))
