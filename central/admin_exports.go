@@ -347,6 +347,10 @@ func (c *Central) CreateForImport(ctx context.Context, s archive.Spec, applied [
 	if err := p.check(); err != nil {
 		return nil, err
 	}
+	var v httpapi.Validator
+	if tenant.CheckFallbacks(&v, "fallback_languages", s.FallbackLanguages); v.Err() != nil {
+		return nil, v.Err()
+	}
 	created, _, err := c.insertProject(ctx, p, false)
 	if err != nil {
 		return nil, err
@@ -354,6 +358,9 @@ func (c *Central) CreateForImport(ctx context.Context, s archive.Spec, applied [
 	shard, err := c.ShardPool(created.Shard)
 	if err == nil {
 		err = provisioning.ProvisionProjectAt(ctx, c.pool, shard, created.Schema, applied)
+	}
+	if err == nil && len(s.FallbackLanguages) > 0 {
+		created, err = c.UpdateProject(ctx, created.ID, ProjectUpdate{FallbackLanguages: &s.FallbackLanguages})
 	}
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("provision %s: %w", created.ID, err), c.DiscardImport(context.WithoutCancel(ctx), created.ID))

@@ -24,6 +24,7 @@ func AdminOpenAPI(d *openapi.Doc) {
 		"id": openapi.Prefixed("prj_"), "name": openapi.Str(), "slug": openapi.Str(), "industry": openapi.Str(), "default_language": openapi.Str(),
 		"target_languages": openapi.Arr(openapi.Str()), "timezone": openapi.Str(), "plan": openapi.Ref("Plan"),
 		"allowed_origins": openapi.Arr(openapi.Str()), "site_url": openapi.Nullable(openapi.Str()), "created_at": openapi.Timestamp(),
+		"fallback_languages": FallbacksSchema("The locale fallback chains; {} when none."),
 		"tenant_id": intM(1), "status": status,
 		"status_reason": openapi.With(openapi.Str(), openapi.M{"description": "The reason given when it was suspended; empty otherwise."}),
 		"shard":         openapi.Str(),
@@ -33,7 +34,7 @@ func AdminOpenAPI(d *openapi.Doc) {
 		"usage": openapi.With(openapi.Ref("Usage"), openapi.M{"description": "The live pool's usage of the current period " +
 			"(GET of one project that is not being deleted)."}),
 	}
-	projectRequired := []string{"id", "name", "slug", "industry", "default_language", "target_languages", "timezone", "plan", "allowed_origins", "site_url", "created_at",
+	projectRequired := []string{"id", "name", "slug", "industry", "default_language", "target_languages", "timezone", "plan", "allowed_origins", "site_url", "fallback_languages", "created_at",
 		"tenant_id", "status", "status_reason", "shard", "rate_rpm", "rate_burst", "plan_credits"}
 	project := d.Schema("AdminProject", openapi.Obj(projectProps, projectRequired...))
 	deletedProps := maps.Clone(projectProps)

@@ -361,7 +361,10 @@ type ProjectUpdate struct {
 	Timezone        *string
 	AllowedOrigins  *[]string
 	SiteURL         *string
-	Plan            *string
+	// FallbackLanguages replaces the project's locale fallback chains
+	// whole ({} clears them).
+	FallbackLanguages *tenant.Fallbacks
+	Plan              *string
 	// The enterprise overrides (admin API and CLI only): absent keeps
 	// one, null clears it. A plan other than enterprise has none.
 	RateRPM     Opt[int]
@@ -395,6 +398,9 @@ func (c *Central) UpdateProject(ctx context.Context, projectID string, u Project
 	}
 	if u.SiteURL != nil {
 		checkSiteURL(&v, *u.SiteURL)
+	}
+	if u.FallbackLanguages != nil {
+		tenant.CheckFallbacks(&v, "fallback_languages", *u.FallbackLanguages)
 	}
 	if u.Plan != nil {
 		v.Check(tenant.ValidPlan(*u.Plan), "plan", planMsg)

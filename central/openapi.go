@@ -207,6 +207,9 @@ func OpenAPI(d *openapi.Doc) {
 					"query, fragment or wildcard); [] opens the public surface to any origin again; null changes nothing."}),
 			"site_url": openapi.Nullable(openapi.M{"type": "string", "maxLength": 2048,
 				"description": "An absolute http(s) URL without query or fragment; \"\" clears it; null changes nothing."}),
+			"fallback_languages": FallbacksSchema("Replaces the locale fallback chains whole ({} clears them; null or absent changes nothing). "+
+				"Every language must be a known language code (422 otherwise), a chain must not name its own language, and chains must not form a cycle "+
+				"(fr-CA → fr → fr-CA: 422)."),
 		}))),
 		OK:   []openapi.Resp{{Status: 200, Desc: "The updated project.", Content: project}},
 		Errs: []int{422}})
@@ -233,10 +236,21 @@ func projectProps(plan openapi.M) openapi.M {
 		"target_languages": openapi.Arr(openapi.Str()), "timezone": openapi.Str(), "plan": plan,
 		"allowed_origins": openapi.With(openapi.Arr(openapi.Str()), openapi.M{"description": "The browser origins the public surface answers " +
 			"(Access-Control-Allow-Origin); empty: any origin."}),
-		"site_url":   openapi.With(openapi.Nullable(openapi.Str()), openapi.M{"description": "The public address of the project's website, the base of its sitemap; null until set."}),
-		"created_at": openapi.Timestamp(),
+		"site_url":           openapi.With(openapi.Nullable(openapi.Str()), openapi.M{"description": "The public address of the project's website, the base of its sitemap; null until set."}),
+		"fallback_languages": FallbacksSchema("The locale fallback chains; {} when none."),
+		"created_at":         openapi.Timestamp(),
 	}
 }
 
+// FallbacksSchema is the schema of a project's fallback_languages.
+func FallbacksSchema(desc string) openapi.M {
+	return openapi.M{"type": "object", "maxProperties": tenant.MaxFallbackLanguages,
+		"additionalProperties": openapi.M{"type": "array", "minItems": 1, "maxItems": tenant.MaxFallbackChain, "items": openapi.Str()},
+		"example":              openapi.M{"fr-CA": []any{"fr", "en"}},
+		"description": desc + " For a language, the languages a read in it looks in next, in order; a language named next is followed by its own chain, " +
+			"and the project's default language ends every chain. Every read that picks a language (content keys, pages, components, blog posts, " +
+			"products; public and authenticated) follows the chain and reports in `fallback` which field came from which language."}
+}
+
 // projectRequired are the fields of projectProps always present.
-var projectRequired = []string{"id", "name", "slug", "industry", "default_language", "target_languages", "timezone", "plan", "allowed_origins", "site_url", "created_at"}
+var projectRequired = []string{"id", "name", "slug", "industry", "default_language", "target_languages", "timezone", "plan", "allowed_origins", "site_url", "fallback_languages", "created_at"}

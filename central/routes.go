@@ -13,17 +13,19 @@ import (
 
 // ProjectJSON is the Project resource.
 type ProjectJSON struct {
-	ID              string    `json:"id"`
-	Name            string    `json:"name"`
-	Slug            string    `json:"slug"`
-	Industry        string    `json:"industry"`
-	DefaultLanguage string    `json:"default_language"`
-	TargetLanguages []string  `json:"target_languages"`
-	Timezone        string    `json:"timezone"`
-	Plan            string    `json:"plan"`
-	AllowedOrigins  []string  `json:"allowed_origins"`
-	SiteURL         *string   `json:"site_url"`
-	CreatedAt       time.Time `json:"created_at"`
+	ID              string   `json:"id"`
+	Name            string   `json:"name"`
+	Slug            string   `json:"slug"`
+	Industry        string   `json:"industry"`
+	DefaultLanguage string   `json:"default_language"`
+	TargetLanguages []string `json:"target_languages"`
+	Timezone        string   `json:"timezone"`
+	Plan            string   `json:"plan"`
+	AllowedOrigins  []string `json:"allowed_origins"`
+	SiteURL         *string  `json:"site_url"`
+	// FallbackLanguages: {} when the project has none.
+	FallbackLanguages tenant.Fallbacks `json:"fallback_languages"`
+	CreatedAt         time.Time        `json:"created_at"`
 }
 
 // ToProjectJSON converts a project to its API shape.
@@ -40,8 +42,13 @@ func ToProjectJSON(p *tenant.Project) ProjectJSON {
 	if p.SiteURL != "" {
 		site = &p.SiteURL
 	}
+	fallbacks := p.FallbackLanguages
+	if fallbacks == nil {
+		fallbacks = tenant.Fallbacks{}
+	}
 	return ProjectJSON{ID: p.ID, Name: p.Name, Slug: p.Slug, Industry: p.Industry, DefaultLanguage: p.DefaultLanguage,
-		TargetLanguages: tl, Timezone: p.Timezone, Plan: p.Plan, AllowedOrigins: origins, SiteURL: site, CreatedAt: p.CreatedAt.UTC()}
+		TargetLanguages: tl, Timezone: p.Timezone, Plan: p.Plan, AllowedOrigins: origins, SiteURL: site,
+		FallbackLanguages: fallbacks, CreatedAt: p.CreatedAt.UTC()}
 }
 
 // ProjectRoutes mounts /projects/me and the key routes of the v1 API; the
@@ -70,6 +77,8 @@ type updateProjectRequest struct {
 	Timezone        *string   `json:"timezone"`
 	AllowedOrigins  *[]string `json:"allowed_origins"`
 	SiteURL         *string   `json:"site_url"`
+	// FallbackLanguages replaces the chains whole.
+	FallbackLanguages *tenant.Fallbacks `json:"fallback_languages"`
 
 	Plan         any `json:"plan"`
 	PlanCredits  any `json:"plan_credits"`
@@ -95,7 +104,7 @@ func (c *Central) patchMe(w http.ResponseWriter, r *http.Request, s *tenant.Scop
 	}
 	p, err := c.UpdateProject(r.Context(), s.Project.ID, ProjectUpdate{Name: req.Name, Industry: req.Industry,
 		DefaultLanguage: req.DefaultLanguage, TargetLanguages: req.TargetLanguages, Timezone: req.Timezone,
-		AllowedOrigins: req.AllowedOrigins, SiteURL: req.SiteURL})
+		AllowedOrigins: req.AllowedOrigins, SiteURL: req.SiteURL, FallbackLanguages: req.FallbackLanguages})
 	if err != nil {
 		return err
 	}

@@ -18,14 +18,16 @@ import (
 // the spare schemas and the processors' accounts.
 
 const projectColumns = `p.id, p.tenant_id, p.name, p.slug, p.industry, p.default_language, p.target_languages, p.timezone, p.plan,
-	p.plan_credits, p.rate_rpm, p.rate_burst, p.allowed_origins, p.site_url, p.status, p.status_reason, p.created_at, pl.shard, pl.schema_name`
+	p.plan_credits, p.rate_rpm, p.rate_burst, p.allowed_origins, p.site_url, p.status, p.status_reason, p.created_at, pl.shard, pl.schema_name,
+	p.fallback_languages`
 
 // scanProject reads a row of projectColumns, then extra;
 // httpapi.ErrNotFound when there is none.
 func scanProject(row pgx.Row, extra ...any) (*tenant.Project, error) {
 	p := &tenant.Project{}
 	dest := append([]any{&p.ID, &p.TenantID, &p.Name, &p.Slug, &p.Industry, &p.DefaultLanguage, &p.TargetLanguages, &p.Timezone, &p.Plan,
-		&p.PlanCredits, &p.RateRPM, &p.RateBurst, &p.AllowedOrigins, &p.SiteURL, &p.Status, &p.StatusReason, &p.CreatedAt, &p.Shard, &p.Schema}, extra...)
+		&p.PlanCredits, &p.RateRPM, &p.RateBurst, &p.AllowedOrigins, &p.SiteURL, &p.Status, &p.StatusReason, &p.CreatedAt, &p.Shard, &p.Schema,
+		&p.FallbackLanguages}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, notFound(err)
 	}
@@ -166,11 +168,12 @@ func updateProject(ctx context.Context, tx pgx.Tx, projectID string, u ProjectUp
 			name = COALESCE($2, name), industry = COALESCE($3, industry), default_language = COALESCE($4, default_language),
 			target_languages = COALESCE($5, target_languages), timezone = COALESCE($6, timezone), plan = COALESCE($7, plan),
 			allowed_origins = COALESCE($8, allowed_origins), site_url = COALESCE($9, site_url),
+			fallback_languages = COALESCE($16::jsonb, fallback_languages),
 			rate_rpm = CASE WHEN $7::text <> 'enterprise' THEN NULL WHEN $10 THEN $11 ELSE rate_rpm END,
 			rate_burst = CASE WHEN $7::text <> 'enterprise' THEN NULL WHEN $12 THEN $13 ELSE rate_burst END,
 			plan_credits = CASE WHEN $7::text <> 'enterprise' THEN NULL WHEN $14 THEN $15 ELSE plan_credits END
 			WHERE id = $1`, projectID, u.Name, u.Industry, u.DefaultLanguage, u.TargetLanguages, u.Timezone, u.Plan, u.AllowedOrigins, u.SiteURL,
-		u.RateRPM.Set, u.RateRPM.Value, u.RateBurst.Set, u.RateBurst.Value, u.PlanCredits.Set, u.PlanCredits.Value)
+		u.RateRPM.Set, u.RateRPM.Value, u.RateBurst.Set, u.RateBurst.Value, u.PlanCredits.Set, u.PlanCredits.Value, u.FallbackLanguages)
 	return err
 }
 

@@ -29,11 +29,14 @@ type Project struct {
 	Industry        string
 	DefaultLanguage string
 	TargetLanguages []string
-	Timezone        string
-	Plan            string
-	PlanCredits     *int64 // enterprise allowance override
-	RateRPM         *int   // enterprise rate override
-	RateBurst       *int
+	// FallbackLanguages are the project's locale fallback chains
+	// (Project.Chain).
+	FallbackLanguages Fallbacks
+	Timezone          string
+	Plan              string
+	PlanCredits       *int64 // enterprise allowance override
+	RateRPM           *int   // enterprise rate override
+	RateBurst         *int
 	// AllowedOrigins are the browser origins (https://bakery.example)
 	// the public surface answers; empty: any origin.
 	AllowedOrigins []string

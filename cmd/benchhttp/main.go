@@ -745,14 +745,14 @@ func serveBare(ctx context.Context, addr, dbURL, schema string) error {
 	})
 	mux.HandleFunc("GET /v1/public/content/bulk", func(w http.ResponseWriter, r *http.Request) {
 		keys := strings.Split(r.URL.Query().Get("keys"), ",")
-		rows, err := pool.Query(r.Context(), content.BulkSQL, keys, def, def, nil, nil)
+		rows, err := pool.Query(r.Context(), content.BulkSQL, keys, []string{def}, nil, nil)
 		if err != nil {
 			fail(w, err)
 			return
 		}
 		data := make(map[string]string, len(keys))
-		var k, v string
-		if _, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error { data[k] = v; return nil }); err != nil {
+		var k, v, lang string
+		if _, err := pgx.ForEachRow(rows, []any{&k, &v, &lang}, func() error { data[k] = v; return nil }); err != nil {
 			fail(w, err)
 			return
 		}

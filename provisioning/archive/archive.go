@@ -71,6 +71,9 @@ type Project struct {
 	Timezone        string   `json:"timezone"`
 	AllowedOrigins  []string `json:"allowed_origins"`
 	SiteURL         string   `json:"site_url"`
+	// FallbackLanguages are the locale fallback chains (absent from
+	// archives made before them).
+	FallbackLanguages tenant.Fallbacks `json:"fallback_languages,omitempty"`
 }
 
 // Migrations is the level of the exported schema: the highest tenant

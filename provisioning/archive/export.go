@@ -40,7 +40,8 @@ func Export(ctx context.Context, plane Plane, media storage.Store, projectID str
 	}
 	m := Manifest{Format: FormatName, FormatVersion: FormatVersion, CreatedAt: time.Now().UTC().Truncate(time.Second),
 		Project: Project{ID: p.ID, Name: p.Name, Slug: p.Slug, Plan: p.Plan, Industry: p.Industry, DefaultLanguage: p.DefaultLanguage,
-			TargetLanguages: nonNil(p.TargetLanguages), Timezone: p.Timezone, AllowedOrigins: nonNil(p.AllowedOrigins), SiteURL: p.SiteURL},
+			TargetLanguages: nonNil(p.TargetLanguages), Timezone: p.Timezone, AllowedOrigins: nonNil(p.AllowedOrigins), SiteURL: p.SiteURL,
+			FallbackLanguages: p.FallbackLanguages},
 		Tables: []Table{}, Media: []Media{}}
 
 	spool, err := os.CreateTemp("", "plinth-export-*.ndjson")

@@ -34,6 +34,8 @@ type Spec struct {
 	DefaultLanguage string
 	TargetLanguages []string
 	Timezone        string
+	// FallbackLanguages are checked as PATCH /v1/projects/me checks them.
+	FallbackLanguages tenant.Fallbacks
 }
 
 // Creator is what an import needs of the control plane (*central.Central).
@@ -155,7 +157,8 @@ func Import(ctx context.Context, c Creator, media storage.Store, tenantID int64,
 		name = m.Project.Name
 	}
 	p, err := c.CreateForImport(ctx, Spec{TenantID: tenantID, Name: name, Plan: m.Project.Plan, Industry: m.Project.Industry,
-		DefaultLanguage: m.Project.DefaultLanguage, TargetLanguages: m.Project.TargetLanguages, Timezone: m.Project.Timezone}, m.Migrations.Applied)
+		DefaultLanguage: m.Project.DefaultLanguage, TargetLanguages: m.Project.TargetLanguages, Timezone: m.Project.Timezone,
+		FallbackLanguages: m.Project.FallbackLanguages}, m.Migrations.Applied)
 	if err != nil {
 		return nil, m, err
 	}

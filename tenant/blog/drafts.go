@@ -55,7 +55,7 @@ var postItem = drafts.Item{
 		if err := json.Unmarshal(doc, &d); err != nil {
 			return nil, err
 		}
-		return draftView(ctx, q, p, d, "")
+		return draftView(ctx, q, p, d, nil)
 	},
 }
 
@@ -178,7 +178,7 @@ func loadDraft(ctx context.Context, q tenant.Querier, p *postRow) (d postDraft, 
 // id, status and times stay p's), its flat texts in lang. A category or
 // tag deleted since the draft was written is left out, as a delete takes
 // it off the live posts.
-func draftView(ctx context.Context, q tenant.Querier, p *postRow, d postDraft, lang string) (_ Post, err error) {
+func draftView(ctx context.Context, q tenant.Querier, p *postRow, d postDraft, chain []string) (_ Post, err error) {
 	defer httpapi.Wrap(&err, "draftView(%d)", p.ID)
 	v := *p
 	v.Slug, v.FeaturedImage, v.TagIDs, v.Tags, v.Texts = d.Slug, d.FeaturedImage, d.TagIDs, nil, normal(d, p.Language).Translations
@@ -190,21 +190,21 @@ func draftView(ctx context.Context, q tenant.Querier, p *postRow, d postDraft, l
 	}
 	t := true
 	v.HasDraft = &t
-	return toAPIPost(&v, lang), nil
+	return toAPIPost(&v, chain), nil
 }
 
 // viewPost answers the draft view of the live post p: its draft where it
 // has one, else p.
-func viewPost(ctx context.Context, q tenant.Querier, p *postRow, lang string) (Post, error) {
+func viewPost(ctx context.Context, q tenant.Querier, p *postRow, chain []string) (Post, error) {
 	d, has, err := loadDraft(ctx, q, p)
 	if err != nil {
 		return Post{}, err
 	}
 	if has {
-		return draftView(ctx, q, p, d, lang)
+		return draftView(ctx, q, p, d, chain)
 	}
 	p.HasDraft = &has
-	return toAPIPost(p, lang), nil
+	return toAPIPost(p, chain), nil
 }
 
 // saveDraft applies edit to the draft of the post ref names (its draft,
@@ -229,7 +229,11 @@ func saveDraft(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref string, auto
 	if err := drafts.Save(ctx, tx, s, drafts.Post, postRef(p.ID), d, langs, autosave); err != nil {
 		return Post{}, err
 	}
-	return draftView(ctx, tx, p, d, lang)
+	var chain []string // the view in the language written, if one was
+	if lang != "" {
+		chain = []string{lang}
+	}
+	return draftView(ctx, tx, p, d, chain)
 }
 
 // patchDraft writes a checked PATCH (tags: its tag ids without

@@ -343,7 +343,7 @@ func (sv *Service) emitTranslated(ctx context.Context, tx pgx.Tx, s *tenant.Scop
 		return err
 	}
 	for _, lang := range langs {
-		if err := sv.emit(ctx, tx, s, TopicTranslated, toAPIPost(p, lang)); err != nil {
+		if err := sv.emit(ctx, tx, s, TopicTranslated, toAPIPost(p, []string{lang})); err != nil {
 			return err
 		}
 	}

@@ -51,6 +51,10 @@ type Post struct {
 	// HasDraft says whether the post has unpublished changes (a draft);
 	// authenticated answers only, the public surface omits it.
 	HasDraft *bool `json:"has_draft,omitempty"`
+	// Fallback says, for a read in a language (?lang), which text came
+	// from another language of its chain ({"title": "fr"}); omitted when
+	// none did.
+	Fallback tenant.Provenance `json:"fallback,omitempty"`
 }
 
 // Translation is a post's text in one language.
@@ -63,16 +67,17 @@ type Translation struct {
 	MetaDescription string `json:"meta_description"`
 }
 
-// toAPIPost is the resource of p with its flat texts in lang.
-func toAPIPost(p *postRow, lang string) Post {
-	t := p.text(lang)
+// toAPIPost is the resource of p with its flat texts in the language of
+// chain[0], following chain (postRow.text; nil: the original language).
+func toAPIPost(p *postRow, chain []string) Post {
+	t, fallback := p.text(chain)
 	out := Post{
 		ID: p.ID, Slug: p.Slug, Status: p.Status, FeaturedImage: p.FeaturedImage,
 		PublishedAt: utc(p.PublishedAt), ScheduledAt: utc(p.ScheduledAt),
 		Lang: t.Lang, LanguageCode: p.Language,
 		Title: t.Title, Excerpt: t.Excerpt, Content: t.Content, MetaTitle: t.MetaTitle, MetaDescription: t.MetaDescription,
 		Category: p.Category, Tags: p.Tags, Translations: p.Texts,
-		CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(), HasDraft: p.HasDraft,
+		CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(), HasDraft: p.HasDraft, Fallback: fallback,
 	}
 	if out.Tags == nil {
 		out.Tags = []Term{}
@@ -269,14 +274,14 @@ func (sv *Service) finishWrite(ctx context.Context, tx pgx.Tx, s *tenant.Scope, 
 	}
 	switch moved {
 	case StatusPublished:
-		err = sv.emit(ctx, tx, s, TopicPublished, toAPIPost(p, p.Language))
+		err = sv.emit(ctx, tx, s, TopicPublished, toAPIPost(p, nil))
 	case StatusScheduled:
 		err = sv.scheduled.Enqueue(ctx, tx, s, p.ID, *p.ScheduledAt) // its publish job, at its time
 	}
 	if err != nil {
 		return Post{}, err
 	}
-	return toAPIPost(p, lang), nil
+	return toAPIPost(p, langChain(s.Project, lang)), nil
 }
 
 func (sv *Service) listPosts(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
@@ -301,7 +306,7 @@ func (sv *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope,
 		rows, err := listPosts(r.Context(), s.Reader(), f, after, limit)
 		out := make([]Post, len(rows))
 		for i, p := range rows {
-			out[i] = toAPIPost(p, lang)
+			out[i] = toAPIPost(p, langChain(s.Project, lang))
 		}
 		return out, err
 	}, cursorOf)
@@ -354,13 +359,13 @@ func (sv *Service) getPost(w http.ResponseWriter, r *http.Request, s *tenant.Sco
 		return err
 	}
 	if draft && *p.HasDraft {
-		out, err := viewPost(r.Context(), s.Reader(), p, lang)
+		out, err := viewPost(r.Context(), s.Reader(), p, langChain(s.Project, lang))
 		if err != nil {
 			return err
 		}
 		return httpapi.JSON(w, http.StatusOK, out)
 	}
-	return httpapi.JSON(w, http.StatusOK, toAPIPost(p, lang))
+	return httpapi.JSON(w, http.StatusOK, toAPIPost(p, langChain(s.Project, lang)))
 }
 
 // patchRequest is the body of PATCH /blog-posts/{id_or_slug}: the texts
@@ -451,7 +456,7 @@ func (sv *Service) patch(ctx context.Context, tx pgx.Tx, s *tenant.Scope, ref st
 		return Post{}, err
 	}
 	if req.any() {
-		if err := putText(ctx, tx, p.ID, req.onto(p.text(p.Language))); err != nil {
+		if err := putText(ctx, tx, p.ID, req.onto(p.original())); err != nil {
 			return Post{}, err
 		}
 	}

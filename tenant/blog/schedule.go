@@ -35,5 +35,5 @@ func (sv *Service) publishClaimed(ctx context.Context, tx pgx.Tx, s *tenant.Scop
 	if err := markPosts(ctx, tx, []*postRow{p}); err != nil {
 		return err
 	}
-	return sv.emit(ctx, tx, s, TopicPublished, toAPIPost(p, p.Language))
+	return sv.emit(ctx, tx, s, TopicPublished, toAPIPost(p, nil))
 }

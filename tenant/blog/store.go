@@ -40,18 +40,49 @@ type postRow struct {
 	HasDraft *bool
 }
 
-// text returns the post's text in lang, else in its original language.
-func (p *postRow) text(lang string) Translation {
-	var orig Translation
-	for _, t := range p.Texts {
-		if t.Lang == lang {
-			return t
-		}
-		if t.Lang == p.Language {
-			orig = t
-		}
+// text returns the post's texts in the language of chain[0]: those of
+// the first language of chain the post has a text in (its Lang), each
+// field empty there taken from the next language of chain that has it,
+// and the post's original language ending the chain. fallback says which
+// field came from another language than chain[0]; nil when none did.
+// A nil chain is the original language alone.
+func (p *postRow) text(chain []string) (t Translation, fallback tenant.Provenance) {
+	if !slices.Contains(chain, p.Language) {
+		chain = append(slices.Clip(chain), p.Language)
 	}
-	return orig
+	byLang := make(map[string]*Translation, len(p.Texts))
+	for i := range p.Texts {
+		byLang[p.Texts[i].Lang] = &p.Texts[i]
+	}
+	base, _ := tenant.Pick(chain, func(l string) (*Translation, bool) { return byLang[l], byLang[l] != nil })
+	if base == nil {
+		return t, nil
+	}
+	t = *base
+	field := func(name string, dst *string, of func(*Translation) string) {
+		v, from := tenant.Pick(chain, func(l string) (string, bool) {
+			if x := byLang[l]; x != nil && of(x) != "" {
+				return of(x), true
+			}
+			return "", false
+		})
+		if from != "" {
+			*dst = v
+		}
+		fallback.Note(name, from, chain[0])
+	}
+	field("title", &t.Title, func(x *Translation) string { return x.Title })
+	field("excerpt", &t.Excerpt, func(x *Translation) string { return x.Excerpt })
+	field("content", &t.Content, func(x *Translation) string { return x.Content })
+	field("meta_title", &t.MetaTitle, func(x *Translation) string { return x.MetaTitle })
+	field("meta_description", &t.MetaDescription, func(x *Translation) string { return x.MetaDescription })
+	return t, fallback
+}
+
+// original is the post's text in its original language.
+func (p *postRow) original() Translation {
+	t, _ := p.text(nil)
+	return t
 }
 
 const postColumns = `p.id, p.slug, p.status, p.language, p.texts, p.tag_ids, p.featured_image, p.published_at, p.scheduled_at,

@@ -92,7 +92,7 @@ func (sv *Service) translateJob(ctx context.Context, run *jobs.Run) (jobs.Commit
 	if err != nil {
 		return nil, postGone(err)
 	}
-	from, src := p.Language, p.text(p.Language)
+	from, src := p.Language, p.original()
 	site := run.Scope.Project.Name
 	out := make([]Translation, len(a.Languages))
 	for i, lang := range a.Languages {

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"time"
 
@@ -29,6 +30,70 @@ type Component struct {
 	// HasDraft says whether the component has unpublished changes (a
 	// draft); authenticated reads only, the public surface omits it.
 	HasDraft *bool `json:"has_draft,omitempty"`
+	// Fallback says, for a read in a language (?lang), which prop came
+	// from another language of its chain ({"props.heading": "fr"});
+	// omitted when none did.
+	Fallback tenant.Provenance `json:"fallback,omitempty"`
+}
+
+// localize makes props those of the language of chain[0]: each top-level
+// prop from the first language of the chain whose translation has it
+// (neither "" nor null), the component's own props being the default
+// language's (chain's last), noting in Fallback each that came from
+// another language. An empty chain (no ?lang) leaves c as stored.
+func (c *Component) localize(chain []string) error {
+	if len(chain) == 0 {
+		return nil
+	}
+	asked, def := chain[0], chain[len(chain)-1]
+	var own map[string]json.RawMessage
+	if err := json.Unmarshal(c.Props, &own); err != nil {
+		return fmt.Errorf("component %s: props: %w", c.Slug, err)
+	}
+	byLang := map[string]map[string]json.RawMessage{}
+	names := maps.Clone(own)
+	for _, l := range chain {
+		var tr map[string]json.RawMessage
+		if raw, ok := c.Translations[l]; ok {
+			if err := json.Unmarshal(raw, &tr); err != nil {
+				return fmt.Errorf("component %s: translation %s: %w", c.Slug, l, err)
+			}
+		}
+		byLang[l] = tr
+		for name := range tr {
+			names[name] = nil
+		}
+	}
+	props := make(map[string]json.RawMessage, len(names))
+	for name := range names {
+		v, from := tenant.Pick(chain, func(l string) (json.RawMessage, bool) {
+			if v, ok := byLang[l][name]; ok && hasValue(v) {
+				return v, true
+			}
+			v, ok := own[name]
+			return v, ok && l == def && hasValue(v)
+		})
+		if from == "" { // no language has it: as stored, if it is
+			v, ok := own[name]
+			if !ok {
+				continue
+			}
+			props[name] = v
+			continue
+		}
+		props[name] = v
+		c.Fallback.Note("props."+name, from, asked)
+	}
+	b, err := json.Marshal(props)
+	c.Props = b
+	return err
+}
+
+// hasValue reports whether a prop's JSON is a value a reader can show:
+// neither null nor "".
+func hasValue(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return !bytes.Equal(v, []byte("null")) && !bytes.Equal(v, []byte(`""`))
 }
 
 // ComponentRequest is the body of POST /components and PATCH
@@ -125,12 +190,19 @@ func (sv *Service) getComponent(w http.ResponseWriter, r *http.Request, s *tenan
 	if err != nil {
 		return err
 	}
+	lang, err := optionalLang(r)
+	if err != nil {
+		return err
+	}
 	c, err := getComponent(r.Context(), s.Reader(), chi.URLParam(r, "slug"), false)
 	if err != nil {
 		return err
 	}
 	if draft {
 		c, err = draftComponent(r.Context(), s.Reader(), c)
+	}
+	if err == nil {
+		err = c.localize(chainOf(s.Project, lang))
 	}
 	if err != nil {
 		return err

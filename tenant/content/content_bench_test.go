@@ -48,15 +48,15 @@ func BenchmarkPublicBulk(b *testing.B) {
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ks := strings.Split(r.URL.Query().Get("keys"), ",")
 		lang := r.URL.Query().Get("lang")
-		rows, err := pool.Query(r.Context(), bareSQL, ks, lang, "en", nil, nil)
+		rows, err := pool.Query(r.Context(), bareSQL, ks, []string{lang, "en"}, nil, nil)
 		if err != nil {
 			http.Error(w, err.Error(), 500)
 			return
 		}
 		data := map[string]string{}
 		for rows.Next() {
-			var k, v string
-			if err := rows.Scan(&k, &v); err != nil {
+			var k, v, l string
+			if err := rows.Scan(&k, &v, &l); err != nil {
 				http.Error(w, err.Error(), 500)
 				return
 			}

@@ -38,26 +38,57 @@ const (
 const ValueCost = 1 * credits.Unit
 
 // ContentKey is the content key resource: the value served in lang (the
-// language asked for, or the project's default language when that has no
-// value), with every language's value.
+// language asked for, or the first of its fallback chain with a value:
+// tenant.Project.Chain), with every language's value.
 type ContentKey struct {
 	Key        string            `json:"key"`
 	Value      string            `json:"value"`
 	Lang       string            `json:"lang"`
 	AllLocales map[string]string `json:"all_locales"`
 	UpdatedAt  time.Time         `json:"updated_at"`
+	// Fallback is {"value": lang} when the value is another language's
+	// than the one asked for.
+	Fallback tenant.Provenance `json:"fallback,omitempty"`
 	// HasDraft says whether the key has unpublished changes: on
 	// authenticated reads and draft writes (the public surface and live
 	// writes omit it).
 	HasDraft *bool `json:"has_draft,omitempty"`
 }
 
+// serve sets the value k serves: that of chain's first language with a
+// non-empty value, else of its first with any (an empty value set on
+// purpose), with the fallback when that language is not the one asked
+// for (chain[0]). False when no language of chain has a value; k then
+// serves "" in the default language (chain's last).
+func (k *ContentKey) serve(chain []string) bool {
+	v, lang, ok := pickValue(k.AllLocales, chain)
+	k.Value, k.Lang, k.Fallback = v, cmp.Or(lang, chain[len(chain)-1]), nil
+	k.Fallback.Note("value", lang, chain[0])
+	return ok
+}
+
+// pickValue returns the value of chain's first language with a non-empty
+// value in values, else of its first with any, and that language; ok is
+// false when no language of chain has one.
+func pickValue(values map[string]string, chain []string) (v, lang string, ok bool) {
+	v, lang = tenant.Pick(chain, func(l string) (string, bool) { v := values[l]; return v, v != "" })
+	if lang == "" {
+		v, lang = tenant.Pick(chain, func(l string) (string, bool) { v, ok := values[l]; return v, ok })
+	}
+	return v, lang, lang != ""
+}
+
 // Bulk is the body of GET /content/bulk. A read without keys is paged by
 // key: HasMore and NextCursor are those of the contract's lists (a read
 // of listed keys is one page).
 type Bulk struct {
-	Data       map[string]string `json:"data"`
-	Lang       string            `json:"lang"`
+	Data map[string]string `json:"data"`
+	Lang string            `json:"lang"`
+	// Fallback maps each key whose value is another language's than Lang
+	// (the first of Lang's chain with one) to that language.
+	Fallback tenant.Provenance `json:"fallback,omitempty"`
+	// Missing are the listed keys with no value in any language of the
+	// chain.
 	Missing    []string          `json:"missing"`
 	HasMore    bool              `json:"has_more"`
 	NextCursor *string           `json:"next_cursor"`
@@ -157,7 +188,7 @@ func (sv *Service) bulk(r *http.Request, q url.Values, s *tenant.Scope, maxKeys 
 	if err != nil {
 		return Bulk{}, err
 	}
-	return readBulk(r.Context(), s, keys, lang, s.Project.DefaultLanguage, after)
+	return readBulk(r.Context(), s, keys, s.Project.Chain(lang), after)
 }
 
 func (sv *Service) getBulk(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
@@ -184,7 +215,7 @@ func (sv *Service) publicBulk(w http.ResponseWriter, r *http.Request, s *tenant.
 		return err
 	}
 	if pv != nil {
-		if err := previewBulk(r.Context(), s, pv, &b, s.Project.DefaultLanguage); err != nil {
+		if err := previewBulk(r.Context(), s, pv, &b); err != nil {
 			return err
 		}
 	}
@@ -203,7 +234,7 @@ func (sv *Service) key(r *http.Request, s *tenant.Scope, authenticated bool) (Co
 		return ContentKey{}, err
 	}
 	if !authenticated {
-		k, err := readKey(r.Context(), s, key, lang, s.Project.DefaultLanguage, false)
+		k, err := readKey(r.Context(), s, key, s.Project.Chain(lang), false)
 		if pv, perr := drafts.Preview(r, s); perr != nil || pv.Covers(drafts.ContentKey, key) {
 			if perr != nil {
 				return ContentKey{}, perr
@@ -220,7 +251,7 @@ func (sv *Service) key(r *http.Request, s *tenant.Scope, authenticated bool) (Co
 		}
 		return draftKey(r.Context(), s, key, lang)
 	}
-	return readKey(r.Context(), s, key, lang, s.Project.DefaultLanguage, true)
+	return readKey(r.Context(), s, key, s.Project.Chain(lang), true)
 }
 
 func (sv *Service) getKey(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
@@ -369,7 +400,7 @@ func (w *valueWrites) Queue(b *pgx.Batch) {
 	for i, it := range w.items {
 		b.Queue(keySQL, it.Key).Query(func(rows pgx.Rows) error {
 			var err error
-			w.keys[i], err = scanKey(rows, it.Key, it.Lang, it.Lang)
+			w.keys[i], err = scanKey(rows, it.Key, []string{it.Lang})
 			return err
 		})
 	}

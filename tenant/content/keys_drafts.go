@@ -48,22 +48,18 @@ var keyItem = drafts.Item{
 		if err != nil {
 			return nil, err
 		}
-		return keyView(key, d.AllLocales, lang, s.Project.DefaultLanguage, time.Now(), true), nil
+		return keyView(key, d.AllLocales, s.Project.Chain(lang), time.Now(), true), nil
 	},
 }
 
-// keyView is the content key of values served in lang (def when lang has
-// none).
-func keyView(key string, values map[string]string, lang, def string, at time.Time, hasDraft bool) ContentKey {
+// keyView is the content key of values served in chain's first language
+// (else the first of the chain with a value: serve).
+func keyView(key string, values map[string]string, chain []string, at time.Time, hasDraft bool) ContentKey {
 	k := ContentKey{Key: key, AllLocales: values, UpdatedAt: at.UTC(), HasDraft: &hasDraft}
 	if k.AllLocales == nil {
 		k.AllLocales = map[string]string{}
 	}
-	if v, ok := values[lang]; ok {
-		k.Value, k.Lang = v, lang
-	} else {
-		k.Value, k.Lang = values[def], def
-	}
+	k.serve(chain)
 	return k
 }
 
@@ -112,7 +108,7 @@ func saveKeyDrafts(ctx context.Context, tx pgx.Tx, s *tenant.Scope, items []Valu
 	now := time.Now()
 	out := make([]ContentKey, len(items))
 	for i, it := range items {
-		out[i] = keyView(it.Key, saved[it.Key], it.Lang, s.Project.DefaultLanguage, now, true)
+		out[i] = keyView(it.Key, saved[it.Key], s.Project.Chain(it.Lang), now, true)
 	}
 	return out, nil
 }
@@ -134,7 +130,7 @@ func (sv *Service) publishKey(w http.ResponseWriter, r *http.Request, s *tenant.
 	}
 	out, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (ContentKey, error) {
 		values, still, err := sv.publishKeyTx(r.Context(), tx, s, key, langs, nil)
-		return keyView(key, values, lang, s.Project.DefaultLanguage, time.Now(), still), err
+		return keyView(key, values, s.Project.Chain(lang), time.Now(), still), err
 	})
 	if err != nil {
 		return err
@@ -232,13 +228,15 @@ func draftKey(ctx context.Context, s *tenant.Scope, key, lang string) (ContentKe
 		if len(d.AllLocales) == 0 {
 			return ContentKey{}, httpapi.NotFound("no content key " + key)
 		}
-		return keyView(key, d.AllLocales, lang, s.Project.DefaultLanguage, time.Now(), has), nil
+		return keyView(key, d.AllLocales, s.Project.Chain(lang), time.Now(), has), nil
 	})
 }
 
 // previewBulk puts into b, a public bulk read, the draft values of the
-// keys the preview covers: in b's language, else the default one.
-func previewBulk(ctx context.Context, s *tenant.Scope, pv *drafts.Previewing, b *Bulk, def string) error {
+// keys the preview covers: in b's language, else the first of its chain
+// with one.
+func previewBulk(ctx context.Context, s *tenant.Scope, pv *drafts.Previewing, b *Bulk) error {
+	chain := s.Project.Chain(b.Lang)
 	keys := slices.Concat(slices.Collect(maps.Keys(b.Data)), b.Missing)
 	var missing []string
 	for _, key := range keys {
@@ -247,13 +245,12 @@ func previewBulk(ctx context.Context, s *tenant.Scope, pv *drafts.Previewing, b 
 		if err != nil {
 			return err
 		}
-		v, has := d.AllLocales[b.Lang]
-		if !has {
-			v, has = d.AllLocales[def]
-		}
+		v, lang, has := pickValue(d.AllLocales, chain)
 		switch {
 		case ok && has:
 			b.Data[key] = v
+			delete(b.Fallback, key)
+			b.Fallback.Note(key, lang, b.Lang)
 		case slices.Contains(b.Missing, key):
 			missing = append(missing, key)
 		}

@@ -59,6 +59,10 @@ type Page struct {
 	// HasDraft says whether the page has unpublished changes (a draft);
 	// authenticated reads only, the public surface omits it.
 	HasDraft *bool `json:"has_draft,omitempty"`
+	// Fallback says, for a read in a language (?lang), which flat field
+	// came from another language of its chain ({"title": "fr",
+	// "seo.meta_title": "en"}); omitted when none did.
+	Fallback tenant.Provenance `json:"fallback,omitempty"`
 }
 
 // SEO is a page's search and sharing metadata.
@@ -202,31 +206,55 @@ func (req *PageRequest) merge(p *Page) error {
 	return v.Err()
 }
 
-// localize fills the flat title and SEO fields from lang's translation,
-// where it has them (a page read with ?lang=).
-func (p *Page) localize(lang string) {
-	for _, t := range p.Translations {
-		if t.Lang != lang {
-			continue
+// localize fills the flat title and SEO fields in the language of
+// chain[0]: each from the first language of the chain whose translation
+// has it, the page's own fields being the default language's (chain's
+// last), and notes in Fallback each that came from another language.
+// noindex is the asked language's own. An empty chain (no ?lang) leaves
+// the page as stored.
+func (p *Page) localize(chain []string) {
+	if len(chain) == 0 {
+		return
+	}
+	asked, def := chain[0], chain[len(chain)-1]
+	byLang := make(map[string]*PageTranslation, len(p.Translations))
+	for i := range p.Translations {
+		byLang[p.Translations[i].Lang] = &p.Translations[i]
+	}
+	text := func(field string, own *string, of func(*PageTranslation) string) {
+		v, from := tenant.Pick(chain, func(l string) (string, bool) {
+			if t := byLang[l]; t != nil && of(t) != "" {
+				return of(t), true
+			}
+			return *own, l == def && *own != ""
+		})
+		if from != "" {
+			*own = v
 		}
-		if t.Title != "" {
-			p.Title = t.Title
+		p.Fallback.Note(field, from, asked)
+	}
+	optional := func(field string, own **string, of func(*PageTranslation) *string) {
+		var o string
+		if *own != nil {
+			o = **own
 		}
-		if t.SEO.MetaTitle != "" {
-			p.SEO.MetaTitle = t.SEO.MetaTitle
+		text(field, &o, func(t *PageTranslation) string {
+			if v := of(t); v != nil {
+				return *v
+			}
+			return ""
+		})
+		if o != "" {
+			*own = &o
 		}
-		if t.SEO.MetaDescription != "" {
-			p.SEO.MetaDescription = t.SEO.MetaDescription
-		}
-		if t.SEO.OGImage != nil {
-			p.SEO.OGImage = t.SEO.OGImage
-		}
-		if t.SEO.CanonicalURL != nil {
-			p.SEO.CanonicalURL = t.SEO.CanonicalURL
-		}
-		if t.SEO.NoIndex {
-			p.SEO.NoIndex = true
-		}
+	}
+	text("title", &p.Title, func(t *PageTranslation) string { return t.Title })
+	text("seo.meta_title", &p.SEO.MetaTitle, func(t *PageTranslation) string { return t.SEO.MetaTitle })
+	text("seo.meta_description", &p.SEO.MetaDescription, func(t *PageTranslation) string { return t.SEO.MetaDescription })
+	optional("seo.og_image", &p.SEO.OGImage, func(t *PageTranslation) *string { return t.SEO.OGImage })
+	optional("seo.canonical_url", &p.SEO.CanonicalURL, func(t *PageTranslation) *string { return t.SEO.CanonicalURL })
+	if t := byLang[asked]; t != nil && t.SEO.NoIndex {
+		p.SEO.NoIndex = true
 	}
 }
 
@@ -335,8 +363,17 @@ func localPage(r *http.Request, s *tenant.Scope, param string, read func(context
 	if err != nil {
 		return p, err
 	}
-	p.localize(lang)
+	p.localize(chainOf(s.Project, lang))
 	return p, nil
+}
+
+// chainOf is the chain of languages a read in lang looks in (nil when
+// the read asks for none: it serves the item as stored).
+func chainOf(p *tenant.Project, lang string) []string {
+	if lang == "" {
+		return nil
+	}
+	return p.Chain(lang)
 }
 
 // optionalLang returns the lang query parameter ("" when absent; 422 when

@@ -20,6 +20,10 @@ func (sv *Service) publicComponent(w http.ResponseWriter, r *http.Request, s *te
 	if err != nil {
 		return err
 	}
+	lang, err := optionalLang(r)
+	if err != nil {
+		return err
+	}
 	c, err := getComponent(r.Context(), s.Reader(), chi.URLParam(r, "slug"), false)
 	if err != nil {
 		return err
@@ -28,6 +32,9 @@ func (sv *Service) publicComponent(w http.ResponseWriter, r *http.Request, s *te
 		if c, err = draftComponent(r.Context(), s.Reader(), c); err != nil {
 			return err
 		}
+	}
+	if err := c.localize(chainOf(s.Project, lang)); err != nil {
+		return err
 	}
 	c.HasDraft = nil
 	return httpapi.PublicJSON(w, r, c)
@@ -75,7 +82,10 @@ type PageLink struct {
 	Path      string    `json:"path"`
 	Title     string    `json:"title"`
 	UpdatedAt time.Time `json:"updated_at"`
-	id        int64
+	// Fallback: {"title": lang} when the title is another language's
+	// than the one asked for (Page.Fallback).
+	Fallback tenant.Provenance `json:"fallback,omitempty"`
+	id       int64
 }
 
 // publicPages serves GET /v1/public/pages: the published pages, newest
@@ -89,8 +99,10 @@ func (sv *Service) publicPages(w http.ResponseWriter, r *http.Request, s *tenant
 		pages, err := listPages(r.Context(), s.Reader(), before, PagePublished, limit)
 		out := make([]PageLink, len(pages))
 		for i, p := range pages {
-			p.localize(lang)
-			out[i] = PageLink{Slug: p.Slug, Path: p.Path, Title: p.Title, UpdatedAt: p.UpdatedAt, id: p.ID}
+			p.localize(chainOf(s.Project, lang))
+			var title tenant.Provenance // the link's one language-picked field
+			title.Note("title", p.Fallback["title"], lang)
+			out[i] = PageLink{Slug: p.Slug, Path: p.Path, Title: p.Title, UpdatedAt: p.UpdatedAt, Fallback: title, id: p.ID}
 		}
 		return out, err
 	}, func(l PageLink) string { return httpapi.IDText(l.id) })

@@ -170,19 +170,20 @@ const keyDraftSQL = keySQL + ` UNION ALL SELECT '', '', updated_at FROM drafts W
 // it with a bare handler.
 const KeySQL = keyDraftSQL
 
-// readKey reads key in lang with the fallback to def, outside a
-// transaction and in one round trip (Scope.Read): the read of GET
-// /content/{key}. A not-found failure when neither language has a value.
-// With withDraft (an authenticated read), it says whether the key has a
-// draft (has_draft), in the same round trip.
-func readKey(ctx context.Context, s *tenant.Scope, key, lang, def string, withDraft bool) (k ContentKey, err error) {
-	defer httpapi.Wrap(&err, "readKey(%q, %q)", key, lang)
+// readKey reads key in the first language of chain with a value (the
+// language asked for, then its fallbacks: tenant.Project.Chain), outside
+// a transaction and in one round trip (Scope.Read): the read of GET
+// /content/{key}. A not-found failure when no language of chain has a
+// value. With withDraft (an authenticated read), it says whether the key
+// has a draft (has_draft), in the same round trip.
+func readKey(ctx context.Context, s *tenant.Scope, key string, chain []string, withDraft bool) (k ContentKey, err error) {
+	defer httpapi.Wrap(&err, "readKey(%q, %q)", key, chain[0])
 	q := keySQL
 	if withDraft {
 		q = keyDraftSQL
 	}
 	err = s.Read(ctx, q, []any{key}, func(rows pgx.Rows) error {
-		k, err = scanKey(rows, key, lang, def)
+		k, err = scanKey(rows, key, chain)
 		return err
 	})
 	if withDraft && k.HasDraft == nil {
@@ -191,11 +192,12 @@ func readKey(ctx context.Context, s *tenant.Scope, key, lang, def string, withDr
 	return k, err
 }
 
-// scanKey reads the rows of keySQL into the content key served in lang,
-// or def when lang has no value.
-func scanKey(rows pgx.Rows, key, lang, def string) (ContentKey, error) {
+// scanKey reads the rows of keySQL into the content key served in the
+// first language of chain with a value (ContentKey.serve).
+func scanKey(rows pgx.Rows, key string, chain []string) (ContentKey, error) {
 	k := ContentKey{Key: key, AllLocales: map[string]string{}}
-	var at, langAt, defAt time.Time
+	updated := map[string]time.Time{}
+	var at time.Time
 	var l, v string
 	for rows.Next() {
 		if err := rows.Scan(&l, &v, &at); err != nil {
@@ -206,26 +208,16 @@ func scanKey(rows pgx.Rows, key, lang, def string) (ContentKey, error) {
 			k.HasDraft = &t
 			continue
 		}
-		k.AllLocales[l] = v
-		switch l {
-		case lang:
-			langAt = at
-		case def:
-			defAt = at
-		}
+		k.AllLocales[l], updated[l] = v, at
 	}
 	if err := rows.Err(); err != nil {
 		return k, err
 	}
-	if v, ok := k.AllLocales[lang]; ok {
-		k.Value, k.Lang, k.UpdatedAt = v, lang, langAt.UTC()
-		return k, nil
+	if !k.serve(chain) {
+		return k, httpapi.NotFound(fmt.Sprintf("the content key %s has no value in %s or its fallback languages %v", key, chain[0], chain[1:]))
 	}
-	if v, ok := k.AllLocales[def]; ok {
-		k.Value, k.Lang, k.UpdatedAt = v, def, defAt.UTC()
-		return k, nil
-	}
-	return k, httpapi.NotFound(fmt.Sprintf("the content key %s has no value in %s or in the default language %s", key, lang, def))
+	k.UpdatedAt = updated[k.Lang].UTC()
+	return k, nil
 }
 
 // deleteValues deletes key's value in lang, or in every language when
@@ -235,24 +227,27 @@ func deleteValues(ctx context.Context, tx pgx.Tx, key, lang string) (err error) 
 	return execFound(ctx, tx, httpapi.ErrNotFound, `DELETE FROM content_values WHERE key = $1 AND ($2 = '' OR lang = $2)`, key, lang)
 }
 
-// bulkSQL reads the values of keys (every key when NULL) in lang, falling
-// back to def, one row per key, in key order: the keys after $4 (from the
-// first when NULL), at most $5 of them (every one when NULL).
-const bulkSQL = `SELECT DISTINCT ON (key) key, value FROM content_values
-	WHERE lang IN ($2, $3) AND ($1::text[] IS NULL OR key = ANY ($1)) AND ($4::text IS NULL OR key > $4)
-	ORDER BY key, lang = $2 DESC
-	LIMIT $5`
+// bulkSQL reads the values of keys (every key when NULL) in the first
+// language of the chain $2 with a non-empty value, else the first with
+// any, one row per key with the language served, in key order: the keys
+// after $3 (from the first when NULL), at most $4 of them (every one
+// when NULL).
+const bulkSQL = `SELECT DISTINCT ON (key) key, value, lang FROM content_values
+	WHERE lang = ANY ($2) AND ($1::text[] IS NULL OR key = ANY ($1)) AND ($3::text IS NULL OR key > $3)
+	ORDER BY key, value = '', array_position($2, lang)
+	LIMIT $4`
 
 // BulkSQL is the query GET /content/bulk runs, for benchmarks comparing
 // it with a bare handler.
 const BulkSQL = bulkSQL
 
-// readBulk reads the values of keys in lang, falling back to def, in one
-// round trip (the public surface's hot path, hence s.Read, not a Tx).
-// Without keys it reads the page of BulkPage keys after the key after.
-func readBulk(ctx context.Context, s *tenant.Scope, keys []string, lang, def, after string) (_ Bulk, err error) {
+// readBulk reads the values of keys in the first language of chain with
+// one (chain[0] the language asked for), in one round trip (the public
+// surface's hot path, hence s.Read, not a Tx). Without keys it reads the
+// page of BulkPage keys after the key after.
+func readBulk(ctx context.Context, s *tenant.Scope, keys []string, chain []string, after string) (_ Bulk, err error) {
 	defer httpapi.Wrap(&err, "readBulk")
-	b := Bulk{Data: make(map[string]string, len(keys)), Lang: lang, Missing: []string{}}
+	b := Bulk{Data: make(map[string]string, len(keys)), Lang: chain[0], Missing: []string{}}
 	var from *string // Read sends "" as NULL: say NULL outright
 	if after != "" {
 		from = &after
@@ -262,9 +257,9 @@ func readBulk(ctx context.Context, s *tenant.Scope, keys []string, lang, def, af
 		n := BulkPage + 1 // the extra row only tells that more exist
 		limit = &n
 	}
-	err = s.Read(ctx, bulkSQL, []any{keys, lang, def, from, limit}, func(rows pgx.Rows) error {
-		var k, v, last string
-		_, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error {
+	err = s.Read(ctx, bulkSQL, []any{keys, chain, from, limit}, func(rows pgx.Rows) error {
+		var k, v, lang, last string
+		_, err := pgx.ForEachRow(rows, []any{&k, &v, &lang}, func() error {
 			if len(b.Data) == BulkPage && keys == nil {
 				b.HasMore = true
 				c := httpapi.EncodeCursor(last)
@@ -272,6 +267,7 @@ func readBulk(ctx context.Context, s *tenant.Scope, keys []string, lang, def, af
 				return nil
 			}
 			b.Data[k], last = v, k
+			b.Fallback.Note(k, lang, b.Lang)
 			return nil
 		})
 		return err
