@@ -25,7 +25,7 @@ func AdminOpenAPI(d *openapi.Doc) {
 		"target_languages": openapi.Arr(openapi.Str()), "timezone": openapi.Str(), "plan": openapi.Ref("Plan"),
 		"allowed_origins": openapi.Arr(openapi.Str()), "site_url": openapi.Nullable(openapi.Str()), "created_at": openapi.Timestamp(),
 		"fallback_languages": FallbacksSchema("The locale fallback chains; {} when none."),
-		"tenant_id": intM(1), "status": status,
+		"tenant_id":          intM(1), "status": status,
 		"status_reason": openapi.With(openapi.Str(), openapi.M{"description": "The reason given when it was suspended; empty otherwise."}),
 		"shard":         openapi.Str(),
 		"rate_rpm":      nullableInt("Enterprise: the project's own requests per minute; null: the plan's."),

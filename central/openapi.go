@@ -207,8 +207,8 @@ func OpenAPI(d *openapi.Doc) {
 					"query, fragment or wildcard); [] opens the public surface to any origin again; null changes nothing."}),
 			"site_url": openapi.Nullable(openapi.M{"type": "string", "maxLength": 2048,
 				"description": "An absolute http(s) URL without query or fragment; \"\" clears it; null changes nothing."}),
-			"fallback_languages": FallbacksSchema("Replaces the locale fallback chains whole ({} clears them; null or absent changes nothing). "+
-				"Every language must be a known language code (422 otherwise), a chain must not name its own language, and chains must not form a cycle "+
+			"fallback_languages": FallbacksSchema("Replaces the locale fallback chains whole ({} clears them; null or absent changes nothing). " +
+				"Every language must be a known language code (422 otherwise), a chain must not name its own language, and chains must not form a cycle " +
 				"(fr-CA → fr → fr-CA: 422)."),
 		}))),
 		OK:   []openapi.Resp{{Status: 200, Desc: "The updated project.", Content: project}},

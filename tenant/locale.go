@@ -8,6 +8,7 @@ import (
 	"golang.org/x/text/language"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
+	"github.com/plinth-dev/plinth/internal/openapi"
 )
 
 // Fallbacks are a project's locale fallback chains: for a language, the
@@ -74,6 +75,14 @@ func (p *Provenance) Note(field, from, asked string) {
 		*p = Provenance{}
 	}
 	(*p)[field] = from
+}
+
+// FallbackSchema is the schema of a read's fallback field; fields names
+// what its keys are (such as "title, seo.meta_title").
+func FallbackSchema(fields string) openapi.M {
+	return openapi.M{"type": "object", "additionalProperties": openapi.Str(), "example": openapi.M{"title": "fr"},
+		"description": "For a read in a language (?lang): which " + fields + " came from another language of the project's fallback chain " +
+			"(fallback_languages, then the default language), and which language; omitted when nothing fell back."}
 }
 
 // CheckFallbacks validates a project's fallback chains: every language a

@@ -15,7 +15,7 @@ func TestChain(t *testing.T) {
 	}}
 	for lang, want := range map[string][]string{
 		"fr-CA": {"fr-CA", "fr", "de", "en"}, // fr's own chain, then en once
-		"pt-BR": {"pt-BR", "pt", "en"},      // the default ends every chain
+		"pt-BR": {"pt-BR", "pt", "en"},       // the default ends every chain
 		"en":    {"en"},
 		"":      {"en"},
 		"es":    {"es", "en"},

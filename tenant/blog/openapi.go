@@ -2,6 +2,7 @@ package blog
 
 import (
 	"github.com/plinth-dev/plinth/internal/openapi"
+	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
@@ -74,13 +75,15 @@ func OpenAPI(d *openapi.Doc) {
 		"status":         status,
 		"featured_image": openapi.M{"type": []any{"string", "null"}, "description": "A URL, or null."},
 		"published_at":   openapi.Nullable(openapi.Timestamp()), "scheduled_at": openapi.Nullable(openapi.Timestamp()),
-		"lang":          openapi.With(languageSchema(), openapi.M{"description": "The language of the flat texts: the one asked for with ?lang when the post has it, else language_code."}),
+		"lang": openapi.With(languageSchema(), openapi.M{"description": "The language of the flat texts: the first of ?lang's fallback chain " +
+			"(lang, the project's fallback_languages, its default language, then language_code) the post has a text in; language_code without ?lang."}),
 		"language_code": openapi.With(languageSchema(), openapi.M{"description": "The post's own language."}),
 		"category":      openapi.M{"oneOf": []any{category, openapi.M{"type": "null"}}},
 		"tags":          openapi.M{"type": "array", "items": blogTag, "description": "By name."},
 		"translations":  openapi.M{"type": "array", "minItems": 1, "items": translation, "description": "Every locale, the post's own first."},
 		"created_at":    openapi.Timestamp(), "updated_at": openapi.Timestamp(),
 		"has_draft": drafts.HasDraft(),
+		"fallback":  tenant.FallbackSchema("text (title, excerpt, content, meta_title, meta_description)"),
 	}), "id", "slug", "status", "featured_image", "published_at", "scheduled_at", "lang", "language_code",
 		"title", "excerpt", "content", "meta_title", "meta_description", "category", "tags", "translations", "created_at", "updated_at"))
 	post := openapi.JSON(postSchema)
@@ -89,7 +92,8 @@ func OpenAPI(d *openapi.Doc) {
 	termID := openapi.M{"id": openapi.M{"type": "string", "pattern": "^[0-9]+$", "description": "The numeric id (anything else is 404)."}}
 	lang := openapi.M{"name": "lang", "in": "query", "schema": languageSchema(),
 		"description": "Fills the flat title, excerpt, content, meta_title and meta_description (and lang) from this translation; " +
-			"a language the post lacks falls back to the post's own language. translations always lists every locale."}
+			"a text the post lacks in it comes from the next language of its fallback chain (the project's fallback_languages, its default language, " +
+			"then the post's own language) that has it, and `fallback` says which. translations always lists every locale."}
 	filters := []openapi.M{
 		{"name": "category", "in": "query", "schema": openapi.Str(), "description": "A category's numeric id or slug."},
 		{"name": "tag", "in": "query", "schema": openapi.Str(), "description": "A tag's numeric id or slug."},

@@ -89,9 +89,9 @@ type Bulk struct {
 	Fallback tenant.Provenance `json:"fallback,omitempty"`
 	// Missing are the listed keys with no value in any language of the
 	// chain.
-	Missing    []string          `json:"missing"`
-	HasMore    bool              `json:"has_more"`
-	NextCursor *string           `json:"next_cursor"`
+	Missing    []string `json:"missing"`
+	HasMore    bool     `json:"has_more"`
+	NextCursor *string  `json:"next_cursor"`
 }
 
 // PutValueRequest is the body of PUT /content/{key}.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/openapi"
 	"github.com/plinth-dev/plinth/internal/slug"
+	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/drafts"
 )
 
@@ -83,15 +84,20 @@ func OpenAPI(d *openapi.Doc) {
 func openAPIKeys(d *openapi.Doc) {
 	key := d.Schema("ContentKey", openapi.Obj(openapi.M{
 		"key": keySchema(), "value": openapi.Str(),
-		"lang":        openapi.M{"type": "string", "description": "The language served: the one asked for, or the project's default when that has no value."},
+		"lang": openapi.M{"type": "string", "description": "The language served: the one asked for, else the first of its fallback chain " +
+			"(the project's fallback_languages, then its default language) with a value."},
 		"all_locales": openapi.With(openapi.MapOf(openapi.Str()), openapi.M{"description": "Every language's value by language code."}),
 		"updated_at":  openapi.Timestamp(),
 		"has_draft":   drafts.HasDraft(),
+		"fallback":    tenant.FallbackSchema("value (the key \"value\")"),
 	}, "key", "value", "lang", "all_locales", "updated_at"))
 	d.Schema("ContentBulk", openapi.Obj(openapi.M{
-		"data":        openapi.With(openapi.MapOf(openapi.Str()), openapi.M{"description": "Values by key."}),
-		"lang":        openapi.Str(),
-		"missing":     openapi.M{"type": "array", "items": openapi.Str(), "description": "Keys asked for that have no value in lang or the default language."},
+		"data":    openapi.With(openapi.MapOf(openapi.Str()), openapi.M{"description": "Values by key."}),
+		"lang":    openapi.Str(),
+		"missing": openapi.M{"type": "array", "items": openapi.Str(), "description": "Keys asked for that have no value in lang or any language of its fallback chain."},
+		"fallback": openapi.M{"type": "object", "additionalProperties": openapi.Str(), "example": openapi.M{"hero.title": "fr"},
+			"description": "Each key whose value came from another language of lang's fallback chain (fallback_languages, then the default language), " +
+				"and that language; omitted when none did."},
 		"has_more":    openapi.M{"type": "boolean", "description": fmt.Sprintf("A read without keys answers at most %d values, in key order: true when more follow.", BulkPage)},
 		"next_cursor": openapi.With(openapi.Nullable(openapi.Str()), openapi.M{"description": "The cursor of the next page when has_more (pass it as cursor)."}),
 	}, "data", "lang", "missing", "has_more", "next_cursor"))
@@ -162,7 +168,11 @@ func openAPIComponents(d *openapi.Doc) {
 		"translations": openapi.With(openapi.MapOf(openapi.AnyObject("Overrides of the props.")), openapi.M{"description": "Prop overrides by language code."}),
 		"created_at":   openapi.Timestamp(), "updated_at": openapi.Timestamp(),
 		"has_draft": drafts.HasDraft(),
+		"fallback":  tenant.FallbackSchema("props (keys such as \"props.heading\")"),
 	}, "id", "slug", "name", "props", "translations", "created_at", "updated_at"))
+	componentLang := langQuery("Makes props those of this language: each top-level prop from the first language of its fallback chain " +
+		"(fallback_languages, then the default language: the component's own props) whose translation has it; fallback says which came from " +
+		"another language. Absent: the props as stored.")
 	fields := openapi.M{
 		"name": nameSchema(), "slug": slugSchema(),
 		"props": openapi.AnyObject("Any JSON object; replaces the stored props whole."),
@@ -178,7 +188,7 @@ func openAPIComponents(d *openapi.Doc) {
 		Idempotent: true, Body: openapi.JSON(d.Schema("CreateComponentRequest", openapi.Obj(fields, "name"))), Errs: []int{409, 422},
 		OK: []openapi.Resp{{Status: 201, Desc: "The component.", Content: openapi.JSON(component)}}})
 	d.Add("GET", "/v1/components/{slug}", openapi.Op{ID: "getComponent", Summary: "A component", Tag: "content", Scope: "content:read",
-		Params: slugParam, Query: []openapi.M{drafts.ReadQuery()}, Errs: []int{404, 422},
+		Params: slugParam, Query: []openapi.M{drafts.ReadQuery(), componentLang}, Errs: []int{404, 422},
 		OK: []openapi.Resp{{Status: 200, Desc: "The component.", Content: openapi.JSON(component)}}})
 	d.Add("PATCH", "/v1/components/{slug}", openapi.Op{ID: "updateComponent", Summary: "Update a component", Tag: "content", Scope: "content:write",
 		Desc: "Fields sent replace the stored ones; a new slug that is taken is a 409. No credits. " +
@@ -210,6 +220,7 @@ func openAPIPages(d *openapi.Doc) {
 			"lang", "title", "seo"))),
 		"created_at": openapi.Timestamp(), "updated_at": openapi.Timestamp(), "published_at": openapi.Nullable(openapi.Timestamp()),
 		"has_draft": drafts.HasDraft(),
+		"fallback":  tenant.FallbackSchema("flat field (title, seo.meta_title, seo.meta_description, seo.og_image, seo.canonical_url)"),
 	}, "id", "slug", "path", "title", "status", "sections", "seo", "translations", "created_at", "updated_at", "published_at"))
 	pageRef := openapi.M{"id_or_slug": openapi.M{"type": "string", "pattern": slug.Pattern.String(),
 		"description": "The page's numeric id, or its slug (a number is tried as an id first)."}}
@@ -424,24 +435,28 @@ func openAPIPublic(d *openapi.Doc) {
 		Params: openapi.M{"key": keySchema()}, Query: []openapi.M{lang, previewQuery()}, Headers: []openapi.M{ifNoneMatchHeader(), previewHeader()}, Errs: []int{401, 422},
 		OK: publicAnswers("The key.", openapi.Ref("ContentKey"))})
 	d.Add("GET", "/v1/public/pages/{slug}", openapi.Op{ID: "getPublicPage", Summary: "A published page (public)", Tag: "public", Auth: openapi.Public,
-		Desc: "Drafts are 404. With `lang`, that translation's title and SEO fields fill the flat ones. With a preview token that covers the page, " +
+		Desc: "Drafts are 404. With `lang`, the flat title and SEO fields are that language's, each from the first language of its fallback chain " +
+			"(the project's fallback_languages, then the default language: the page's own fields) that has it; `fallback` says which came from where. " +
+			"With a preview token that covers the page, " +
 			"its draft view (published or not).",
 		Params: openapi.M{"slug": slugSchema()}, Query: []openapi.M{langQuery("The translation to read the title and SEO in."), previewQuery()},
 		Headers: []openapi.M{ifNoneMatchHeader(), previewHeader()}, Errs: []int{401, 422},
 		OK: publicAnswers("The page.", openapi.Ref("Page"))})
 	d.Schema("PageLink", openapi.Obj(openapi.M{
 		"slug": openapi.Str(), "path": openapi.Str(), "title": openapi.Str(), "updated_at": openapi.Timestamp(),
+		"fallback": tenant.FallbackSchema("title"),
 	}, "slug", "path", "title", "updated_at"))
 	d.Add("GET", "/v1/public/pages", openapi.Op{ID: "listPublicPages", Summary: "Published pages (public)", Tag: "public", Auth: openapi.Public,
 		Desc: "The published pages, newest first, with what a site's router and navigation need (no sections). " +
-			"With `lang`, titles are in that translation where the page has one.",
+			"With `lang`, titles are in that language, else the first of its fallback chain that has one (`fallback` says which).",
 		Query:   append(openapi.PageParams(), langQuery("The translation to read the titles in.")),
 		Headers: []openapi.M{ifNoneMatchHeader()}, Errs: []int{422},
 		OK: publicAnswers("The pages.", d.List("PageLink"))})
 	d.Add("GET", "/v1/public/components/{slug}", openapi.Op{ID: "getPublicComponent", Summary: "A component (public)", Tag: "public", Auth: openapi.Public,
 		Desc:   "As GET /v1/components/{slug}, without a key.",
-		Params: openapi.M{"slug": slugSchema()}, Headers: []openapi.M{ifNoneMatchHeader()},
-		OK: publicAnswers("The component.", openapi.Ref("Component"))})
+		Params: openapi.M{"slug": slugSchema()}, Headers: []openapi.M{ifNoneMatchHeader()}, Errs: []int{422},
+		Query: []openapi.M{langQuery("As GET /v1/components/{slug}: the props in this language, following its fallback chain.")},
+		OK:    publicAnswers("The component.", openapi.Ref("Component"))})
 	d.Add("GET", "/v1/public/brand", openapi.Op{ID: "getPublicBrand", Summary: "The brand (public)", Tag: "public", Auth: openapi.Public,
 		Desc: "What a site shows of the brand context: name, tagline, description, colours, fonts and logo. " +
 			"The voice and audience are briefs for writing and stay behind a key (GET /v1/brand).",

@@ -28,7 +28,7 @@ func TestReadKeyOneRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct{ lang, want string }{{"fr", "Bonjour"}, {"de", "Hello"}, {"en", "Hello"}} {
 		before := rt.Count()
-		k, err := content.ReadKey(ctx, s, "hero.title", c.lang, "en", true)
+		k, err := content.ReadKey(ctx, s, "hero.title", []string{c.lang, "en"}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func TestReadKeyOneRoundTrip(t *testing.T) {
 		}
 	}
 	before := rt.Count()
-	if _, err := content.ReadKey(ctx, s, "no.such.key", "en", "en", true); err == nil {
+	if _, err := content.ReadKey(ctx, s, "no.such.key", []string{"en"}, true); err == nil {
 		t.Fatal("a missing key must be an error")
 	}
 	if n := rt.Count() - before; n != 1 {

@@ -3245,7 +3245,7 @@ export interface paths {
         };
         /**
          * Published pages (public)
-         * @description The published pages, newest first, with what a site's router and navigation need (no sections). With `lang`, titles are in that translation where the page has one.
+         * @description The published pages, newest first, with what a site's router and navigation need (no sections). With `lang`, titles are in that language, else the first of its fallback chain that has one (`fallback` says which).
          */
         get: operations["listPublicPages"];
         put?: never;
@@ -3266,7 +3266,7 @@ export interface paths {
         };
         /**
          * A published page (public)
-         * @description Drafts are 404. With `lang`, that translation's title and SEO fields fill the flat ones. With a preview token that covers the page, its draft view (published or not).
+         * @description Drafts are 404. With `lang`, the flat title and SEO fields are that language's, each from the first language of its fallback chain (the project's fallback_languages, then the default language: the page's own fields) that has it; `fallback` says which came from where. With a preview token that covers the page, its draft view (published or not).
          */
         get: operations["getPublicPage"];
         put?: never;
@@ -3915,6 +3915,18 @@ export interface components {
              */
             created_at: string;
             default_language: string;
+            /**
+             * @description The locale fallback chains; {} when none. For a language, the languages a read in it looks in next, in order; a language named next is followed by its own chain, and the project's default language ends every chain. Every read that picks a language (content keys, pages, components, blog posts, products; public and authenticated) follows the chain and reports in `fallback` which field came from which language.
+             * @example {
+             *       "fr-CA": [
+             *         "fr",
+             *         "en"
+             *       ]
+             *     }
+             */
+            fallback_languages: {
+                [key: string]: string[];
+            };
             id: string;
             industry: string;
             name: string;
@@ -4002,12 +4014,21 @@ export interface components {
              */
             created_at: string;
             excerpt: string;
+            /**
+             * @description For a read in a language (?lang): which text (title, excerpt, content, meta_title, meta_description) came from another language of the project's fallback chain (fallback_languages, then the default language), and which language; omitted when nothing fell back.
+             * @example {
+             *       "title": "fr"
+             *     }
+             */
+            fallback?: {
+                [key: string]: string;
+            };
             /** @description A URL, or null. */
             featured_image: string | null;
             /** @description The item has unpublished changes (a draft). Authenticated reads only. */
             has_draft?: boolean;
             id: number;
-            /** @description The language of the flat texts: the one asked for with ?lang when the post has it, else language_code. */
+            /** @description The language of the flat texts: the first of ?lang's fallback chain (lang, the project's fallback_languages, its default language, then language_code) the post has a text in; language_code without ?lang. */
             lang: string;
             /** @description The post's own language. */
             language_code: string;
@@ -4202,6 +4223,15 @@ export interface components {
              * @description RFC 3339, UTC
              */
             created_at: string;
+            /**
+             * @description For a read in a language (?lang): which props (keys such as "props.heading") came from another language of the project's fallback chain (fallback_languages, then the default language), and which language; omitted when nothing fell back.
+             * @example {
+             *       "title": "fr"
+             *     }
+             */
+            fallback?: {
+                [key: string]: string;
+            };
             /** @description The item has unpublished changes (a draft). Authenticated reads only. */
             has_draft?: boolean;
             id: number;
@@ -4243,10 +4273,19 @@ export interface components {
             data: {
                 [key: string]: string;
             };
+            /**
+             * @description Each key whose value came from another language of lang's fallback chain (fallback_languages, then the default language), and that language; omitted when none did.
+             * @example {
+             *       "hero.title": "fr"
+             *     }
+             */
+            fallback?: {
+                [key: string]: string;
+            };
             /** @description A read without keys answers at most 5000 values, in key order: true when more follow. */
             has_more: boolean;
             lang: string;
-            /** @description Keys asked for that have no value in lang or the default language. */
+            /** @description Keys asked for that have no value in lang or any language of its fallback chain. */
             missing: string[];
             /** @description The cursor of the next page when has_more (pass it as cursor). */
             next_cursor: string | null;
@@ -4256,10 +4295,19 @@ export interface components {
             all_locales: {
                 [key: string]: string;
             };
+            /**
+             * @description For a read in a language (?lang): which value (the key "value") came from another language of the project's fallback chain (fallback_languages, then the default language), and which language; omitted when nothing fell back.
+             * @example {
+             *       "title": "fr"
+             *     }
+             */
+            fallback?: {
+                [key: string]: string;
+            };
             /** @description The item has unpublished changes (a draft). Authenticated reads only. */
             has_draft?: boolean;
             key: string;
-            /** @description The language served: the one asked for, or the project's default when that has no value. */
+            /** @description The language served: the one asked for, else the first of its fallback chain (the project's fallback_languages, then its default language) with a value. */
             lang: string;
             /**
              * Format: date-time
@@ -4593,6 +4641,18 @@ export interface components {
              */
             created_at: string;
             default_language: string;
+            /**
+             * @description The locale fallback chains; {} when none. For a language, the languages a read in it looks in next, in order; a language named next is followed by its own chain, and the project's default language ends every chain. Every read that picks a language (content keys, pages, components, blog posts, products; public and authenticated) follows the chain and reports in `fallback` which field came from which language.
+             * @example {
+             *       "fr-CA": [
+             *         "fr",
+             *         "en"
+             *       ]
+             *     }
+             */
+            fallback_languages: {
+                [key: string]: string[];
+            };
             id: string;
             industry: string;
             name: string;
@@ -4623,6 +4683,18 @@ export interface components {
             default_language: string;
             /** @description The export started with export=true; the drop waits until it has completed. */
             export?: components["schemas"]["Export"];
+            /**
+             * @description The locale fallback chains; {} when none. For a language, the languages a read in it looks in next, in order; a language named next is followed by its own chain, and the project's default language ends every chain. Every read that picks a language (content keys, pages, components, blog posts, products; public and authenticated) follows the chain and reports in `fallback` which field came from which language.
+             * @example {
+             *       "fr-CA": [
+             *         "fr",
+             *         "en"
+             *       ]
+             *     }
+             */
+            fallback_languages: {
+                [key: string]: string[];
+            };
             id: string;
             industry: string;
             name: string;
@@ -4829,6 +4901,18 @@ export interface components {
              */
             created_at: string;
             default_language: string;
+            /**
+             * @description The locale fallback chains; {} when none. For a language, the languages a read in it looks in next, in order; a language named next is followed by its own chain, and the project's default language ends every chain. Every read that picks a language (content keys, pages, components, blog posts, products; public and authenticated) follows the chain and reports in `fallback` which field came from which language.
+             * @example {
+             *       "fr-CA": [
+             *         "fr",
+             *         "en"
+             *       ]
+             *     }
+             */
+            fallback_languages: {
+                [key: string]: string[];
+            };
             id: string;
             industry: string;
             name: string;
@@ -5044,6 +5128,15 @@ export interface components {
              * @description RFC 3339, UTC
              */
             created_at: string;
+            /**
+             * @description For a read in a language (?lang): which flat field (title, seo.meta_title, seo.meta_description, seo.og_image, seo.canonical_url) came from another language of the project's fallback chain (fallback_languages, then the default language), and which language; omitted when nothing fell back.
+             * @example {
+             *       "title": "fr"
+             *     }
+             */
+            fallback?: {
+                [key: string]: string;
+            };
             /** @description The item has unpublished changes (a draft). Authenticated reads only. */
             has_draft?: boolean;
             id: number;
@@ -5069,6 +5162,15 @@ export interface components {
             updated_at: string;
         };
         PageLink: {
+            /**
+             * @description For a read in a language (?lang): which title came from another language of the project's fallback chain (fallback_languages, then the default language), and which language; omitted when nothing fell back.
+             * @example {
+             *       "title": "fr"
+             *     }
+             */
+            fallback?: {
+                [key: string]: string;
+            };
             path: string;
             slug: string;
             title: string;
@@ -5400,6 +5502,18 @@ export interface components {
              */
             created_at: string;
             default_language: string;
+            /**
+             * @description The locale fallback chains; {} when none. For a language, the languages a read in it looks in next, in order; a language named next is followed by its own chain, and the project's default language ends every chain. Every read that picks a language (content keys, pages, components, blog posts, products; public and authenticated) follows the chain and reports in `fallback` which field came from which language.
+             * @example {
+             *       "fr-CA": [
+             *         "fr",
+             *         "en"
+             *       ]
+             *     }
+             */
+            fallback_languages: {
+                [key: string]: string[];
+            };
             id: string;
             industry: string;
             name: string;
@@ -5825,6 +5939,18 @@ export interface components {
             /** @description Origins such as https://bakery.example (scheme, lower-case host, optional port other than the default; no path, query, fragment or wildcard); [] opens the public surface to any origin again; null changes nothing. */
             allowed_origins?: string[] | null;
             default_language?: string;
+            /**
+             * @description Replaces the locale fallback chains whole ({} clears them; null or absent changes nothing). Every language must be a known language code (422 otherwise), a chain must not name its own language, and chains must not form a cycle (fr-CA → fr → fr-CA: 422). For a language, the languages a read in it looks in next, in order; a language named next is followed by its own chain, and the project's default language ends every chain. Every read that picks a language (content keys, pages, components, blog posts, products; public and authenticated) follows the chain and reports in `fallback` which field came from which language.
+             * @example {
+             *       "fr-CA": [
+             *         "fr",
+             *         "en"
+             *       ]
+             *     }
+             */
+            fallback_languages?: {
+                [key: string]: string[];
+            };
             industry?: string;
             name?: string;
             /** @description An absolute http(s) URL without query or fragment; "" clears it; null changes nothing. */
@@ -8059,7 +8185,7 @@ export interface operations {
                 tag?: string;
                 /** @description Comma-separated post ids, at most 100. */
                 ids?: string;
-                /** @description Fills the flat title, excerpt, content, meta_title and meta_description (and lang) from this translation; a language the post lacks falls back to the post's own language. translations always lists every locale. */
+                /** @description Fills the flat title, excerpt, content, meta_title and meta_description (and lang) from this translation; a text the post lacks in it comes from the next language of its fallback chain (the project's fallback_languages, its default language, then the post's own language) that has it, and `fallback` says which. translations always lists every locale. */
                 lang?: string;
             };
             header?: never;
@@ -8150,7 +8276,7 @@ export interface operations {
     getBlogPost: {
         parameters: {
             query?: {
-                /** @description Fills the flat title, excerpt, content, meta_title and meta_description (and lang) from this translation; a language the post lacks falls back to the post's own language. translations always lists every locale. */
+                /** @description Fills the flat title, excerpt, content, meta_title and meta_description (and lang) from this translation; a text the post lacks in it comes from the next language of its fallback chain (the project's fallback_languages, its default language, then the post's own language) that has it, and `fallback` says which. translations always lists every locale. */
                 lang?: string;
                 /** @description true: the draft view (the item's draft where it has one, else what is live). */
                 draft?: boolean;
@@ -9733,6 +9859,8 @@ export interface operations {
             query?: {
                 /** @description true: the draft view (the item's draft where it has one, else what is live). */
                 draft?: boolean;
+                /** @description Makes props those of this language: each top-level prop from the first language of its fallback chain (fallback_languages, then the default language: the component's own props) whose translation has it; fallback says which came from another language. Absent: the props as stored. */
+                lang?: string;
             };
             header?: never;
             path: {
@@ -13107,7 +13235,7 @@ export interface operations {
                 tag?: string;
                 /** @description Comma-separated post ids, at most 100. */
                 ids?: string;
-                /** @description Fills the flat title, excerpt, content, meta_title and meta_description (and lang) from this translation; a language the post lacks falls back to the post's own language. translations always lists every locale. */
+                /** @description Fills the flat title, excerpt, content, meta_title and meta_description (and lang) from this translation; a text the post lacks in it comes from the next language of its fallback chain (the project's fallback_languages, its default language, then the post's own language) that has it, and `fallback` says which. translations always lists every locale. */
                 lang?: string;
                 /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
                 project_id?: string;
@@ -13216,7 +13344,7 @@ export interface operations {
     getPublicBlogPost: {
         parameters: {
             query?: {
-                /** @description Fills the flat title, excerpt, content, meta_title and meta_description (and lang) from this translation; a language the post lacks falls back to the post's own language. translations always lists every locale. */
+                /** @description Fills the flat title, excerpt, content, meta_title and meta_description (and lang) from this translation; a text the post lacks in it comes from the next language of its fallback chain (the project's fallback_languages, its default language, then the post's own language) that has it, and `fallback` says which. translations always lists every locale. */
                 lang?: string;
                 /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
                 project_id?: string;
@@ -13752,6 +13880,8 @@ export interface operations {
     getPublicComponent: {
         parameters: {
             query?: {
+                /** @description As GET /v1/components/{slug}: the props in this language, following its fallback chain. */
+                lang?: string;
                 /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
                 project_id?: string;
             };
@@ -13810,6 +13940,7 @@ export interface operations {
             };
             400: components["responses"]["Problem400"];
             404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
