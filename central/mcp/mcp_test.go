@@ -21,7 +21,7 @@ import (
 )
 
 // toolNames are the tools the issue names: the public interface.
-var toolNames = []string{"get_project", "get_usage", "list_content", "get_content", "set_content", "set_content_bulk",
+var toolNames = []string{"get_project", "update_project", "get_usage", "list_content", "get_content", "set_content", "set_content_bulk",
 	"list_pages", "get_page", "upsert_page", "list_components", "upsert_component", "get_brand", "update_brand",
 	"list_galleries", "upsert_gallery", "list_blog_posts", "get_blog_post", "create_blog_post", "generate_blog_post",
 	"publish_blog_post", "generate_image", "generate_website", "get_job", "list_form_submissions", "list_products",

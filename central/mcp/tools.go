@@ -42,6 +42,7 @@ func post(path string) route { return route{"POST", path} }
 // specs are the tools. Their names are the public interface.
 var specs = []spec{
 	{name: "get_project", route: get("/v1/projects/me"), readOnly: true},
+	{name: "update_project", route: route{"PATCH", "/v1/projects/me"}, destructive: true, idempotent: true},
 	{name: "get_usage", route: get("/v1/projects/me/usage"), readOnly: true},
 	{name: "list_content", route: get("/v1/content/bulk"), readOnly: true},
 	{name: "get_content", route: get("/v1/content/{key}"), readOnly: true},

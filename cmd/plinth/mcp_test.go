@@ -51,7 +51,7 @@ func TestMCPCommand(t *testing.T) {
 		require.Equal(t, "object", tool.InputSchema.(map[string]any)["type"])
 	}
 	require.Contains(t, names, "set_content")
-	require.Len(t, names, 36)
+	require.Len(t, names, 37)
 
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "set_content",
 		Arguments: map[string]any{"key": "hero.title", "value": "From a local agent"}})
