@@ -24,7 +24,7 @@ func TestFallbackChainPosts(t *testing.T) {
 
 	want := map[string]any{"lang": "fr-CA", "title": "Levain du Québec", "content": "<p>Farine, eau, sel.</p>", "excerpt": "Bread",
 		"meta_description": "All about sourdough",
-		"fallback": map[string]any{"content": "fr", "excerpt": "en", "meta_description": "en"}}
+		"fallback":         map[string]any{"content": "fr", "excerpt": "en", "meta_description": "en"}}
 	list := env.Do("GET", "/v1/blog-posts?lang=fr-CA", p.Key, nil).Expect(t, 200).JSON(t)["data"].([]any)
 	for who, got := range map[string]map[string]any{
 		"authenticated": env.Do("GET", "/v1/blog-posts/"+id+"?lang=fr-CA", p.Key, nil).Expect(t, 200).JSON(t),

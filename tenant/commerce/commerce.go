@@ -94,7 +94,7 @@ func (s *Service) Routes(r chi.Router) {
 
 		r.Get("/products", tenant.Handle(s.listProducts))
 		r.Post("/products", tenant.Handle(s.createProduct))
-		r.Get("/products/{id}", tenant.Handle(getByID(loadProduct)))
+		r.Get("/products/{id}", tenant.Handle(s.getProduct))
 		r.Patch("/products/{id}", tenant.Handle(s.updateProduct))
 		r.Delete("/products/{id}", tenant.Handle(deleteByID(deleteProduct)))
 		r.Get("/products/{id}/variants", tenant.Handle(s.listVariants))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/openapi"
 	"github.com/plinth-dev/plinth/internal/slug"
+	"github.com/plinth-dev/plinth/tenant"
 )
 
 // OpenAPI describes the routes of the pillar (catalogue, orders, checkout,
@@ -51,6 +52,10 @@ func OpenAPI(d *openapi.Doc) {
 		OK: []openapi.Resp{{Status: 204, Desc: "Deleted."}}})
 
 	// Products.
+	langParam := openapi.M{"name": "lang", "in": "query", "schema": openapi.M{"type": "string", "pattern": `^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$`},
+		"description": "Serves name, description and short_description in this language: each from the first language of its fallback chain " +
+			"(the project's fallback_languages, then the default language: the product's own fields) that has it; `fallback` says which came " +
+			"from another language. Absent: as stored. Not a language code: 422."}
 	productFilters := []openapi.M{
 		{"name": "category_id", "in": "query", "description": "Products of this category and of its subcategories.", "schema": openapi.M{"type": "integer", "minimum": 1}},
 		{"name": "featured", "in": "query", "schema": openapi.M{"type": "boolean"}},
@@ -61,7 +66,7 @@ func OpenAPI(d *openapi.Doc) {
 	d.Add("GET", "/v1/products", openapi.Op{ID: "listProducts", Summary: "Products, newest first", Tag: "commerce", Scope: "commerce:read",
 		Desc: "Each product with all its variants.",
 		Query: append(append(openapi.PageParams(), openapi.M{"name": "status", "in": "query", "schema": productStatus()}),
-			productFilters...),
+			append(productFilters, langParam)...),
 		Errs: []int{422},
 		OK:   []openapi.Resp{{Status: 200, Desc: "The products.", Content: openapi.JSON(d.List("Product"))}}})
 	createVariant := d.Schema("CreateProductVariantRequest", openapi.Obj(variantFields(), "name"))
@@ -73,7 +78,7 @@ func OpenAPI(d *openapi.Doc) {
 		Idempotent: true, Body: openapi.JSON(d.Schema("CreateProductRequest", openapi.Obj(create, "name", "price"))), Errs: []int{409, 422},
 		OK: []openapi.Resp{{Status: 201, Desc: "The product with its variants.", Content: openapi.JSON(product)}}})
 	d.Add("GET", "/v1/products/{id}", openapi.Op{ID: "getProduct", Summary: "A product", Tag: "commerce", Scope: "commerce:read",
-		Params: prodID, Errs: []int{404},
+		Params: prodID, Query: []openapi.M{langParam}, Errs: []int{404, 422},
 		OK: []openapi.Resp{{Status: 200, Desc: "The product with all its variants.", Content: openapi.JSON(product)}}})
 	d.Add("PATCH", "/v1/products/{id}", openapi.Op{ID: "updateProduct", Summary: "Update a product", Tag: "commerce", Scope: "commerce:write",
 		Desc: "Changes the fields sent; null clears compare_at_price, weight and category_id. Variants are managed under " +
@@ -210,15 +215,16 @@ func OpenAPI(d *openapi.Doc) {
 	// The public read surface.
 	d.Add("GET", "/v1/public/products", openapi.Op{ID: "listPublicProducts", Summary: "Active products, newest first", Tag: "public", Auth: openapi.Public,
 		Desc:    "No key. Active products only, each with its active variants. Cache-Control public for 60 s with an ETag.",
-		Query:   append(openapi.PageParams(), productFilters...),
+		Query:   append(openapi.PageParams(), append(productFilters, langParam)...),
 		Headers: []openapi.M{ifNoneMatch},
 		Errs:    []int{422},
 		OK:      publicOK("The products.", d.List("Product"))})
 	d.Add("GET", "/v1/public/products/{id_or_slug}", openapi.Op{ID: "getPublicProduct", Summary: "An active product by id or slug", Tag: "public", Auth: openapi.Public,
 		Desc:    "No key. A numeric path is tried as the id first, then as a slug. Only active variants. Not active: 404.",
 		Params:  openapi.M{"id_or_slug": openapi.M{"type": "string", "minLength": 1}},
+		Query:   []openapi.M{langParam},
 		Headers: []openapi.M{ifNoneMatch},
-		Errs:    []int{404},
+		Errs:    []int{404, 422},
 		OK:      publicOK("The product.", product)})
 	d.Add("GET", "/v1/public/product-categories", openapi.Op{ID: "listPublicProductCategories", Summary: "Active product categories as a tree", Tag: "public", Auth: openapi.Public,
 		Desc:    "No key. Inactive categories and their subtrees are left out. Not paginated.",
@@ -290,6 +296,10 @@ func productFields() openapi.M {
 		"metadata":    metadataSchema(),
 		"category_id": openapi.M{"type": []any{"integer", "null"}, "minimum": 1, "description": "An existing category; null for none."},
 		"featured":    openapi.M{"type": "boolean"},
+		"translations": openapi.M{"type": "object", "maxProperties": maxTranslations, "propertyNames": openapi.M{"type": "string", "pattern": `^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$`},
+			"additionalProperties": openapi.Ref("ProductText"),
+			"description": "Name, description and short description by language code; replaces the stored translations whole. " +
+				"A read with ?lang serves them, following the project's fallback chain."},
 	}
 }
 
@@ -348,9 +358,16 @@ func openAPISchemas(d *openapi.Doc) {
 		"category_id": openapi.M{"type": []any{"integer", "null"}, "minimum": 1}, "featured": openapi.M{"type": "boolean"},
 		"published_at": openapi.Nullable(openapi.Timestamp()), "created_at": openapi.Timestamp(), "updated_at": openapi.Timestamp(),
 		"variants": openapi.M{"type": "array", "items": openapi.Ref("ProductVariant"), "description": "Ordered by sort_order then id (active ones only on the public surface)."},
+		"translations": openapi.M{"type": "object", "additionalProperties": openapi.Ref("ProductText"),
+			"description": "The texts in other languages than the project's default (the product's own fields), by language code; {} when none."},
+		"fallback": tenant.FallbackSchema("text (name, description, short_description)"),
 	}, "id", "name", "slug", "price", "currency", "status", "description", "short_description", "compare_at_price", "type", "sku",
 		"stock_quantity", "track_inventory", "weight", "images", "metadata", "category_id", "featured", "published_at",
-		"created_at", "updated_at", "variants"))
+		"created_at", "updated_at", "variants", "translations"))
+	d.Schema("ProductText", openapi.Obj(openapi.M{
+		"name": openapi.M{"type": "string", "maxLength": 255}, "description": openapi.M{"type": "string", "maxLength": 100000},
+		"short_description": openapi.M{"type": "string", "maxLength": 500},
+	}))
 	d.Schema("ProductVariant", openapi.Obj(openapi.M{
 		"id": id, "product_id": id, "name": openapi.Str(), "price": openapi.M{"type": "integer", "minimum": 0}, "sku": openapi.Str(),
 		"stock_quantity": openapi.M{"type": "integer", "minimum": 0}, "options": openapi.M{"type": "object", "additionalProperties": openapi.Str()},

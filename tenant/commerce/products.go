@@ -1,8 +1,11 @@
 package commerce
 
 import (
+	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +43,64 @@ type Product struct {
 	CreatedAt        time.Time      `json:"created_at"`
 	UpdatedAt        time.Time      `json:"updated_at"`
 	Variants         []*Variant     `json:"variants"`
+	// Translations are the texts in other languages than the project's
+	// default (the product's own fields), by language code.
+	Translations map[string]ProductText `json:"translations"`
+	// Fallback says, for a read in a language (?lang), which text came
+	// from another language of its chain ({"description": "fr"});
+	// omitted when none did.
+	Fallback tenant.Provenance `json:"fallback,omitempty"`
+}
+
+// ProductText is a product's texts in one language; an absent or empty
+// one falls back along the project's chain.
+type ProductText struct {
+	Name             string `json:"name,omitempty"`
+	Description      string `json:"description,omitempty"`
+	ShortDescription string `json:"short_description,omitempty"`
+}
+
+// maxTranslations is the most languages a product's translations name.
+const maxTranslations = 50
+
+// localize fills name, description and short description in the
+// language of chain[0]: each from the first language of chain whose
+// translation has it, the product's own fields being the default
+// language's (chain's last), and notes in Fallback each that came from
+// another language. An empty chain (no ?lang) leaves p as stored.
+func (p *Product) localize(chain []string) {
+	if len(chain) == 0 {
+		return
+	}
+	asked, def := chain[0], chain[len(chain)-1]
+	text := func(field string, own *string, of func(ProductText) string) {
+		v, from := tenant.Pick(chain, func(l string) (string, bool) {
+			if t, ok := p.Translations[l]; ok && of(t) != "" {
+				return of(t), true
+			}
+			return *own, l == def && *own != ""
+		})
+		if from != "" {
+			*own = v
+		}
+		p.Fallback.Note(field, from, asked)
+	}
+	text("name", &p.Name, func(t ProductText) string { return t.Name })
+	text("description", &p.Description, func(t ProductText) string { return t.Description })
+	text("short_description", &p.ShortDescription, func(t ProductText) string { return t.ShortDescription })
+}
+
+// langChain reads the optional ?lang of a product read: the chain of
+// languages it follows (nil when absent; 422 when not a language code).
+func langChain(r *http.Request, sc *tenant.Scope) ([]string, error) {
+	lang := r.URL.Query().Get("lang")
+	switch {
+	case lang == "":
+		return nil, nil
+	case !httpapi.ValidLanguage(lang):
+		return nil, httpapi.Invalid("lang", "must be a language code such as en or pt-BR")
+	}
+	return sc.Project.Chain(lang), nil
 }
 
 // Variant is a variant of a product.
@@ -82,6 +143,8 @@ type productInput struct {
 	CategoryID       Nullable[int64]   `json:"category_id"`
 	Featured         *bool             `json:"featured"`
 	Variants         *[]variantInput   `json:"variants"`
+	// Translations replaces the stored ones whole.
+	Translations *map[string]ProductText `json:"translations"`
 }
 
 func (in *productInput) validate(create bool) error {
@@ -143,6 +206,17 @@ func (in *productInput) validate(create bool) error {
 	}
 	if in.CategoryID.Value != nil {
 		v.Check(*in.CategoryID.Value > 0, "category_id", "must be a category id")
+	}
+	if in.Translations != nil {
+		v.Check(len(*in.Translations) <= maxTranslations, "translations", fmt.Sprintf("must name at most %d languages", maxTranslations))
+		for _, lang := range slices.Sorted(maps.Keys(*in.Translations)) {
+			t := (*in.Translations)[lang]
+			at := "translations." + lang
+			v.Check(httpapi.ValidLanguage(lang), "translations", fmt.Sprintf("%q is not a language code such as en or pt-BR", lang))
+			v.Check(utf8.RuneCountInString(t.Name) <= 255, at+".name", "must be at most 255 characters")
+			v.Check(utf8.RuneCountInString(t.ShortDescription) <= 500, at+".short_description", "must be at most 500 characters")
+			v.Check(utf8.RuneCountInString(t.Description) <= 100000, at+".description", "must be at most 100000 characters")
+		}
 	}
 	if in.Variants != nil {
 		v.Check(len(*in.Variants) <= 100, "variants", "must have at most 100 entries")
@@ -254,8 +328,16 @@ func (s *Service) productList(w http.ResponseWriter, r *http.Request, sc *tenant
 	if err != nil {
 		return err
 	}
+	chain, err := langChain(r, sc)
+	if err != nil {
+		return err
+	}
 	list, err := httpapi.ListOf(r, httpapi.CursorID, func(after int64, limit int) ([]*Product, error) {
-		return listProducts(r.Context(), sc.Reader(), f, after, limit, public)
+		list, err := listProducts(r.Context(), sc.Reader(), f, after, limit, public)
+		for _, p := range list {
+			p.localize(chain)
+		}
+		return list, err
 	}, func(p *Product) string { return httpapi.IDText(p.ID) })
 	if err != nil {
 		return err
@@ -274,9 +356,33 @@ func (s *Service) publicGetProduct(w http.ResponseWriter, r *http.Request, sc *t
 	if n, err := strconv.ParseInt(key, 10, 64); err == nil {
 		id = n
 	}
+	chain, err := langChain(r, sc)
+	if err != nil {
+		return err
+	}
 	p, err := publicProduct(r.Context(), sc.Reader(), key, id)
 	if err != nil {
 		return err
 	}
+	p.localize(chain)
 	return httpapi.PublicJSON(w, r, p)
+}
+
+// getProduct serves a product with its variants, in ?lang's language
+// when it asks for one.
+func (s *Service) getProduct(w http.ResponseWriter, r *http.Request, sc *tenant.Scope) error {
+	id, err := httpapi.PathID(r, "id", errNoResource)
+	if err != nil {
+		return err
+	}
+	chain, err := langChain(r, sc)
+	if err != nil {
+		return err
+	}
+	p, err := loadProduct(r.Context(), sc.Reader(), id)
+	if err != nil {
+		return err
+	}
+	p.localize(chain)
+	return httpapi.JSON(w, 200, p)
 }

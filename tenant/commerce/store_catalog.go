@@ -225,7 +225,7 @@ func checkCategory(ctx context.Context, tx pgx.Tx, id *int64) (err error) {
 // ---- products
 
 const productCols = `id, name, slug, price, currency, status, description, short_description, compare_at_price, type, sku,
-	stock_quantity, track_inventory, weight, images, metadata, category_id, featured, published_at, created_at, updated_at`
+	stock_quantity, track_inventory, weight, images, metadata, category_id, featured, published_at, created_at, updated_at, translations`
 
 // variantsColumn is a column to read after productCols: the variants of
 // the row of products (active ones only with activeOnly), ordered by
@@ -247,7 +247,7 @@ func scanProduct(row pgx.Row, withVariants bool) (*Product, error) {
 	p := &Product{Variants: []*Variant{}}
 	dest := []any{&p.ID, &p.Name, &p.Slug, &p.Price, &p.Currency, &p.Status, &p.Description, &p.ShortDescription,
 		&p.CompareAtPrice, &p.Type, &p.SKU, &p.StockQuantity, &p.TrackInventory, &p.Weight, &p.Images, &p.Metadata,
-		&p.CategoryID, &p.Featured, &p.PublishedAt, &p.CreatedAt, &p.UpdatedAt}
+		&p.CategoryID, &p.Featured, &p.PublishedAt, &p.CreatedAt, &p.UpdatedAt, &p.Translations}
 	if withVariants {
 		dest = append(dest, &p.Variants)
 	}
@@ -263,6 +263,9 @@ func scanProduct(row pgx.Row, withVariants bool) (*Product, error) {
 	}
 	if p.Metadata == nil {
 		p.Metadata = map[string]any{}
+	}
+	if p.Translations == nil {
+		p.Translations = map[string]ProductText{}
 	}
 	if p.PublishedAt != nil {
 		t := p.PublishedAt.UTC()
@@ -336,13 +339,13 @@ func insertProduct(ctx context.Context, tx pgx.Tx, in productInput) (_ *Product,
 		meta = *in.Metadata
 	}
 	p, err := scanProduct(tx.QueryRow(ctx, `INSERT INTO products (name, slug, price, currency, status, description, short_description,
-			compare_at_price, type, sku, stock_quantity, track_inventory, weight, images, metadata, category_id, featured, published_at)
+			compare_at_price, type, sku, stock_quantity, track_inventory, weight, images, metadata, category_id, featured, published_at, translations)
 		VALUES ($1, $2, $3, COALESCE($4, 'usd'), COALESCE($5, 'draft'), COALESCE($6, ''), COALESCE($7, ''), $8, COALESCE($9, 'physical'),
 			COALESCE($10, ''), COALESCE($11, 0), COALESCE($12, false), $13, $14, $15, $16, COALESCE($17, false),
-			CASE WHEN $5 = 'active' THEN now() END)
+			CASE WHEN $5 = 'active' THEN now() END, COALESCE($18::jsonb, '{}'))
 		RETURNING `+productCols,
 		*in.Name, sl, *in.Price, in.Currency, in.Status, in.Description, in.ShortDescription, in.CompareAtPrice.Value, in.Type,
-		in.SKU, in.StockQuantity, in.TrackInventory, in.Weight.Value, images, meta, in.CategoryID.Value, in.Featured), false)
+		in.SKU, in.StockQuantity, in.TrackInventory, in.Weight.Value, images, meta, in.CategoryID.Value, in.Featured, in.Translations), false)
 	if err != nil {
 		return nil, slugTaken(err, "product")
 	}
@@ -372,12 +375,13 @@ func updateProduct(ctx context.Context, tx pgx.Tx, id int64, in productInput) (_
 			stock_quantity = COALESCE($13, stock_quantity), track_inventory = COALESCE($14, track_inventory),
 			weight = CASE WHEN $15 THEN $16 ELSE weight END, images = COALESCE($17, images), metadata = COALESCE($18, metadata),
 			category_id = CASE WHEN $19 THEN $20 ELSE category_id END, featured = COALESCE($21, featured),
+			translations = COALESCE($22::jsonb, translations),
 			published_at = CASE WHEN COALESCE($6, status) = 'active' THEN COALESCE(published_at, now()) ELSE published_at END,
 			updated_at = now()
 		WHERE id = $1 RETURNING `+productCols+variantsColumn(false),
 		id, in.Name, in.Slug, in.Price, in.Currency, in.Status, in.Description, in.ShortDescription,
 		in.CompareAtPrice.Set, in.CompareAtPrice.Value, in.Type, in.SKU, in.StockQuantity, in.TrackInventory,
-		in.Weight.Set, in.Weight.Value, in.Images, in.Metadata, in.CategoryID.Set, in.CategoryID.Value, in.Featured), true)
+		in.Weight.Set, in.Weight.Value, in.Images, in.Metadata, in.CategoryID.Set, in.CategoryID.Value, in.Featured, in.Translations), true)
 	if err != nil {
 		return nil, stockBelowReserved(slugTaken(err, "product"))
 	}

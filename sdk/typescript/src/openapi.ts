@@ -4528,6 +4528,10 @@ export interface components {
             status?: components["schemas"]["ProductStatus"];
             stock_quantity?: number;
             track_inventory?: boolean;
+            /** @description Name, description and short description by language code; replaces the stored translations whole. A read with ?lang serves them, following the project's fallback chain. */
+            translations?: {
+                [key: string]: components["schemas"]["ProductText"];
+            };
             type?: components["schemas"]["ProductType"];
             /** @description Variants created with the product; a variant's price defaults to the product's. */
             variants?: components["schemas"]["CreateProductVariantRequest"][];
@@ -5321,6 +5325,15 @@ export interface components {
             created_at: string;
             currency: string;
             description: string;
+            /**
+             * @description For a read in a language (?lang): which text (name, description, short_description) came from another language of the project's fallback chain (fallback_languages, then the default language), and which language; omitted when nothing fell back.
+             * @example {
+             *       "title": "fr"
+             *     }
+             */
+            fallback?: {
+                [key: string]: string;
+            };
             featured: boolean;
             id: number;
             images: string[];
@@ -5342,6 +5355,10 @@ export interface components {
             status: components["schemas"]["ProductStatus"];
             stock_quantity: number;
             track_inventory: boolean;
+            /** @description The texts in other languages than the project's default (the product's own fields), by language code; {} when none. */
+            translations: {
+                [key: string]: components["schemas"]["ProductText"];
+            };
             type: components["schemas"]["ProductType"];
             /**
              * Format: date-time
@@ -5473,6 +5490,11 @@ export interface components {
         };
         /** @enum {string} */
         ProductStatus: "draft" | "active" | "archived";
+        ProductText: {
+            description?: string;
+            name?: string;
+            short_description?: string;
+        };
         /** @enum {string} */
         ProductType: "physical" | "digital" | "service";
         ProductVariant: {
@@ -5918,6 +5940,10 @@ export interface components {
             status?: components["schemas"]["ProductStatus"];
             stock_quantity?: number;
             track_inventory?: boolean;
+            /** @description Name, description and short description by language code; replaces the stored translations whole. A read with ?lang serves them, following the project's fallback chain. */
+            translations?: {
+                [key: string]: components["schemas"]["ProductText"];
+            };
             type?: components["schemas"]["ProductType"];
             /** Format: double */
             weight?: number | null;
@@ -12665,6 +12691,8 @@ export interface operations {
                 q?: string;
                 /** @description Comma-separated product ids, at most 100. */
                 ids?: string;
+                /** @description Serves name, description and short_description in this language: each from the first language of its fallback chain (the project's fallback_languages, then the default language: the product's own fields) that has it; `fallback` says which came from another language. Absent: as stored. Not a language code: 422. */
+                lang?: string;
             };
             header?: never;
             path?: never;
@@ -12738,7 +12766,10 @@ export interface operations {
     };
     getProduct: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Serves name, description and short_description in this language: each from the first language of its fallback chain (the project's fallback_languages, then the default language: the product's own fields) that has it; `fallback` says which came from another language. Absent: as stored. Not a language code: 422. */
+                lang?: string;
+            };
             header?: never;
             path: {
                 id: number;
@@ -12765,6 +12796,7 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
@@ -15028,6 +15060,8 @@ export interface operations {
                 q?: string;
                 /** @description Comma-separated product ids, at most 100. */
                 ids?: string;
+                /** @description Serves name, description and short_description in this language: each from the first language of its fallback chain (the project's fallback_languages, then the default language: the product's own fields) that has it; `fallback` says which came from another language. Absent: as stored. Not a language code: 422. */
+                lang?: string;
                 /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
                 project_id?: string;
             };
@@ -15135,6 +15169,8 @@ export interface operations {
     getPublicProduct: {
         parameters: {
             query?: {
+                /** @description Serves name, description and short_description in this language: each from the first language of its fallback chain (the project's fallback_languages, then the default language: the product's own fields) that has it; `fallback` says which came from another language. Absent: as stored. Not a language code: 422. */
+                lang?: string;
                 /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
                 project_id?: string;
             };
@@ -15191,6 +15227,7 @@ export interface operations {
             };
             400: components["responses"]["Problem400"];
             404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
