@@ -191,6 +191,7 @@ const projectWrongShape = `{
   "plan": "gold",
   "allowed_origins": [],
   "site_url": null,
+  "fallback_languages": {},
   "created_at": 1763800000,
   "owner": "someone"
 }`
