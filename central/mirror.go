@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -22,14 +24,16 @@ type mirror struct {
 	// path is under /central/api/projects/{id}; v1 is the /v1 path it is
 	// served by. Both name their path parameters alike.
 	path, v1 string
-	// scope is the one scope the request acts with: what the /v1 route
-	// requires, so the request reaches that route and nothing else.
+	// scope is the scope the request acts with: what the /v1 route
+	// requires, so the request reaches that route and nothing else. A
+	// route that requires several names them apart by spaces, as OAuth
+	// writes a scope.
 	scope string
 }
 
 // dashboardMirrors are the /v1 routes the dashboard's pages use, and no
 // more: a workspace user manages its projects through these.
-var dashboardMirrors = []mirror{
+var dashboardMirrors = slices.Concat([]mirror{
 	{"GET", "/webhook-endpoints", "/v1/webhook-endpoints", "webhooks:read"},
 	{"POST", "/webhook-endpoints", "/v1/webhook-endpoints", "webhooks:write"},
 	{"GET", "/webhook-endpoints/{endpoint_id}", "/v1/webhook-endpoints/{endpoint_id}", "webhooks:read"},
@@ -40,6 +44,54 @@ var dashboardMirrors = []mirror{
 		"/v1/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/redeliver", "webhooks:write"},
 	{"GET", "/jobs", "/v1/jobs", "jobs:read"},
 	{"GET", "/form-submissions", "/v1/form-submissions", "forms:read"},
+	{"GET", "/pages", "/v1/pages", "content:read"},
+	{"GET", "/blog-posts", "/v1/blog-posts", "blog:read"},
+	{"GET", "/releases", "/v1/releases", "content:read"},
+	// A release publishes each of its items as the item's own publish
+	// does, which requires its pillar's write scope: the route requires
+	// those of every pillar with drafts.
+	{"POST", "/releases/{release_id}/publish", "/v1/releases/{release_id}/publish", "content:write galleries:write brand:write blog:write"},
+	{"POST", "/releases/{release_id}/cancel", "/v1/releases/{release_id}/cancel", "content:write"},
+}, workflowMirrors())
+
+// workflowItem is a type of item with drafts and versions (tenant/drafts)
+// as the dashboard reaches it: the item (its has_draft), its versions,
+// one version, a version restored into the draft, the draft published.
+type workflowItem struct {
+	// path is the item's, under /v1 and under the project alike.
+	path string
+	// pillar is its routes' scopes' (pillar:read, pillar:write).
+	pillar string
+	// For the document (openapi.go): the operation ids' noun, the item
+	// in summaries, its resource's schema and the statuses its publish
+	// adds to 404 and 422.
+	name, noun, schema string
+	publishErrs        []int
+}
+
+// workflowItems are the types of item with drafts.
+var workflowItems = []workflowItem{
+	{"/pages/{id_or_slug}", "content", "Page", "page", "Page", []int{402, 409}},
+	{"/blog-posts/{ref}", "blog", "BlogPost", "blog post", "BlogPost", []int{409}},
+	{"/components/{slug}", "content", "Component", "component", "Component", []int{409}},
+	{"/content/{key}", "content", "ContentKey", "content key", "ContentKey", []int{402}},
+	{"/galleries/{slug}", "galleries", "Gallery", "gallery", "GalleryEnvelope", nil},
+	{"/brand", "brand", "Brand", "brand", "Brand", nil},
+}
+
+// workflowMirrors are the mirrors of each workflowItem's routes.
+func workflowMirrors() []mirror {
+	var out []mirror
+	for _, it := range workflowItems {
+		p, v1, read, write := it.path, "/v1"+it.path, it.pillar+":read", it.pillar+":write"
+		out = append(out,
+			mirror{"GET", p, v1, read},
+			mirror{"GET", p + "/versions", v1 + "/versions", read},
+			mirror{"GET", p + "/versions/{n}", v1 + "/versions/{n}", read},
+			mirror{"POST", p + "/versions/{n}/restore", v1 + "/versions/{n}/restore", write},
+			mirror{"POST", p + "/publish", v1 + "/publish", write})
+	}
+	return out
 }
 
 var mirrorParam = regexp.MustCompile(`\{[a-z_]+\}`)
@@ -87,7 +139,7 @@ func (c *Central) serveMirror(w http.ResponseWriter, r *http.Request, v1 *inproc
 	if err != nil {
 		return err
 	}
-	sc, err := live.WithKey(&tenant.Key{ID: dashboardKeyID(s.User.ID), Scopes: []string{m.scope}})
+	sc, err := live.WithKey(&tenant.Key{ID: dashboardKeyID(s.User.ID), Scopes: strings.Fields(m.scope)})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package central_test
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -92,6 +93,11 @@ func TestDashboardMirrorsOtherWorkspace(t *testing.T) {
 	e := env.Do("POST", "/v1/webhook-endpoints", foreign.Key, map[string]any{"url": "https://hooks.example/in", "events": []string{"content.changed"}}).
 		Expect(t, 201).JSON(t)
 	eid := e["id"].(string)
+	env.Do("POST", "/v1/pages", foreign.Key, map[string]any{"title": "Home", "slug": "home"}).Expect(t, 201)
+	env.Do("PATCH", "/v1/pages/home?draft=true", foreign.Key, map[string]any{"title": "Home v2"}).Expect(t, 200)
+	rel := env.Do("POST", "/v1/releases", foreign.Key, map[string]any{"name": "Spring", "items": []map[string]any{{"type": "page", "id": "home"}}}).
+		Expect(t, 201).JSON(t)
+	rid := fmt.Sprint(rel["id"])
 	for _, pid := range []string{foreign.ID, "prj_00000000000000000000000000"} {
 		base := "/central/api/projects/" + pid
 		for _, tc := range []struct {
@@ -107,6 +113,17 @@ func TestDashboardMirrorsOtherWorkspace(t *testing.T) {
 			{"POST", "/webhook-endpoints/" + eid + "/deliveries/whd_00000000000000000000000000/redeliver", nil},
 			{"GET", "/jobs", nil},
 			{"GET", "/form-submissions", nil},
+			{"GET", "/pages", nil},
+			{"GET", "/blog-posts", nil},
+			{"GET", "/pages/home", nil},
+			{"GET", "/pages/home/versions", nil},
+			{"GET", "/pages/home/versions/1", nil},
+			{"POST", "/pages/home/versions/1/restore", nil},
+			{"POST", "/pages/home/publish", nil},
+			{"POST", "/brand/publish", nil},
+			{"GET", "/releases", nil},
+			{"POST", "/releases/" + rid + "/publish", nil},
+			{"POST", "/releases/" + rid + "/cancel", nil},
 		} {
 			t.Run(tc.method+" "+pid[:8]+tc.path, func(t *testing.T) {
 				// The workspace check's 404, not the router's nor the pillar's.
@@ -122,6 +139,110 @@ func TestDashboardMirrorsOtherWorkspace(t *testing.T) {
 	if data := list["data"].([]any); len(data) != 1 || data[0].(map[string]any)["is_active"] != true {
 		t.Fatalf("the other workspace's endpoints: %v", list)
 	}
+	if got := env.Do("GET", "/v1/pages/home", foreign.Key, nil).Expect(t, 200).JSON(t); got["title"] != "Home" || got["has_draft"] != true {
+		t.Fatalf("the other workspace's page: %v", got)
+	}
+	if got := env.Do("GET", "/v1/releases/"+rid, foreign.Key, nil).Expect(t, 200).JSON(t); got["status"] != "pending" {
+		t.Fatalf("the other workspace's release: %v", got)
+	}
 	// Without a token, the routes are the dashboard's 401.
 	env.Do("GET", "/central/api/projects/"+foreign.ID+"/jobs", "", nil).Problem(t, 401, "unauthorized")
+}
+
+// The dashboard reaches every type of item with drafts through the
+// mirrors of its /v1 routes: the item with has_draft, its versions, one
+// version, a restore, a publish (each answer as the document says, which
+// Do checks), written as the user's key; and the releases, published
+// with the write scopes of every pillar their items need.
+func TestDashboardWorkflowMirrors(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	ws := newWorkspace(t, env, "Studio", "dev@studio.test", "studio-password")
+	tok := loginToken(t, env, "dev@studio.test", "studio-password")
+	p := env.CreateProject(central.ProjectParams{TenantID: ws.Tenant.ID, Name: "Bakery", Plan: "build"}) // more requests than the free plan's burst
+	base := "/central/api/projects/" + p.ID
+	id := func(m map[string]any) string { return fmt.Sprint(m["id"]) }
+
+	page := id(env.Do("POST", "/v1/pages", p.Key, map[string]any{"title": "Home"}).Expect(t, 201).JSON(t))
+	post := id(env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"title": "Bread", "content": "<p>Flour.</p>"}).Expect(t, 201).JSON(t))
+	env.Do("POST", "/v1/components", p.Key, map[string]any{"name": "Hero"}).Expect(t, 201)
+	env.Do("PUT", "/v1/content/home.title", p.Key, map[string]any{"value": "Hi"}).Expect(t, 200)
+	env.Do("POST", "/v1/galleries", p.Key, map[string]any{"name": "Summer"}).Expect(t, 201)
+	env.Do("PATCH", "/v1/brand", p.Key, map[string]any{"name": "Bakery"}).Expect(t, 200)
+	for _, tc := range []struct {
+		item, write string // the item's path; its draft write's method
+		body        map[string]any
+	}{
+		{"/pages/" + page, "PATCH", map[string]any{"title": "Home v2"}},
+		{"/blog-posts/" + post, "PATCH", map[string]any{"title": "Bread v2"}},
+		{"/components/hero", "PATCH", map[string]any{"name": "Hero v2"}},
+		{"/content/home.title", "PUT", map[string]any{"value": "Hello"}},
+		{"/galleries/summer", "PATCH", map[string]any{"name": "Summer v2"}},
+		{"/brand", "PATCH", map[string]any{"name": "Bakery v2"}},
+	} {
+		t.Run(tc.item, func(t *testing.T) {
+			env.Do(tc.write, "/v1"+tc.item+"?draft=true", p.Key, tc.body).Expect(t, 200)
+			item := base + tc.item
+			if got := unwrap(env.Do("GET", item, tok, nil).Expect(t, 200).JSON(t)); got["has_draft"] != true {
+				t.Fatalf("the item before publishing: %v", got)
+			}
+			vs := env.Do("GET", item+"/versions", tok, nil).Expect(t, 200).JSON(t)["data"].([]any)
+			if len(vs) != 1 || vs[0].(map[string]any)["kind"] != "save" {
+				t.Fatalf("versions: %v", vs)
+			}
+			if v := env.Do("GET", item+"/versions/1", tok, nil).Expect(t, 200).JSON(t); v["data"] == nil {
+				t.Fatalf("version 1: %v", v)
+			}
+			env.Do("GET", item+"/versions/9", tok, nil).Problem(t, 404, "not_found")
+			env.Do("POST", item+"/versions/1/restore", tok, nil).Expect(t, 200)
+			env.Do("POST", item+"/publish", tok, nil).Expect(t, 200)
+			if got := unwrap(env.Do("GET", "/v1"+tc.item, p.Key, nil).Expect(t, 200).JSON(t)); got["has_draft"] != false {
+				t.Fatalf("the item after publishing: %v", got)
+			}
+			vs = env.Do("GET", item+"/versions", tok, nil).Expect(t, 200).JSON(t)["data"].([]any)
+			for i, kind := range []string{"publish", "restore"} {
+				v := vs[i].(map[string]any)
+				if v["kind"] != kind || v["actor"] != "dashboard:user:"+strconv.FormatInt(ws.User.ID, 10) {
+					t.Fatalf("version %d of %v", i, vs)
+				}
+			}
+		})
+	}
+
+	// A release of a page and a post: publishing it needs content:write
+	// and blog:write, both of which the mirror's request holds.
+	env.Do("PATCH", "/v1/pages/"+page+"?draft=true", p.Key, map[string]any{"title": "Home v3"}).Expect(t, 200)
+	env.Do("PATCH", "/v1/blog-posts/"+post+"?draft=true", p.Key, map[string]any{"title": "Bread v3"}).Expect(t, 200)
+	items := []map[string]any{{"type": "page", "id": page}, {"type": "blog_post", "id": post}}
+	rel := id(env.Do("POST", "/v1/releases", p.Key, map[string]any{"name": "Spring", "items": items}).Expect(t, 201).JSON(t))
+	other := id(env.Do("POST", "/v1/releases", p.Key, map[string]any{"name": "Later", "items": items[:1]}).Expect(t, 201).JSON(t))
+	if list := env.Do("GET", base+"/releases", tok, nil).Expect(t, 200).JSON(t)["data"].([]any); len(list) != 2 {
+		t.Fatalf("releases: %v", list)
+	}
+	env.Do("GET", base+"/releases?status=lost", tok, nil).Problem(t, 422, "validation_failed")
+	if got := env.Do("POST", base+"/releases/"+rel+"/publish", tok, nil).Expect(t, 200).JSON(t); got["status"] != "published" {
+		t.Fatalf("published: %v", got)
+	}
+	if got := env.Do("GET", "/v1/blog-posts/"+post, p.Key, nil).Expect(t, 200).JSON(t); got["title"] != "Bread v3" {
+		t.Fatalf("the post after the release: %v", got)
+	}
+	if got := env.Do("POST", base+"/releases/"+other+"/cancel", tok, nil).Expect(t, 200).JSON(t); got["status"] != "cancelled" {
+		t.Fatalf("cancelled: %v", got)
+	}
+	env.Do("POST", base+"/releases/"+other+"/publish", tok, nil).Problem(t, 409, "conflict")
+
+	// The lists the content page shows, with has_draft.
+	pages := env.Do("GET", base+"/pages", tok, nil).Expect(t, 200).JSON(t)["data"].([]any)
+	posts := env.Do("GET", base+"/blog-posts", tok, nil).Expect(t, 200).JSON(t)["data"].([]any)
+	if len(pages) != 1 || pages[0].(map[string]any)["has_draft"] != false || len(posts) != 1 || posts[0].(map[string]any)["title"] != "Bread v3" {
+		t.Fatalf("pages %v, posts %v", pages, posts)
+	}
+}
+
+// unwrap is a gallery's answer's data, any other item's answer itself.
+func unwrap(m map[string]any) map[string]any {
+	if d, ok := m["data"].(map[string]any); ok {
+		return d
+	}
+	return m
 }

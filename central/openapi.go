@@ -8,6 +8,9 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/openapi"
 	"github.com/plinth-dev/plinth/tenant"
+	"github.com/plinth-dev/plinth/tenant/content"
+	"github.com/plinth-dev/plinth/tenant/drafts"
+	"github.com/plinth-dev/plinth/tenant/releases"
 )
 
 //go:generate go test -run TestOpenAPIDocumentIsCurrent . -update
@@ -148,7 +151,7 @@ func OpenAPI(d *openapi.Doc) {
 
 	// The project routes served by the /v1 route they mirror (mirror.go).
 	mirrored := func(method, path, v1 string, o openapi.Op) {
-		o.Tag, o.Auth, o.Params = "dashboard", openapi.JWT, projectID
+		o.Tag, o.Auth, o.Params = "dashboard", openapi.JWT, openapi.With(projectID, o.Params)
 		status := "A project being deleted is 404."
 		if method != "GET" {
 			status = "A project that is not active (suspended, deleting) is 403 forbidden, project_status naming its status."
@@ -189,6 +192,7 @@ func OpenAPI(d *openapi.Doc) {
 		Query: append(openapi.PageParams(), openapi.M{"name": "type", "in": "query", "schema": openapi.Ref("FormType")}), Errs: []int{422},
 		OK: []openapi.Resp{{Status: 200, Desc: "The submissions (JSON), or the subscribers (CSV).", Content: openapi.M{
 			"application/json": d.List("FormSubmission"), "text/csv": openapi.Str()}}}})
+	workflowOpenAPI(d, mirrored)
 
 	// The key's project.
 	d.Add("GET", "/v1/projects/me", openapi.Op{ID: "getProject", Summary: "The key's project", Tag: "project", Scope: "project:read",
@@ -254,3 +258,50 @@ func FallbacksSchema(desc string) openapi.M {
 
 // projectRequired are the fields of projectProps always present.
 var projectRequired = []string{"id", "name", "slug", "industry", "default_language", "target_languages", "timezone", "plan", "allowed_origins", "site_url", "fallback_languages", "created_at"}
+
+// workflowOpenAPI describes the dashboard's mirrors of the content
+// workflow (mirror.go): the lists of pages and posts, each workflowItem's
+// routes, and the releases.
+func workflowOpenAPI(d *openapi.Doc, mirrored func(method, path, v1 string, o openapi.Op)) {
+	status := func(s openapi.M) openapi.M { return openapi.M{"name": "status", "in": "query", "schema": s} }
+	mirrored("GET", "/pages", "/v1/pages", openapi.Op{ID: "dashboardListPages", Summary: "Pages of a project", Errs: []int{422},
+		Query: append(openapi.PageParams(), status(openapi.M{"type": "string", "enum": []any{content.PageDraft, content.PagePublished}})),
+		OK:    []openapi.Resp{{Status: 200, Desc: "The pages, newest first, each with has_draft.", Content: openapi.JSON(d.List("Page"))}}})
+	mirrored("GET", "/blog-posts", "/v1/blog-posts", openapi.Op{ID: "dashboardListBlogPosts", Summary: "Blog posts of a project", Errs: []int{422},
+		Query: append(openapi.PageParams(), status(openapi.Ref("BlogPostStatus"))),
+		OK:    []openapi.Resp{{Status: 200, Desc: "The posts, newest first, each with has_draft.", Content: openapi.JSON(d.List("BlogPost"))}}})
+
+	n := openapi.M{"n": openapi.M{"type": "integer", "minimum": 1}}
+	for _, it := range workflowItems {
+		path, v1, view := it.path, "/v1"+it.path, openapi.JSON(openapi.Ref(it.schema))
+		mirrored("GET", path, v1, openapi.Op{ID: "dashboardGet" + it.name, Summary: "The " + it.noun + ", with has_draft",
+			Query: []openapi.M{drafts.ReadQuery()}, Errs: []int{422},
+			OK: []openapi.Resp{{Status: 200, Desc: "The " + it.noun + ".", Content: view}}})
+		mirrored("GET", path+"/versions", v1+"/versions", openapi.Op{ID: "dashboardList" + it.name + "Versions",
+			Summary: "The " + it.noun + "'s versions, newest first", Query: openapi.PageParams(), Errs: []int{422},
+			OK: []openapi.Resp{{Status: 200, Desc: "The versions (without data).", Content: openapi.JSON(d.List("Version"))}}})
+		mirrored("GET", path+"/versions/{n}", v1+"/versions/{n}", openapi.Op{ID: "dashboardGet" + it.name + "Version",
+			Summary: "A version of the " + it.noun, Params: n,
+			OK: []openapi.Resp{{Status: 200, Desc: "The version with its data.", Content: openapi.JSON(openapi.Ref("Version"))}}})
+		mirrored("POST", path+"/versions/{n}/restore", v1+"/versions/{n}/restore", openapi.Op{ID: "dashboardRestore" + it.name + "Version",
+			Summary: "Restore a version into the " + it.noun + "'s draft", Params: n, Desc: "What is live does not change until a publish.",
+			OK: []openapi.Resp{{Status: 200, Desc: "The draft view of the " + it.noun + ".", Content: view}}})
+		mirrored("POST", path+"/publish", v1+"/publish", openapi.Op{ID: "dashboardPublish" + it.name, Summary: "Publish the " + it.noun + "'s draft",
+			Body: openapi.JSON(openapi.Ref("PublishRequest")), BodyOptional: true, Errs: append([]int{422}, it.publishErrs...),
+			OK: []openapi.Resp{{Status: 200, Desc: "The live " + it.noun + ".", Content: view}}})
+	}
+
+	statuses := []any{releases.StatusPending, releases.StatusScheduled, releases.StatusPublished, releases.StatusFailed, releases.StatusCancelled}
+	release, releaseID := openapi.JSON(openapi.Ref("Release")), openapi.M{"release_id": openapi.M{"type": "integer", "minimum": 1}}
+	mirrored("GET", "/releases", "/v1/releases", openapi.Op{ID: "dashboardListReleases", Summary: "Releases of a project", Errs: []int{422},
+		Query: append(openapi.PageParams(), status(openapi.M{"type": "string", "enum": statuses})),
+		OK:    []openapi.Resp{{Status: 200, Desc: "The releases, newest first.", Content: openapi.JSON(d.List("Release"))}}})
+	mirrored("POST", "/releases/{release_id}/publish", "/v1/releases/{id}/publish", openapi.Op{ID: "dashboardPublishRelease",
+		Summary: "Publish a release now", Params: releaseID, Errs: []int{402, 409, 422},
+		Desc: "The request holds the write scope of every pillar with drafts, which publishing the release's items requires. " +
+			"When an item cannot be published nothing is: the answer is that item's failure and the release's error says why.",
+		OK: []openapi.Resp{{Status: 200, Desc: "The published release.", Content: release}}})
+	mirrored("POST", "/releases/{release_id}/cancel", "/v1/releases/{id}/cancel", openapi.Op{ID: "dashboardCancelRelease",
+		Summary: "Cancel a release", Params: releaseID, Errs: []int{409},
+		OK: []openapi.Resp{{Status: 200, Desc: "The cancelled release.", Content: release}}})
+}

@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/plinth-dev/plinth/central/inproc"
+	"github.com/plinth-dev/plinth/tenant/blog"
+	"github.com/plinth-dev/plinth/tenant/content"
+	"github.com/plinth-dev/plinth/tenant/drafts"
+	"github.com/plinth-dev/plinth/tenant/releases"
 	"github.com/plinth-dev/plinth/tenant/webhooks"
 )
 
@@ -101,6 +105,7 @@ type (
 	}
 	session struct {
 		User struct {
+			ID    int64  `json:"id"`
 			Name  string `json:"name"`
 			Email string `json:"email"`
 		} `json:"user"`
@@ -130,9 +135,13 @@ type (
 		LastUsedAt *time.Time `json:"last_used_at"`
 		CreatedAt  time.Time  `json:"created_at"`
 	}
-	// The webhook resources decode into the pillar's own types.
+	// The pillars' resources decode into the pillars' own types.
 	webhookEndpoint = webhooks.Endpoint
 	delivery        = webhooks.Delivery
+	contentPage     = content.Page
+	blogPost        = blog.Post
+	version         = drafts.Version
+	release         = releases.Release
 	job             struct {
 		ID       string `json:"id"`
 		Type     string `json:"type"`

@@ -1,6 +1,7 @@
 // Package dashboard is the web dashboard served at /dashboard: the pages
 // where workspace users sign in, see their projects and manage their keys,
-// webhooks, jobs and form submissions.
+// webhooks, jobs and form submissions, and follow their content's drafts,
+// versions and releases.
 //
 // The pages hold no data access of their own: every read and write is a
 // request to the central API (/central/api, the same handlers the JSON
@@ -67,7 +68,7 @@ func New(api http.Handler, logger *slog.Logger, trusted []netip.Prefix) (*Dashbo
 	if err != nil {
 		return nil, err
 	}
-	funcs := template.FuncMap{"when": when, "has": has, "ptr": ptr}
+	funcs := template.FuncMap{"when": when, "has": has, "ptr": ptr, "yes": yes}
 	for _, n := range names {
 		if n == "templates/layout.html" {
 			continue
@@ -94,6 +95,15 @@ func (d *Dashboard) Routes(r chi.Router) {
 	r.Get("/projects/{id}", d.h(d.project))
 	r.Post("/projects/{id}/keys", d.h(d.createKey))
 	r.Post("/projects/{id}/keys/{key_id}/revoke", d.h(d.revokeKey))
+	r.Get("/projects/{id}/content", d.h(d.content))
+	r.Get("/projects/{id}/versions", d.h(d.findItem))
+	r.Post("/projects/{id}/versions/restore", d.h(d.restoreVersion))
+	r.Post("/projects/{id}/versions/publish", d.h(d.publishDraft))
+	r.Get("/projects/{id}/versions/{type}", d.h(d.versions)) // the brand
+	r.Get("/projects/{id}/versions/{type}/{ref}", d.h(d.versions))
+	r.Get("/projects/{id}/releases", d.h(d.releases))
+	r.Post("/projects/{id}/releases/{rid}/publish", d.h(d.publishRelease))
+	r.Post("/projects/{id}/releases/{rid}/cancel", d.h(d.cancelRelease))
 	r.Get("/projects/{id}/webhooks", d.h(d.webhooks))
 	r.Post("/projects/{id}/webhooks", d.h(d.createWebhook))
 	r.Get("/projects/{id}/webhooks/{eid}", d.h(d.deliveries))

@@ -38,9 +38,10 @@ func page(s *session, p project, tab, title string, data map[string]any) map[str
 	return data
 }
 
-// cursorQuery passes the page's ?cursor= on to a list of the API.
-func cursorQuery(r *http.Request) string {
-	if c := r.URL.Query().Get("cursor"); c != "" {
+// cursorQuery passes the page's ?<param>= on to a list of the API as its
+// ?cursor= (a page of two lists pages each by a parameter of its own).
+func cursorQuery(r *http.Request, param string) string {
+	if c := r.URL.Query().Get(param); c != "" {
 		return "?cursor=" + url.QueryEscape(c)
 	}
 	return ""
@@ -73,7 +74,7 @@ func (d *Dashboard) webhooksPage(w http.ResponseWriter, r *http.Request, status 
 		return err
 	}
 	var eps list[webhookEndpoint]
-	if err := d.call(r, "GET", base+"/webhook-endpoints"+cursorQuery(r), nil, &eps); err != nil {
+	if err := d.call(r, "GET", base+"/webhook-endpoints"+cursorQuery(r, "cursor"), nil, &eps); err != nil {
 		return pageOf(err)
 	}
 	if _, ok := data["Checked"]; !ok {
@@ -146,7 +147,7 @@ func (d *Dashboard) deliveriesPage(w http.ResponseWriter, r *http.Request, statu
 		return pageOf(err)
 	}
 	var ds list[delivery]
-	if err := d.call(r, "GET", ep+"/deliveries"+cursorQuery(r), nil, &ds); err != nil {
+	if err := d.call(r, "GET", ep+"/deliveries"+cursorQuery(r, "cursor"), nil, &ds); err != nil {
 		return pageOf(err)
 	}
 	data["Endpoint"], data["Deliveries"], data["Redelivered"] = e, ds, r.URL.Query().Get("redelivered")
@@ -182,7 +183,7 @@ func (d *Dashboard) jobs(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var js list[job]
-	if err := d.call(r, "GET", base+"/jobs"+cursorQuery(r), nil, &js); err != nil {
+	if err := d.call(r, "GET", base+"/jobs"+cursorQuery(r, "cursor"), nil, &js); err != nil {
 		return pageOf(err)
 	}
 	d.render(w, r, 200, "jobs", page(s, p, "jobs", "Jobs", map[string]any{"Jobs": js}))
@@ -196,7 +197,7 @@ func (d *Dashboard) submissions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var subs list[submission]
-	if err := d.call(r, "GET", base+"/form-submissions"+cursorQuery(r), nil, &subs); err != nil {
+	if err := d.call(r, "GET", base+"/form-submissions"+cursorQuery(r, "cursor"), nil, &subs); err != nil {
 		return pageOf(err)
 	}
 	d.render(w, r, 200, "submissions", page(s, p, "submissions", "Form submissions", map[string]any{"Submissions": subs}))

@@ -354,5 +354,9 @@ func when(t *time.Time) string {
 // ptr is t for when, which takes the optional times of the API.
 func ptr(t time.Time) *time.Time { return &t }
 
+// yes reports whether an optional flag of the API (has_draft) is set
+// and true.
+func yes(b *bool) bool { return b != nil && *b }
+
 // has reports whether list holds s.
 func has(list []string, s string) bool { return slices.Contains(list, s) }
