@@ -69,6 +69,12 @@ func TestProductFallbackChain(t *testing.T) {
 	}
 	f.do(t, "GET", "/products/"+id+"?lang=not_a_code", nil).Problem(t, 422, "validation_failed")
 	f.do(t, "GET", "/products?lang=not_a_code", nil).Problem(t, 422, "validation_failed")
+	// A chain of the default language itself: its own fields are the
+	// default language's, never another's.
+	f.do(t, "PATCH", "/projects/me", map[string]any{"fallback_languages": map[string]any{"en": []string{"fr"}}}).Expect(t, 200)
+	if got := f.do(t, "GET", "/products/"+id+"?lang=en", nil).Expect(t, 200).JSON(t); got["name"] != "Sourdough loaf" || got["fallback"] != nil {
+		t.Fatalf("en with a chain en → fr: %v %v", got["name"], got["fallback"])
+	}
 	// PATCH translations replaces them whole.
 	f.do(t, "PATCH", "/products/"+id, map[string]any{"translations": map[string]any{}}).Expect(t, 200)
 	if got := f.do(t, "GET", "/products/"+id+"?lang=fr", nil).Expect(t, 200).JSON(t); got["name"] != "Sourdough loaf" {

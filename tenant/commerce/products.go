@@ -66,13 +66,13 @@ const maxTranslations = 50
 // localize fills name, description and short description in the
 // language of chain[0]: each from the first language of chain whose
 // translation has it, the product's own fields being the default
-// language's (chain's last), and notes in Fallback each that came from
+// language's (def), and notes in Fallback each that came from
 // another language. An empty chain (no ?lang) leaves p as stored.
-func (p *Product) localize(chain []string) {
+func (p *Product) localize(chain []string, def string) {
 	if len(chain) == 0 {
 		return
 	}
-	asked, def := chain[0], chain[len(chain)-1]
+	asked := chain[0]
 	text := func(field string, own *string, of func(ProductText) string) {
 		v, from := tenant.Pick(chain, func(l string) (string, bool) {
 			if t, ok := p.Translations[l]; ok && of(t) != "" {
@@ -335,7 +335,7 @@ func (s *Service) productList(w http.ResponseWriter, r *http.Request, sc *tenant
 	list, err := httpapi.ListOf(r, httpapi.CursorID, func(after int64, limit int) ([]*Product, error) {
 		list, err := listProducts(r.Context(), sc.Reader(), f, after, limit, public)
 		for _, p := range list {
-			p.localize(chain)
+			p.localize(chain, sc.Project.DefaultLanguage)
 		}
 		return list, err
 	}, func(p *Product) string { return httpapi.IDText(p.ID) })
@@ -364,7 +364,7 @@ func (s *Service) publicGetProduct(w http.ResponseWriter, r *http.Request, sc *t
 	if err != nil {
 		return err
 	}
-	p.localize(chain)
+	p.localize(chain, sc.Project.DefaultLanguage)
 	return httpapi.PublicJSON(w, r, p)
 }
 
@@ -383,6 +383,6 @@ func (s *Service) getProduct(w http.ResponseWriter, r *http.Request, sc *tenant.
 	if err != nil {
 		return err
 	}
-	p.localize(chain)
+	p.localize(chain, sc.Project.DefaultLanguage)
 	return httpapi.JSON(w, 200, p)
 }

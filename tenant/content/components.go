@@ -39,13 +39,13 @@ type Component struct {
 // localize makes props those of the language of chain[0]: each top-level
 // prop from the first language of the chain whose translation has it
 // (neither "" nor null), the component's own props being the default
-// language's (chain's last), noting in Fallback each that came from
+// language's (def), noting in Fallback each that came from
 // another language. An empty chain (no ?lang) leaves c as stored.
-func (c *Component) localize(chain []string) error {
+func (c *Component) localize(chain []string, def string) error {
 	if len(chain) == 0 {
 		return nil
 	}
-	asked, def := chain[0], chain[len(chain)-1]
+	asked := chain[0]
 	var own map[string]json.RawMessage
 	if err := json.Unmarshal(c.Props, &own); err != nil {
 		return fmt.Errorf("component %s: props: %w", c.Slug, err)
@@ -202,7 +202,7 @@ func (sv *Service) getComponent(w http.ResponseWriter, r *http.Request, s *tenan
 		c, err = draftComponent(r.Context(), s.Reader(), c)
 	}
 	if err == nil {
-		err = c.localize(chainOf(s.Project, lang))
+		err = c.localize(chainOf(s.Project, lang), s.Project.DefaultLanguage)
 	}
 	if err != nil {
 		return err

@@ -208,15 +208,15 @@ func (req *PageRequest) merge(p *Page) error {
 
 // localize fills the flat title and SEO fields in the language of
 // chain[0]: each from the first language of the chain whose translation
-// has it, the page's own fields being the default language's (chain's
-// last), and notes in Fallback each that came from another language.
+// has it, the page's own fields being the default language's (def),
+// and notes in Fallback each that came from another language.
 // noindex is the asked language's own. An empty chain (no ?lang) leaves
 // the page as stored.
-func (p *Page) localize(chain []string) {
+func (p *Page) localize(chain []string, def string) {
 	if len(chain) == 0 {
 		return
 	}
-	asked, def := chain[0], chain[len(chain)-1]
+	asked := chain[0]
 	byLang := make(map[string]*PageTranslation, len(p.Translations))
 	for i := range p.Translations {
 		byLang[p.Translations[i].Lang] = &p.Translations[i]
@@ -363,7 +363,7 @@ func localPage(r *http.Request, s *tenant.Scope, param string, read func(context
 	if err != nil {
 		return p, err
 	}
-	p.localize(chainOf(s.Project, lang))
+	p.localize(chainOf(s.Project, lang), s.Project.DefaultLanguage)
 	return p, nil
 }
 
