@@ -47,6 +47,15 @@ func (p *Project) Chain(lang string) []string {
 	return chain
 }
 
+// ChainFor is Chain for a read that may ask for no language: nil when
+// lang is empty (the item served as stored).
+func (p *Project) ChainFor(lang string) []string {
+	if lang == "" {
+		return nil
+	}
+	return p.Chain(lang)
+}
+
 // Pick returns the value of the first language of chain that has one
 // (value reports whether lang has), and that language; the zero value
 // and "" when none has.

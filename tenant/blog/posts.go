@@ -281,7 +281,7 @@ func (sv *Service) finishWrite(ctx context.Context, tx pgx.Tx, s *tenant.Scope, 
 	if err != nil {
 		return Post{}, err
 	}
-	return toAPIPost(p, langChain(s.Project, lang)), nil
+	return toAPIPost(p, s.Project.ChainFor(lang)), nil
 }
 
 func (sv *Service) listPosts(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
@@ -306,7 +306,7 @@ func (sv *Service) list(w http.ResponseWriter, r *http.Request, s *tenant.Scope,
 		rows, err := listPosts(r.Context(), s.Reader(), f, after, limit)
 		out := make([]Post, len(rows))
 		for i, p := range rows {
-			out[i] = toAPIPost(p, langChain(s.Project, lang))
+			out[i] = toAPIPost(p, s.Project.ChainFor(lang))
 		}
 		return out, err
 	}, cursorOf)
@@ -359,13 +359,13 @@ func (sv *Service) getPost(w http.ResponseWriter, r *http.Request, s *tenant.Sco
 		return err
 	}
 	if draft && *p.HasDraft {
-		out, err := viewPost(r.Context(), s.Reader(), p, langChain(s.Project, lang))
+		out, err := viewPost(r.Context(), s.Reader(), p, s.Project.ChainFor(lang))
 		if err != nil {
 			return err
 		}
 		return httpapi.JSON(w, http.StatusOK, out)
 	}
-	return httpapi.JSON(w, http.StatusOK, toAPIPost(p, langChain(s.Project, lang)))
+	return httpapi.JSON(w, http.StatusOK, toAPIPost(p, s.Project.ChainFor(lang)))
 }
 
 // patchRequest is the body of PATCH /blog-posts/{id_or_slug}: the texts

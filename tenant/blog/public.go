@@ -32,5 +32,5 @@ func (sv *Service) publicGet(w http.ResponseWriter, r *http.Request, s *tenant.S
 	if err != nil {
 		return err
 	}
-	return httpapi.PublicJSON(w, r, toAPIPost(p, langChain(s.Project, lang)))
+	return httpapi.PublicJSON(w, r, toAPIPost(p, s.Project.ChainFor(lang)))
 }

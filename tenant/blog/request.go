@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/plinth-dev/plinth/internal/httpapi"
-	"github.com/plinth-dev/plinth/tenant"
 )
 
 // Bounds of the fields of a post, a category and a tag.
@@ -177,15 +176,6 @@ func checkFuture(v *httpapi.Validator, t *time.Time, now time.Time) {
 	if t != nil {
 		v.Check(t.After(now), "scheduled_at", "must be in the future")
 	}
-}
-
-// langChain is the chain of languages a read in lang follows
-// (tenant.Project.Chain); nil when it asks for none.
-func langChain(p *tenant.Project, lang string) []string {
-	if lang == "" {
-		return nil
-	}
-	return p.Chain(lang)
 }
 
 // langQuery reads the optional ?lang of a read ("" when absent).

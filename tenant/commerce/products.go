@@ -94,13 +94,10 @@ func (p *Product) localize(chain []string, def string) {
 // languages it follows (nil when absent; 422 when not a language code).
 func langChain(r *http.Request, sc *tenant.Scope) ([]string, error) {
 	lang := r.URL.Query().Get("lang")
-	switch {
-	case lang == "":
-		return nil, nil
-	case !httpapi.ValidLanguage(lang):
+	if lang != "" && !httpapi.ValidLanguage(lang) {
 		return nil, httpapi.Invalid("lang", "must be a language code such as en or pt-BR")
 	}
-	return sc.Project.Chain(lang), nil
+	return sc.Project.ChainFor(lang), nil
 }
 
 // Variant is a variant of a product.

@@ -202,7 +202,7 @@ func (sv *Service) getComponent(w http.ResponseWriter, r *http.Request, s *tenan
 		c, err = draftComponent(r.Context(), s.Reader(), c)
 	}
 	if err == nil {
-		err = c.localize(chainOf(s.Project, lang), s.Project.DefaultLanguage)
+		err = c.localize(s.Project.ChainFor(lang), s.Project.DefaultLanguage)
 	}
 	if err != nil {
 		return err

@@ -363,17 +363,8 @@ func localPage(r *http.Request, s *tenant.Scope, param string, read func(context
 	if err != nil {
 		return p, err
 	}
-	p.localize(chainOf(s.Project, lang), s.Project.DefaultLanguage)
+	p.localize(s.Project.ChainFor(lang), s.Project.DefaultLanguage)
 	return p, nil
-}
-
-// chainOf is the chain of languages a read in lang looks in (nil when
-// the read asks for none: it serves the item as stored).
-func chainOf(p *tenant.Project, lang string) []string {
-	if lang == "" {
-		return nil
-	}
-	return p.Chain(lang)
 }
 
 // optionalLang returns the lang query parameter ("" when absent; 422 when

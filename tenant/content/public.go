@@ -33,7 +33,7 @@ func (sv *Service) publicComponent(w http.ResponseWriter, r *http.Request, s *te
 			return err
 		}
 	}
-	if err := c.localize(chainOf(s.Project, lang), s.Project.DefaultLanguage); err != nil {
+	if err := c.localize(s.Project.ChainFor(lang), s.Project.DefaultLanguage); err != nil {
 		return err
 	}
 	c.HasDraft = nil
@@ -99,7 +99,7 @@ func (sv *Service) publicPages(w http.ResponseWriter, r *http.Request, s *tenant
 		pages, err := listPages(r.Context(), s.Reader(), before, PagePublished, limit)
 		out := make([]PageLink, len(pages))
 		for i, p := range pages {
-			p.localize(chainOf(s.Project, lang), s.Project.DefaultLanguage)
+			p.localize(s.Project.ChainFor(lang), s.Project.DefaultLanguage)
 			var title tenant.Provenance // the link's one language-picked field
 			title.Note("title", p.Fallback["title"], lang)
 			out[i] = PageLink{Slug: p.Slug, Path: p.Path, Title: p.Title, UpdatedAt: p.UpdatedAt, Fallback: title, id: p.ID}
