@@ -92,4 +92,11 @@ func TestIdleQueriesDoNotGrowWithProjects(t *testing.T) {
 	if at100 > at10+at10/4+10 {
 		t.Errorf("idle statements grew with the projects: %d with 10, %d with 100", at10, at100)
 	}
+	// And what a quiet server sends at all: a fetch poll a second for the
+	// default and delivery queues, one every 10 s for moves, and River's
+	// leader election, scheduler and the liveness sweep, about 31. The
+	// move queue polling every second, as the others, makes it about 41.
+	if at := max(at10, at100); at > 36 {
+		t.Errorf("an idle server sent %d statements in 10 s, want at most 36 (docs/performance.md)", at)
+	}
 }

@@ -101,6 +101,10 @@ const (
 // bounds how many run at once there, a drain's included.
 const MoveQueue = "moves"
 
+// movePollFactor is how many of the other queues' fallback polls the move
+// queue's is (10 s in production): see NewServer.
+const movePollFactor = 10
+
 // Ended reports whether the move is done, failed or cancelled.
 func (m Move) Ended() bool {
 	return m.Phase == MoveDone || m.Phase == MoveFailed || m.Phase == MoveCancelled

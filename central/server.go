@@ -1,6 +1,7 @@
 package central
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -163,8 +164,13 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	}
 	qo.Queues[outbox.Queue] = outbox.QueueConfig // deliveries run on their own queue
 	shardQueues := maps.Clone(qo.Queues)
-	// Moves run on the central database's River only, a bounded number at once.
-	qo.Queues[MoveQueue] = river.QueueConfig{MaxWorkers: cfg.MoveConcurrency}
+	// Moves run on the central database's River only, a bounded number at
+	// once. An idle process polls every queue, and each poll is a wake-up of
+	// the process and a statement PostgreSQL runs; moves are rare, are
+	// started by an operator and wake their queue by notification, so their
+	// fallback poll (for a lost notification, or two moves enqueued within
+	// River's FetchCooldown of each other) is ten of the others'.
+	qo.Queues[MoveQueue] = river.QueueConfig{MaxWorkers: cfg.MoveConcurrency, FetchPollInterval: movePollFactor * cmp.Or(qo.FetchPoll, time.Second)}
 	s.registerMetrics(slices.Sorted(maps.Keys(qo.Queues)))
 	if s.River, err = queue.New(pool, workers, qo); err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
