@@ -86,6 +86,50 @@ func (p *Provenance) Note(field, from, asked string) {
 	(*p)[field] = from
 }
 
+// Localizer fills an item's text fields for a read along Chain (chain[0]
+// the language asked for), noting in Fallback each that came from another
+// language. Own is the language of the item's own fields (a page's or a
+// product's default language; "" when all its text is in translations).
+type Localizer struct {
+	Chain    []string
+	Own      string
+	Fallback *Provenance
+}
+
+// Text sets *field to the value of the first language of the chain that
+// has one: translated(lang), or *field itself at Own. Left as it is when
+// no language has one.
+func (l Localizer) Text(name string, field *string, translated func(lang string) string) {
+	v, from := Pick(l.Chain, func(lang string) (string, bool) {
+		if t := translated(lang); t != "" {
+			return t, true
+		}
+		return *field, lang == l.Own && *field != ""
+	})
+	if from != "" {
+		*field = v
+	}
+	l.Fallback.Note(name, from, l.Chain[0])
+}
+
+// Optional is Text for a field that may be absent (nil): nil stays nil
+// when no language has a value.
+func (l Localizer) Optional(name string, field **string, translated func(lang string) *string) {
+	var v string
+	if *field != nil {
+		v = **field
+	}
+	l.Text(name, &v, func(lang string) string {
+		if t := translated(lang); t != nil {
+			return *t
+		}
+		return ""
+	})
+	if v != "" {
+		*field = &v
+	}
+}
+
 // FallbackSchema is the schema of a read's fallback field; fields names
 // what its keys are (such as "title, seo.meta_title").
 func FallbackSchema(fields string) openapi.M {

@@ -69,3 +69,40 @@ func TestCheckFallbacks(t *testing.T) {
 		}
 	}
 }
+
+func TestLocalizer(t *testing.T) {
+	// An item whose own fields are English, with French and German
+	// translations; read in fr-CA along fr-CA → fr → de → en.
+	translations := map[string]map[string]string{
+		"fr": {"title": "Bonjour"},
+		"de": {"title": "Hallo", "summary": "Kurz"},
+	}
+	var fb Provenance
+	l := Localizer{Chain: []string{"fr-CA", "fr", "de", "en"}, Own: "en", Fallback: &fb}
+	title, summary, body := "Hello", "Short", "Body"
+	in := func(field string) func(string) string {
+		return func(lang string) string { return translations[lang][field] }
+	}
+	l.Text("title", &title, in("title"))
+	l.Text("summary", &summary, in("summary"))
+	l.Text("body", &body, in("body"))
+	var image *string
+	l.Optional("image", &image, func(string) *string { return nil })
+	if title != "Bonjour" || summary != "Kurz" || body != "Body" || image != nil {
+		t.Errorf("title %q, summary %q, body %q, image %v", title, summary, body, image)
+	}
+	if want := (Provenance{"title": "fr", "summary": "de", "body": "en"}); !reflect.DeepEqual(fb, want) {
+		t.Errorf("fallback %v, want %v", fb, want)
+	}
+
+	// Own "": the item's fields are only its translations' (a blog post):
+	// a field no language has stays as it was, and is not noted.
+	fb = nil
+	l = Localizer{Chain: []string{"fr", "en"}, Fallback: &fb}
+	body = ""
+	l.Text("body", &body, in("body"))
+	l.Text("title", &title, in("title"))
+	if body != "" || title != "Bonjour" || fb != nil {
+		t.Errorf("body %q, title %q, fallback %v", body, title, fb)
+	}
+}

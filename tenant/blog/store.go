@@ -59,23 +59,18 @@ func (p *postRow) text(chain []string) (t Translation, fallback tenant.Provenanc
 		return t, nil
 	}
 	t = *base
-	field := func(name string, dst *string, of func(*Translation) string) {
-		v, from := tenant.Pick(chain, func(l string) (string, bool) {
-			if x := byLang[l]; x != nil && of(x) != "" {
-				return of(x), true
-			}
-			return "", false
-		})
-		if from != "" {
-			*dst = v
+	in := func(lang string) *Translation {
+		if x := byLang[lang]; x != nil {
+			return x
 		}
-		fallback.Note(name, from, chain[0])
+		return &Translation{}
 	}
-	field("title", &t.Title, func(x *Translation) string { return x.Title })
-	field("excerpt", &t.Excerpt, func(x *Translation) string { return x.Excerpt })
-	field("content", &t.Content, func(x *Translation) string { return x.Content })
-	field("meta_title", &t.MetaTitle, func(x *Translation) string { return x.MetaTitle })
-	field("meta_description", &t.MetaDescription, func(x *Translation) string { return x.MetaDescription })
+	l := tenant.Localizer{Chain: chain, Fallback: &fallback}
+	l.Text("title", &t.Title, func(lang string) string { return in(lang).Title })
+	l.Text("excerpt", &t.Excerpt, func(lang string) string { return in(lang).Excerpt })
+	l.Text("content", &t.Content, func(lang string) string { return in(lang).Content })
+	l.Text("meta_title", &t.MetaTitle, func(lang string) string { return in(lang).MetaTitle })
+	l.Text("meta_description", &t.MetaDescription, func(lang string) string { return in(lang).MetaDescription })
 	return t, fallback
 }
 

@@ -72,22 +72,10 @@ func (p *Product) localize(chain []string, def string) {
 	if len(chain) == 0 {
 		return
 	}
-	asked := chain[0]
-	text := func(field string, own *string, of func(ProductText) string) {
-		v, from := tenant.Pick(chain, func(l string) (string, bool) {
-			if t, ok := p.Translations[l]; ok && of(t) != "" {
-				return of(t), true
-			}
-			return *own, l == def && *own != ""
-		})
-		if from != "" {
-			*own = v
-		}
-		p.Fallback.Note(field, from, asked)
-	}
-	text("name", &p.Name, func(t ProductText) string { return t.Name })
-	text("description", &p.Description, func(t ProductText) string { return t.Description })
-	text("short_description", &p.ShortDescription, func(t ProductText) string { return t.ShortDescription })
+	l := tenant.Localizer{Chain: chain, Own: def, Fallback: &p.Fallback}
+	l.Text("name", &p.Name, func(lang string) string { return p.Translations[lang].Name })
+	l.Text("description", &p.Description, func(lang string) string { return p.Translations[lang].Description })
+	l.Text("short_description", &p.ShortDescription, func(lang string) string { return p.Translations[lang].ShortDescription })
 }
 
 // langChain reads the optional ?lang of a product read: the chain of

@@ -216,44 +216,23 @@ func (p *Page) localize(chain []string, def string) {
 	if len(chain) == 0 {
 		return
 	}
-	asked := chain[0]
 	byLang := make(map[string]*PageTranslation, len(p.Translations))
 	for i := range p.Translations {
 		byLang[p.Translations[i].Lang] = &p.Translations[i]
 	}
-	text := func(field string, own *string, of func(*PageTranslation) string) {
-		v, from := tenant.Pick(chain, func(l string) (string, bool) {
-			if t := byLang[l]; t != nil && of(t) != "" {
-				return of(t), true
-			}
-			return *own, l == def && *own != ""
-		})
-		if from != "" {
-			*own = v
+	in := func(lang string) *PageTranslation {
+		if t := byLang[lang]; t != nil {
+			return t
 		}
-		p.Fallback.Note(field, from, asked)
+		return &PageTranslation{}
 	}
-	optional := func(field string, own **string, of func(*PageTranslation) *string) {
-		var o string
-		if *own != nil {
-			o = **own
-		}
-		text(field, &o, func(t *PageTranslation) string {
-			if v := of(t); v != nil {
-				return *v
-			}
-			return ""
-		})
-		if o != "" {
-			*own = &o
-		}
-	}
-	text("title", &p.Title, func(t *PageTranslation) string { return t.Title })
-	text("seo.meta_title", &p.SEO.MetaTitle, func(t *PageTranslation) string { return t.SEO.MetaTitle })
-	text("seo.meta_description", &p.SEO.MetaDescription, func(t *PageTranslation) string { return t.SEO.MetaDescription })
-	optional("seo.og_image", &p.SEO.OGImage, func(t *PageTranslation) *string { return t.SEO.OGImage })
-	optional("seo.canonical_url", &p.SEO.CanonicalURL, func(t *PageTranslation) *string { return t.SEO.CanonicalURL })
-	if t := byLang[asked]; t != nil && t.SEO.NoIndex {
+	l := tenant.Localizer{Chain: chain, Own: def, Fallback: &p.Fallback}
+	l.Text("title", &p.Title, func(lang string) string { return in(lang).Title })
+	l.Text("seo.meta_title", &p.SEO.MetaTitle, func(lang string) string { return in(lang).SEO.MetaTitle })
+	l.Text("seo.meta_description", &p.SEO.MetaDescription, func(lang string) string { return in(lang).SEO.MetaDescription })
+	l.Optional("seo.og_image", &p.SEO.OGImage, func(lang string) *string { return in(lang).SEO.OGImage })
+	l.Optional("seo.canonical_url", &p.SEO.CanonicalURL, func(lang string) *string { return in(lang).SEO.CanonicalURL })
+	if t := byLang[chain[0]]; t != nil && t.SEO.NoIndex {
 		p.SEO.NoIndex = true
 	}
 }
