@@ -67,7 +67,10 @@ func Count(cfg *pgxpool.Config) *RoundTrips {
 	return rt
 }
 
-// countingConn counts a round trip at each first read after a write.
+// countingConn counts a round trip at the first data read after a write,
+// when the data arrives: pgx may have a read under way from before the
+// write (its background reader), and the answer must be counted before
+// the caller that waits for it goes on.
 type countingConn struct {
 	net.Conn
 	rt    *RoundTrips
@@ -85,11 +88,14 @@ func (c *countingConn) Write(b []byte) (int, error) {
 }
 
 func (c *countingConn) Read(b []byte) (int, error) {
-	c.mu.Lock()
-	if c.wrote {
-		c.wrote = false
-		c.rt.n.Add(1)
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.mu.Lock()
+		if c.wrote {
+			c.wrote = false
+			c.rt.n.Add(1)
+		}
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
-	return c.Conn.Read(b)
+	return n, err
 }
