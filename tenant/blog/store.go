@@ -50,27 +50,20 @@ func (p *postRow) text(chain []string) (t Translation, fallback tenant.Provenanc
 	if !slices.Contains(chain, p.Language) {
 		chain = append(slices.Clip(chain), p.Language)
 	}
-	byLang := make(map[string]*Translation, len(p.Texts))
-	for i := range p.Texts {
-		byLang[p.Texts[i].Lang] = &p.Texts[i]
+	in := make(map[string]Translation, len(p.Texts)) // a language without one: the zero value
+	for _, x := range p.Texts {
+		in[x.Lang] = x
 	}
-	base, _ := tenant.Pick(chain, func(l string) (*Translation, bool) { return byLang[l], byLang[l] != nil })
-	if base == nil {
+	t, from := tenant.Pick(chain, func(l string) (Translation, bool) { x, ok := in[l]; return x, ok })
+	if from == "" {
 		return t, nil
 	}
-	t = *base
-	in := func(lang string) *Translation {
-		if x := byLang[lang]; x != nil {
-			return x
-		}
-		return &Translation{}
-	}
 	l := tenant.Localizer{Chain: chain, Fallback: &fallback}
-	l.Text("title", &t.Title, func(lang string) string { return in(lang).Title })
-	l.Text("excerpt", &t.Excerpt, func(lang string) string { return in(lang).Excerpt })
-	l.Text("content", &t.Content, func(lang string) string { return in(lang).Content })
-	l.Text("meta_title", &t.MetaTitle, func(lang string) string { return in(lang).MetaTitle })
-	l.Text("meta_description", &t.MetaDescription, func(lang string) string { return in(lang).MetaDescription })
+	l.Text("title", &t.Title, func(lang string) string { return in[lang].Title })
+	l.Text("excerpt", &t.Excerpt, func(lang string) string { return in[lang].Excerpt })
+	l.Text("content", &t.Content, func(lang string) string { return in[lang].Content })
+	l.Text("meta_title", &t.MetaTitle, func(lang string) string { return in[lang].MetaTitle })
+	l.Text("meta_description", &t.MetaDescription, func(lang string) string { return in[lang].MetaDescription })
 	return t, fallback
 }
 

@@ -216,23 +216,17 @@ func (p *Page) localize(chain []string, def string) {
 	if len(chain) == 0 {
 		return
 	}
-	byLang := make(map[string]*PageTranslation, len(p.Translations))
-	for i := range p.Translations {
-		byLang[p.Translations[i].Lang] = &p.Translations[i]
-	}
-	in := func(lang string) *PageTranslation {
-		if t := byLang[lang]; t != nil {
-			return t
-		}
-		return &PageTranslation{}
+	in := make(map[string]PageTranslation, len(p.Translations)) // a language without one: the zero value
+	for _, t := range p.Translations {
+		in[t.Lang] = t
 	}
 	l := tenant.Localizer{Chain: chain, Own: def, Fallback: &p.Fallback}
-	l.Text("title", &p.Title, func(lang string) string { return in(lang).Title })
-	l.Text("seo.meta_title", &p.SEO.MetaTitle, func(lang string) string { return in(lang).SEO.MetaTitle })
-	l.Text("seo.meta_description", &p.SEO.MetaDescription, func(lang string) string { return in(lang).SEO.MetaDescription })
-	l.Optional("seo.og_image", &p.SEO.OGImage, func(lang string) *string { return in(lang).SEO.OGImage })
-	l.Optional("seo.canonical_url", &p.SEO.CanonicalURL, func(lang string) *string { return in(lang).SEO.CanonicalURL })
-	if t := byLang[chain[0]]; t != nil && t.SEO.NoIndex {
+	l.Text("title", &p.Title, func(lang string) string { return in[lang].Title })
+	l.Text("seo.meta_title", &p.SEO.MetaTitle, func(lang string) string { return in[lang].SEO.MetaTitle })
+	l.Text("seo.meta_description", &p.SEO.MetaDescription, func(lang string) string { return in[lang].SEO.MetaDescription })
+	l.Optional("seo.og_image", &p.SEO.OGImage, func(lang string) *string { return in[lang].SEO.OGImage })
+	l.Optional("seo.canonical_url", &p.SEO.CanonicalURL, func(lang string) *string { return in[lang].SEO.CanonicalURL })
+	if in[chain[0]].SEO.NoIndex {
 		p.SEO.NoIndex = true
 	}
 }
