@@ -44,6 +44,7 @@ import (
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/loadgen"
+	"github.com/plinth-dev/plinth/internal/pgcluster"
 	"github.com/plinth-dev/plinth/internal/storage"
 	"github.com/plinth-dev/plinth/tenant"
 )
@@ -55,6 +56,7 @@ type options struct {
 	keep    bool
 	samples int
 	pace    time.Duration
+	spares  int
 	fill    int
 	conns   int
 	load    time.Duration
@@ -73,13 +75,14 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the working directory (and its cluster) at the end")
 	flag.IntVar(&o.samples, "samples", 40, "timed project creations at each point")
 	flag.DurationVar(&o.pace, "pace", 250*time.Millisecond, "time from the start of one timed creation to the next (a dashboard's pace; bursts are the fill's)")
+	flag.IntVar(&o.spares, "spares", 24, "PLINTH_SPARE_SCHEMAS of the server; each timed series starts once that many are ready")
 	flag.IntVar(&o.fill, "fill", 4, "concurrent project creations while filling")
 	flag.IntVar(&o.conns, "conns", 32, "concurrent connections of the GET load")
 	flag.DurationVar(&o.load, "load", 8*time.Second, "length of one GET load round")
 	flag.IntVar(&o.rounds, "rounds", 2, "GET load rounds at each point (the best is reported)")
 	flag.DurationVar(&o.idle, "idle", 60*time.Second, "length of the idle CPU sample right after the fill")
-	flag.DurationVar(&o.settle, "settle", 5*time.Minute, "wait after the first idle sample and a checkpoint, for the autovacuum of the catalogs the fill grew to end (0: no settled sample)")
-	flag.DurationVar(&o.settled, "settled-idle", 5*time.Minute, "length of the settled idle CPU sample (at least autovacuum_naptime, so it holds one autovacuum round)")
+	flag.DurationVar(&o.settle, "settle", pgcluster.AutovacuumNaptime, "wait after the first idle sample and a checkpoint, for the autovacuum of the catalogs the fill grew to end (0: no settled sample)")
+	flag.DurationVar(&o.settled, "settled-idle", pgcluster.AutovacuumNaptime, "length of the settled idle CPU sample (at least autovacuum_naptime, so it holds one autovacuum round)")
 	flag.BoolVar(&o.pgDump, "pg-dump", false, "also time pg_dump -n of one project schema (minutes at 10,000 projects)")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
@@ -281,7 +284,7 @@ func (b *bench) start(ctx context.Context) error {
 	// and per-IP dashboard limits and the projects-per-workspace cap
 	// would stop it (the benchmark measures the shard, not those limits).
 	b.serve.Env = append(os.Environ(), "PLINTH_ADDR="+addr, "DATABASE_URL=",
-		"PLINTH_DASHBOARD_RATE=1000000/100000", "PLINTH_DASHBOARD_IP_RATE=1000000/100000", "PLINTH_MAX_PROJECTS_PER_TENANT=0")
+		"PLINTH_DASHBOARD_RATE=1000000/100000", "PLINTH_DASHBOARD_IP_RATE=1000000/100000", "PLINTH_MAX_PROJECTS_PER_TENANT=0", "PLINTH_SPARE_SCHEMAS="+strconv.Itoa(b.o.spares))
 	b.serve.Stdout, b.serve.Stderr = logf, logf
 	if err := b.serve.Start(); err != nil {
 		return err
@@ -403,7 +406,16 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Micros
 // createSamples times creations one at a time, one every pace, as
 // dashboard users make them: the spare schemas are refilled between two.
 // The fill measures bursts.
+//
+// A series starts once the server's spares are all ready again: right
+// after a fill of thousands (a burst no dashboard makes) the pool is empty
+// and refills at about 2 schemas a second at 10,000 projects
+// (docs/operations.md, "Spare schemas"), which the series would measure
+// instead of a creation. How long that took is logged.
 func (b *bench) createSamples(ctx context.Context) (latencies, error) {
+	if err := b.waitSpares(ctx); err != nil {
+		return nil, err
+	}
 	out := make(latencies, 0, b.o.samples)
 	for range b.o.samples {
 		d, err := b.create(ctx)
@@ -418,6 +430,29 @@ func (b *bench) createSamples(ctx context.Context) (latencies, error) {
 		}
 	}
 	return out, nil
+}
+
+// waitSpares waits until the server holds its spare schemas.
+func (b *bench) waitSpares(ctx context.Context) error {
+	start := time.Now()
+	for {
+		var n int
+		if err := b.db.QueryRow(ctx, `SELECT count(*) FROM central.spare_schemas`).Scan(&n); err != nil {
+			return err
+		}
+		if n >= b.o.spares {
+			log.Printf("%d spare schemas ready after %s", n, time.Since(start).Round(time.Second))
+			return nil
+		}
+		if time.Since(start) > 10*time.Minute {
+			return fmt.Errorf("%d of %d spare schemas ready after 10 minutes", n, b.o.spares)
+		}
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // fillTo creates projects, fill at a time, until the shard holds n.

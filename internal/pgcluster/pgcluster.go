@@ -22,9 +22,10 @@ import (
 )
 
 // AutovacuumNaptime is the private cluster's autovacuum_naptime: the
-// setting operators of shards with thousands of schemas should use too
-// (docs/operations.md).
-const AutovacuumNaptime = "5min"
+// setting operators of shards with thousands of mostly idle schemas
+// should use too (docs/operations.md, "Autovacuum on shards with many
+// schemas"), in whole minutes.
+const AutovacuumNaptime = 10 * time.Minute
 
 // ReplicationSettings are the server options every cluster runs with
 // (postgres -c): what a shard needs for the logical replication of a
@@ -327,8 +328,9 @@ func (c *Cluster) Start(ctx context.Context) (started bool, err error) {
 	// the relations of every project schema (about a million at 10,000
 	// projects) whether or not any is used. At PostgreSQL's default of a
 	// minute that round alone was most of what an idle shard cost
-	// (docs/performance.md, issue 18); every 5 minutes it is a fifth, and
-	// a busy table waits at most 5 minutes longer for its vacuum.
+	// (docs/performance.md, issue 18); every 10 minutes it is a tenth
+	// (about 5.6 s of one core per round at 10,000 projects), and a busy
+	// table waits at most 10 minutes longer for its vacuum.
 	maxConns := c.MaxConnections
 	if maxConns == 0 {
 		maxConns = 300
@@ -338,8 +340,8 @@ func (c *Cluster) Start(ctx context.Context) (started bool, err error) {
 	// checks), so every cluster this package runs (plinth serve's, the
 	// tests') can be a shard and a source of a move. Each move holds a
 	// replication slot and a WAL sender for its subscription.
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=%d -c shared_buffers=128MB -c autovacuum_naptime=%s %s",
-		c.Port, c.Dir, maxConns, AutovacuumNaptime, ReplicationSettings)
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=%d -c shared_buffers=128MB -c autovacuum_naptime=%dmin %s",
+		c.Port, c.Dir, maxConns, int(AutovacuumNaptime.Minutes()), ReplicationSettings)
 	if !c.Durable {
 		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
 	}
