@@ -83,15 +83,24 @@ func TestMediaURL(t *testing.T) {
 // TestMaxProjects: 100 projects per workspace by default, 0 for no cap; a
 // negative or malformed value is refused at start, naming the variable.
 func TestMaxProjects(t *testing.T) {
-	for env, want := range map[string]int{"": 100, "0": 0, "25": 25} {
-		c, err := load(map[string]string{"PLINTH_MAX_PROJECTS_PER_TENANT": env})
-		if err != nil || c.MaxProjectsPerTenant != want {
-			t.Errorf("%q: %d %v, want %d", env, c.MaxProjectsPerTenant, err, want)
+	testIntVar(t, "PLINTH_MAX_PROJECTS_PER_TENANT", func(c config.Config) int { return c.MaxProjectsPerTenant },
+		map[string]int{"": 100, "0": 0, "25": 25}, "-1", "ten", "1.5")
+}
+
+// testIntVar checks an integer variable: each value of good (the empty
+// string is the default) loads as its figure, each of bad is an error
+// naming the variable.
+func testIntVar(t *testing.T, name string, field func(config.Config) int, good map[string]int, bad ...string) {
+	t.Helper()
+	for env, want := range good {
+		c, err := load(map[string]string{name: env})
+		if err != nil || field(c) != want {
+			t.Errorf("%s=%q: %d %v, want %d", name, env, field(c), err, want)
 		}
 	}
-	for _, bad := range []string{"-1", "ten", "1.5"} {
-		if _, err := load(map[string]string{"PLINTH_MAX_PROJECTS_PER_TENANT": bad}); err == nil || !strings.Contains(err.Error(), "PLINTH_MAX_PROJECTS_PER_TENANT") {
-			t.Errorf("%q: %v, want an error naming the variable", bad, err)
+	for _, v := range bad {
+		if _, err := load(map[string]string{name: v}); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%q: %v, want an error naming the variable", name, v, err)
 		}
 	}
 }
@@ -100,15 +109,6 @@ func TestMaxProjects(t *testing.T) {
 // creations 4 a second on a shard of 10,000 projects, where a schema takes
 // half a second to build (docs/operations.md, "Spare schemas").
 func TestSpareSchemas(t *testing.T) {
-	for env, want := range map[string]int{"": 24, "0": 0, "100": 100} {
-		c, err := load(map[string]string{"PLINTH_SPARE_SCHEMAS": env})
-		if err != nil || c.SpareSchemas != want {
-			t.Errorf("%q: %d %v, want %d", env, c.SpareSchemas, err, want)
-		}
-	}
-	for _, bad := range []string{"-1", "101", "four"} {
-		if _, err := load(map[string]string{"PLINTH_SPARE_SCHEMAS": bad}); err == nil || !strings.Contains(err.Error(), "PLINTH_SPARE_SCHEMAS") {
-			t.Errorf("%q: %v, want an error naming the variable", bad, err)
-		}
-	}
+	testIntVar(t, "PLINTH_SPARE_SCHEMAS", func(c config.Config) int { return c.SpareSchemas },
+		map[string]int{"": 24, "0": 0, "100": 100}, "-1", "101", "four")
 }
