@@ -23,6 +23,7 @@ func startChild(t *testing.T, bin string, env *apitest.Env, ttl time.Duration) *
 		"PLINTH_SECRET="+env.Config.Secret,
 		"PLINTH_ADDR="+addr,
 		"PLINTH_KEY_CACHE_TTL="+ttl.String(),
+		"PLINTH_SPARE_SCHEMAS=0", // no schema building beside the test
 	)
 	cmd.Stdout, cmd.Stderr = c.logs, c.logs
 	c.process = startProcess(t, cmd)
