@@ -43,6 +43,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/plinth-dev/plinth/central"
+	"github.com/plinth-dev/plinth/internal/config"
 	"github.com/plinth-dev/plinth/internal/loadgen"
 	"github.com/plinth-dev/plinth/internal/pgcluster"
 	"github.com/plinth-dev/plinth/internal/storage"
@@ -75,7 +76,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the working directory (and its cluster) at the end")
 	flag.IntVar(&o.samples, "samples", 40, "timed project creations at each point")
 	flag.DurationVar(&o.pace, "pace", 250*time.Millisecond, "time from the start of one timed creation to the next (a dashboard's pace; bursts are the fill's)")
-	flag.IntVar(&o.spares, "spares", 24, "PLINTH_SPARE_SCHEMAS of the server; each timed series starts once that many are ready")
+	flag.IntVar(&o.spares, "spares", serverSpares(), "PLINTH_SPARE_SCHEMAS of the server; each timed series starts once that many are ready")
 	flag.IntVar(&o.fill, "fill", 4, "concurrent project creations while filling")
 	flag.IntVar(&o.conns, "conns", 32, "concurrent connections of the GET load")
 	flag.DurationVar(&o.load, "load", 8*time.Second, "length of one GET load round")
@@ -430,6 +431,17 @@ func (b *bench) createSamples(ctx context.Context) (latencies, error) {
 		}
 	}
 	return out, nil
+}
+
+// serverSpares is the server's default PLINTH_SPARE_SCHEMAS.
+func serverSpares() int {
+	for _, v := range config.Vars {
+		if v.Name == "PLINTH_SPARE_SCHEMAS" {
+			n, _ := strconv.Atoi(v.Default)
+			return n
+		}
+	}
+	return 0
 }
 
 // waitSpares waits until the server holds its spare schemas.
