@@ -27,7 +27,7 @@ type Config struct {
 	WebhookTimeout time.Duration
 	KeyCacheTTL    time.Duration
 	// SpareSchemas is how many project schemas are kept created ahead of
-	// the projects that will claim them (PLINTH_SPARE_SCHEMAS, default 24).
+	// the projects that will claim them (PLINTH_SPARE_SCHEMAS, default 32).
 	SpareSchemas int
 	// PrivateShards is how many private clusters `plinth serve` starts
 	// beside the central one, each added as shard shard1…shardN, when no
@@ -134,7 +134,7 @@ var Vars = []Var{
 	{"PLINTH_WEBHOOK_RETRY_DELAYS", "30s,2m,10m,1h,6h", "comma list of Go durations between webhook attempts"},
 	{"PLINTH_WEBHOOK_TIMEOUT", "30s", "webhook receiver timeout"},
 	{"PLINTH_KEY_CACHE_TTL", "30s", "how long a resolved key is cached (bounds the revocation delay)"},
-	{"PLINTH_SPARE_SCHEMAS", "24", "project schemas kept created ahead of new projects, 0 to 100"},
+	{"PLINTH_SPARE_SCHEMAS", "32", "project schemas kept created ahead of new projects, 0 to 100"},
 	{"PLINTH_SHARDS", "0", "private shards plinth serve starts beside its private cluster (.plinth/pg-shard1…), added as shards shard1…shardN; 0 to 16, only without DATABASE_URL (serve --shards)"},
 	{"PLINTH_TRUSTED_PROXIES", "127.0.0.0/8,::1/128", "CIDRs of the proxies whose X-Forwarded-For and X-Forwarded-Proto are honoured (from the direct peer only)"},
 	{"PLINTH_PUBLIC_RATE", "120/240", "per-IP limit on /v1/public/*, RPM/BURST"},

@@ -105,10 +105,10 @@ func testIntVar(t *testing.T, name string, field func(config.Config) int, good m
 	}
 }
 
-// TestSpareSchemas: 24 spares by default, enough for a burst of about 40
+// TestSpareSchemas: 32 spares by default, enough for a burst of about 40
 // creations 4 a second on a shard of 10,000 projects, where a schema takes
 // half a second to build (docs/operations.md, "Spare schemas").
 func TestSpareSchemas(t *testing.T) {
 	testIntVar(t, "PLINTH_SPARE_SCHEMAS", func(c config.Config) int { return c.SpareSchemas },
-		map[string]int{"": 24, "0": 0, "100": 100}, "-1", "101", "four")
+		map[string]int{"": 32, "0": 0, "100": 100}, "-1", "101", "four")
 }
