@@ -433,15 +433,14 @@ func (b *bench) createSamples(ctx context.Context) (latencies, error) {
 	return out, nil
 }
 
-// serverSpares is the server's default PLINTH_SPARE_SCHEMAS.
+// serverSpares is the server's default PLINTH_SPARE_SCHEMAS: what
+// config.Load gives with nothing set.
 func serverSpares() int {
-	for _, v := range config.Vars {
-		if v.Name == "PLINTH_SPARE_SCHEMAS" {
-			n, _ := strconv.Atoi(v.Default)
-			return n
-		}
+	c, err := config.Load(func(string) string { return "" })
+	if err != nil {
+		log.Fatal(err)
 	}
-	return 0
+	return c.SpareSchemas
 }
 
 // waitSpares waits until the server holds its spare schemas.
