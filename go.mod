@@ -28,6 +28,7 @@ require (
 	github.com/stripe/stripe-go/v76 v76.25.0
 	github.com/tmaxmax/go-sse v0.11.0
 	golang.org/x/crypto v0.58.0
+	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
 	golang.org/x/image v0.47.0
 	golang.org/x/net v0.62.0
 	golang.org/x/oauth2 v0.37.0
@@ -113,3 +114,5 @@ require (
 	gopkg.in/ini.v1 v1.67.3 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
+
+replace github.com/riverqueue/river => ./third_party/river

@@ -1,0 +1,1 @@
+ALTER TYPE /* TEMPLATE: schema */foobar ADD VALUE 'baz' AFTER 'bar';
