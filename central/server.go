@@ -292,7 +292,11 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 			// route gets its 403, never another key's stored answer.
 			api.Use(idem.Handler)
 			c.ProjectRoutes(api)
-			api.Method(http.MethodPost, "/mcp", agent.Handler()) // each tool checks its route's scope
+			mcpHandler := agent.Handler()
+			api.Method(http.MethodPost, "/mcp", mcpHandler) // each tool checks its route's scope
+			// No GET stream (stateless): 405 with Allow, as the transport
+			// asks, for clients that open one (the TypeScript SDK does).
+			api.Method(http.MethodGet, "/mcp", mcpHandler)
 			for _, p := range pillars {
 				p.Routes(api)
 			}

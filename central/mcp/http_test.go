@@ -121,3 +121,20 @@ func TestCrossOriginRefused(t *testing.T) {
 		env.Do("GET", "/v1/content/"+key, p.Key, nil).Expect(t, 200)
 	}
 }
+
+// TestGetStreamRefused: GET /v1/mcp, which a Streamable HTTP client sends
+// to open a stream of server messages, is 405 with Allow: POST (as the
+// transport asks of a server without one), a problem with the contract's
+// code for a wrong method; without a key it is 401 like any /v1 route.
+func TestGetStreamRefused(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	r := env.Send(apitest.Request{Method: "GET", Path: "/v1/mcp", Key: p.Key, Header: map[string]string{"Accept": "text/event-stream"}})
+	r.Expect(t, 405)
+	require.Equal(t, "POST", r.Header.Get("Allow"))
+	require.Equal(t, "application/problem+json", r.Header.Get("Content-Type"))
+	require.Equal(t, "bad_request", r.JSON(t)["code"])
+	require.NotEmpty(t, r.Header.Get("X-Request-Id"))
+	env.Send(apitest.Request{Method: "GET", Path: "/v1/mcp", Header: map[string]string{"Accept": "text/event-stream"}}).Expect(t, 401)
+}

@@ -643,8 +643,12 @@ func toolError(msg string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
 }
 
-// OpenAPI describes POST /v1/mcp.
+// OpenAPI describes POST /v1/mcp and the GET that answers 405.
 func OpenAPI(d *openapi.Doc) {
+	d.Add("GET", "/v1/mcp", openapi.Op{ID: "mcpStream", Summary: "Model Context Protocol: no GET stream", Tag: "mcp",
+		Desc: "The server is stateless and offers no stream opened by GET: 405 with `Allow: POST` and code `bad_request`, " +
+			"as the Streamable HTTP transport asks; MCP clients then carry on with POST alone.",
+		Errs: []int{405}})
 	msg := openapi.JSON(d.Schema("MCPMessage", openapi.AnyObject("A JSON-RPC 2.0 message of the Model Context Protocol.")))
 	d.Add("POST", "/v1/mcp", openapi.Op{ID: "mcp", Summary: "Model Context Protocol (Streamable HTTP)", Tag: "mcp",
 		Desc: "The MCP server of the project (docs/mcp.md): tools that run the API's routes with this key, within its scopes, " +

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -389,66 +390,75 @@ func asStrings(v any) []string {
 
 // TestGenerateBlogPostFollowed: generate_blog_post with a progress token
 // reports the job's progress and answers with the completed job; the
-// credits are those of the REST route.
+// credits are those of the REST route. The token is a string or a number
+// (the TypeScript SDK's are numbers, which JSON gives the proxy as
+// float64).
 func TestGenerateBlogPostFollowed(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t, apitest.WithWorkers())
 	eachTransport(t, func(t *testing.T, transport string) {
-		p := env.NewProject("build")
-		var mu sync.Mutex
-		var progress []float64
-		cs := connect(t, env, transport, p.Key, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
-			mu.Lock()
-			defer mu.Unlock()
-			if req.Params.ProgressToken == "gen-1" {
-				progress = append(progress, req.Params.Progress)
-			}
-		}})
-
-		before := p.Balance(t)
-		params := &sdk.CallToolParams{Name: "generate_blog_post", Arguments: map[string]any{"topic": "Sourdough at home", "language_code": "en"}}
-		params.SetProgressToken("gen-1")
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		res, err := cs.CallTool(ctx, params)
-		require.NoError(t, err)
-		job := structured(t, res)
-		require.Equal(t, "completed", job["status"], "%v", job)
-		require.EqualValues(t, 100, job["progress"])
-		viaTool := before - p.Balance(t)
-		// Notifications are asynchronous: through the stdio proxy the
-		// last may arrive after the answer.
-		require.Eventually(t, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(progress) > 0 && progress[len(progress)-1] == 100
-		}, 10*time.Second, 20*time.Millisecond)
-		mu.Lock()
-		require.True(t, slices.IsSorted(progress), "%v", progress)
-		require.Greater(t, len(progress), 1, "progress before the end: %v", progress)
-		mu.Unlock()
-
-		postID := job["result"].(map[string]any)["post_id"]
-		if postID == nil {
-			postID = job["result"].(map[string]any)["id"]
+		for _, token := range []any{"gen-1", 7} {
+			followBlogPost(t, env, transport, token)
 		}
-		require.NotNil(t, postID, "%v", job["result"])
-		post := structured(t, callTool(t, cs, "get_blog_post", map[string]any{"ref": postID}))
-		require.Equal(t, postID, post["id"])
-
-		// Without a token the tool answers the pending job; get_job follows it.
-		started := structured(t, callTool(t, cs, "generate_blog_post", map[string]any{"topic": "Rye"}))
-		require.Contains(t, []any{"pending", "processing"}, started["status"])
-		env.WaitJob(t, p.Key, started["id"].(string))
-		got := structured(t, callTool(t, cs, "get_job", map[string]any{"id": started["id"]}))
-		require.Equal(t, "completed", got["status"])
-
-		before = p.Balance(t)
-		j := env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"type": "ai", "topic": "Spelt", "language_code": "en"}).Expect(t, 202).JSON(t)
-		env.WaitJob(t, p.Key, j["id"].(string))
-		require.Equal(t, before-p.Balance(t), viaTool, "the tool charges what the route does")
-		require.Positive(t, viaTool)
 	})
+}
+
+func followBlogPost(t *testing.T, env *apitest.Env, transport string, token any) {
+	t.Helper()
+	p := env.NewProject("build")
+	var mu sync.Mutex
+	var progress []float64
+	cs := connect(t, env, transport, p.Key, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		if fmt.Sprint(req.Params.ProgressToken) == fmt.Sprint(token) {
+			progress = append(progress, req.Params.Progress)
+		}
+	}})
+
+	before := p.Balance(t)
+	params := &sdk.CallToolParams{Name: "generate_blog_post", Arguments: map[string]any{"topic": "Sourdough at home", "language_code": "en"}}
+	params.SetProgressToken(token)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, params)
+	require.NoError(t, err)
+	job := structured(t, res)
+	require.Equal(t, "completed", job["status"], "%v", job)
+	require.EqualValues(t, 100, job["progress"])
+	viaTool := before - p.Balance(t)
+	// Notifications are asynchronous: through the stdio proxy the
+	// last may arrive after the answer.
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(progress) > 0 && progress[len(progress)-1] == 100
+	}, 10*time.Second, 20*time.Millisecond)
+	mu.Lock()
+	require.True(t, slices.IsSorted(progress), "%v", progress)
+	require.Greater(t, len(progress), 1, "progress before the end: %v", progress)
+	mu.Unlock()
+
+	postID := job["result"].(map[string]any)["post_id"]
+	if postID == nil {
+		postID = job["result"].(map[string]any)["id"]
+	}
+	require.NotNil(t, postID, "%v", job["result"])
+	post := structured(t, callTool(t, cs, "get_blog_post", map[string]any{"ref": postID}))
+	require.Equal(t, postID, post["id"])
+
+	// Without a token the tool answers the pending job; get_job follows it.
+	started := structured(t, callTool(t, cs, "generate_blog_post", map[string]any{"topic": "Rye"}))
+	require.Contains(t, []any{"pending", "processing"}, started["status"])
+	env.WaitJob(t, p.Key, started["id"].(string))
+	got := structured(t, callTool(t, cs, "get_job", map[string]any{"id": started["id"]}))
+	require.Equal(t, "completed", got["status"])
+
+	before = p.Balance(t)
+	j := env.Do("POST", "/v1/blog-posts", p.Key, map[string]any{"type": "ai", "topic": "Spelt", "language_code": "en"}).Expect(t, 202).JSON(t)
+	env.WaitJob(t, p.Key, j["id"].(string))
+	require.Equal(t, before-p.Balance(t), viaTool, "the tool charges what the route does")
+	require.Positive(t, viaTool)
 }
 
 // TestOtherProjectInvisible: another project's key sees none of this

@@ -27,6 +27,11 @@ func problems(next http.Handler) http.Handler {
 		switch {
 		case pw.status == http.StatusNotFound:
 			httpapi.WriteError(w, r, httpapi.NewError(404, httpapi.CodeNotFound, detail))
+		case pw.status == http.StatusMethodNotAllowed:
+			// The transport specification asks 405 of a server without
+			// a GET stream; the code is the contract's for a wrong method.
+			httpapi.WriteError(w, r, httpapi.NewError(405, httpapi.CodeBadRequest,
+				"this MCP server is stateless and offers no GET stream: send each message with POST"))
 		case pw.status >= 500:
 			httpapi.WriteError(w, r, httpapi.NewError(500, httpapi.CodeInternal, detail))
 		default:

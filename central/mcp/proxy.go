@@ -97,7 +97,10 @@ func Proxy(ctx context.Context, cfg ProxyConfig, local sdk.Transport) error {
 		server.AddTool(tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			params := &sdk.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments}
 			if token := req.Params.GetProgressToken(); token != nil {
-				params.SetProgressToken(token)
+				// Set as received: a number arrives as float64, which
+				// SetProgressToken refuses with a panic, and the remote
+				// echoes it as the client sent it.
+				params.Meta = sdk.Meta{"progressToken": token}
 				key := fmt.Sprint(token)
 				mu.Lock()
 				waiting[key] = req.Session

@@ -334,7 +334,7 @@ func (d *Doc) problem(rateLimited bool, status int) string {
 	if status == 429 || status == 503 || status == 409 {
 		h["Retry-After"] = M{"description": "Seconds to wait before retrying (always on 429).", "required": status == 429, "schema": M{"type": "integer", "minimum": 0}}
 	}
-	if status == 400 {
+	if status == 400 || status == 405 {
 		h["Allow"] = M{"description": "On a known route called with a method it does not serve: the methods it does.", "schema": Str()}
 	}
 	d.responses[name] = M{
@@ -389,6 +389,7 @@ var problemText = map[int]string{
 	402: "`insufficient_credits`: the credits left do not cover the cost (cost and balance in the body).",
 	403: "`forbidden`: the key lacks the scope the detail names (on the dashboard API: the project's status, project_status, refuses the change); `project_limit_reached`: the workspace has as many projects as the operator allows.",
 	404: "`not_found`: no such resource (or project, on the public surface).",
+	405: "`bad_request`: the method is not served here (with Allow): GET /v1/mcp, which the MCP transport asks to answer 405.",
 	409: "`conflict` (e.g. a request with this Idempotency-Key still running, Retry-After: 1) or `idempotency_conflict` (the key was used with another request).",
 	413: "`bad_request`: the body is larger than allowed (1 MiB of JSON).",
 	422: "`validation_failed`: a present field has a bad value; `errors` maps fields to messages.",
