@@ -3000,7 +3000,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Model Context Protocol: no GET stream
+         * @description The server is stateless and offers no stream opened by GET: 405 with `Allow: POST` and code `bad_request`, as the Streamable HTTP transport asks; MCP clients then carry on with POST alone.
+         */
+        get: operations["mcpStream"];
         put?: never;
         /**
          * Model Context Protocol (Streamable HTTP)
@@ -6893,6 +6897,21 @@ export interface components {
         /** @description `not_found`: no such resource (or project, on the public surface). */
         Problem404: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `bad_request`: the method is not served here (with Allow): GET /v1/mcp, which the MCP transport asks to answer 405. */
+        Problem405: {
+            headers: {
+                /** @description On a known route called with a method it does not serve: the methods it does. */
+                Allow?: string;
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -13573,6 +13592,24 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    mcpStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            405: components["responses"]["Problem405"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
