@@ -54,10 +54,7 @@ func TestIdleCompleterSleeps(t *testing.T) {
 		}
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			var state string
-			if err := db.Pool.QueryRow(ctx, `SELECT state FROM river.river_job WHERE id = $1`, res.Job.ID).Scan(&state); err != nil {
-				t.Fatal(err)
-			}
+			state := jobState(t, db.Pool, res.Job.ID)
 			if state == "completed" {
 				return
 			}

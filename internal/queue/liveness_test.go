@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	. "github.com/plinth-dev/plinth/internal/queue"
 	"github.com/plinth-dev/plinth/provisioning/pgtest"
 )
@@ -15,6 +17,16 @@ import (
 const lockKeySQL = `hashtextextended('plinth.river.client:' || $1, 0)`
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// jobState is the state of River job id.
+func jobState(t *testing.T, pool *pgxpool.Pool, id int64) string {
+	t.Helper()
+	var s string
+	if err := pool.QueryRow(context.Background(), `SELECT state FROM river.river_job WHERE id = $1`, id).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 type noopArgs struct{}
 
@@ -53,13 +65,7 @@ func TestLivenessSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	state := func(by string) string {
-		var s string
-		if err := db.Pool.QueryRow(ctx, `SELECT state FROM river.river_job WHERE id = $1`, ids[by]).Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	state := func(by string) string { return jobState(t, db.Pool, ids[by]) }
 	sweeper := NewLiveness(db.Pool, NewClientID(), nil)
 	n, err := sweeper.Sweep(ctx)
 	if err != nil || n != 1 {
