@@ -115,4 +115,4 @@ require (
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
 
-replace github.com/riverqueue/river => ./third_party/river
+replace github.com/riverqueue/river => ./internal/third_party/river

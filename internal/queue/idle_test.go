@@ -29,7 +29,7 @@ func (idleWorker) Work(context.Context, *river.Job[idleArgs]) error { return nil
 
 // An idle working client does not wake its job completer: River's batch
 // completer ticks every 50 ms while it has completions to write and stops
-// its ticker when it has none (third_party/river/PATCHES.md). A job
+// its ticker when it has none (internal/third_party/river/PATCHES.md). A job
 // inserted after the idle spell still completes, so the first completion
 // restarts it.
 func TestIdleCompleterSleeps(t *testing.T) {

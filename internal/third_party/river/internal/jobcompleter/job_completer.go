@@ -402,7 +402,7 @@ func (c *BatchCompleter) Start(ctx context.Context) error {
 		// Plinth patch: with nothing to complete the ticker is stopped, so
 		// an idle process is not woken twenty times a second; the first
 		// completion enqueued after that restarts it (wakeChan). See
-		// third_party/river/PATCHES.md.
+		// internal/third_party/river/PATCHES.md.
 		idle := false
 
 		backlogSize := func() int {
