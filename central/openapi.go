@@ -59,7 +59,9 @@ func OpenAPI(d *openapi.Doc) {
 	user := d.Schema("User", openapi.Obj(openapi.M{"id": openapi.M{"type": "integer"}, "name": openapi.Str(), "email": openapi.Str(), "created_at": openapi.Timestamp()},
 		"id", "name", "email", "created_at"))
 	health := openapi.JSON(d.Schema("Health", openapi.Obj(openapi.M{"status": openapi.M{"type": "string", "enum": []any{"ok", "unavailable"}},
-		"version": openapi.Str(), "uptime_s": openapi.M{"type": "integer", "minimum": 0}}, "status", "version", "uptime_s")))
+		"version":  openapi.With(openapi.Str(), openapi.M{"description": "The API's version (this document's info.version)."}),
+		"build":    openapi.With(openapi.Str(), openapi.M{"description": "The server's build, as `plinth version` prints it: git describe's at build time, e.g. v1.4.0 or v1.4.0-3-gabc1234."}),
+		"uptime_s": openapi.M{"type": "integer", "minimum": 0}}, "status", "version", "build", "uptime_s")))
 
 	// The system routes.
 	d.Add("GET", "/v1/health", openapi.Op{ID: "getHealth", Summary: "Liveness and version", Tag: "system", Auth: openapi.None, Uncharged: true,

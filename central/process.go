@@ -403,6 +403,9 @@ type ServeOptions struct {
 	// cluster (plinth serve --shards, PLINTH_SHARDS): an error with
 	// DATABASE_URL.
 	Shards int
+	// Build is the binary's version (plinth version), which GET
+	// /v1/health reports as build.
+	Build string
 }
 
 // Serve runs a process until ctx ends: it takes its listeners first (a
@@ -445,7 +448,7 @@ func Serve(ctx context.Context, cfg config.Config, opts ServeOptions, logger *sl
 			return err
 		}
 	}
-	srv, err := NewServer(ctx, cfg, db.Pool, logger, Options{Workers: opts.Workers})
+	srv, err := NewServer(ctx, cfg, db.Pool, logger, Options{Workers: opts.Workers, Build: opts.Build})
 	if err != nil {
 		return err
 	}

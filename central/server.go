@@ -57,6 +57,10 @@ import (
 type Options struct {
 	// Workers runs River workers and periodic jobs in this process.
 	Workers bool
+	// Build is the binary's version, given by cmd/plinth (plinth
+	// version prints it): GET /v1/health reports it as build, beside
+	// the API's version.
+	Build string
 	// Queue tunes the River client (fetch intervals, test mode).
 	Queue queue.Options
 	// RateStore replaces the rate-limit store chosen from the config
@@ -398,7 +402,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		status, code = "unavailable", 503
 		w.Header().Set("Retry-After", "5")
 	}
-	_ = httpapi.JSON(w, code, map[string]any{"status": status, "version": openapi.Version, "uptime_s": int64(time.Since(s.started).Seconds())})
+	_ = httpapi.JSON(w, code, map[string]any{"status": status, "version": openapi.Version, "build": s.opts.Build, "uptime_s": int64(time.Since(s.started).Seconds())})
 }
 
 // Start runs the background parts: cache invalidation and, when enabled,

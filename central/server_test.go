@@ -15,7 +15,8 @@ import (
 )
 
 // TestHealthUnavailable: with the database unreachable, /v1/health says
-// so with 503 and Retry-After, and the rest of the shape stays.
+// so with 503 and Retry-After, and the rest of the shape stays: the API's
+// version and the build the process was given.
 func TestHealthUnavailable(t *testing.T) {
 	t.Parallel()
 	cfg, err := config.Load(func(k string) string {
@@ -29,7 +30,7 @@ func TestHealthUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	srv, err := central.NewServer(context.Background(), cfg, pool, slog.New(slog.DiscardHandler), central.Options{})
+	srv, err := central.NewServer(context.Background(), cfg, pool, slog.New(slog.DiscardHandler), central.Options{Build: "v1.2.3-health"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestHealthUnavailable(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Code != 503 || rec.Header().Get("Retry-After") == "" || body["status"] != "unavailable" || body["version"] != openapi.Version || body["uptime_s"] == nil {
+	if rec.Code != 503 || rec.Header().Get("Retry-After") == "" || body["status"] != "unavailable" || body["version"] != openapi.Version || body["build"] != "v1.2.3-health" || body["uptime_s"] == nil {
 		t.Fatalf("%d %v %s", rec.Code, rec.Header(), rec.Body)
 	}
 	if rec.Header().Get("X-Request-Id") == "" {

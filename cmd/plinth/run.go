@@ -11,7 +11,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/alecthomas/kong"
 
@@ -21,8 +20,9 @@ import (
 )
 
 // version is the release this binary is, when the build sets it:
-// go build -ldflags "-X main.version=v1.2.3". Unset, it comes from the
-// module's build information (a tagged module version, or the commit).
+// go build -ldflags "-X main.version=v1.2.3" (make build sets git
+// describe's). Unset, it comes from the module's build information (a
+// tagged module version, or the commit).
 var version string
 
 // commands is the declaration of every command and flag: kong parses the
@@ -73,7 +73,7 @@ type commands struct {
 		Topup creditsTopupCmd `cmd:"" help:"Add top-up credits to a project; prints {project_id, added, balance}."`
 	} `cmd:"" help:"Credits."`
 	MCP     mcpCmd     `cmd:"" name:"mcp" help:"Serve MCP on stdin/stdout for a local agent, forwarding to the server at PLINTH_URL with PLINTH_API_KEY (docs/mcp.md)."`
-	Version versionCmd `cmd:"" help:"Print the version of this binary."`
+	Version versionCmd `cmd:"" help:"Print the version of this binary (as plinth --version does), the build GET /v1/health reports."`
 	Help    helpCmd    `cmd:"" help:"List the commands and the environment variables."`
 }
 
@@ -138,7 +138,7 @@ func (c *serveCmd) Run(e *env) error {
 		shards = *c.Shards
 	}
 	tuneGC(e.getenv)
-	return central.Serve(e.ctx, cfg, central.ServeOptions{Migrate: !c.NoMigrate, Workers: !c.NoWorkers, HTTP: true, Shards: shards}, logger, e.stdout)
+	return central.Serve(e.ctx, cfg, central.ServeOptions{Migrate: !c.NoMigrate, Workers: !c.NoWorkers, HTTP: true, Shards: shards, Build: buildVersion()}, logger, e.stdout)
 }
 
 // gcPercent is the garbage collector's target in a serving process: the
@@ -170,7 +170,7 @@ func (c *workerCmd) Run(e *env) error {
 		return err
 	}
 	tuneGC(e.getenv)
-	return central.Serve(e.ctx, cfg, central.ServeOptions{Migrate: !c.NoMigrate, Workers: true}, logger, e.stdout)
+	return central.Serve(e.ctx, cfg, central.ServeOptions{Migrate: !c.NoMigrate, Workers: true, Build: buildVersion()}, logger, e.stdout)
 }
 
 type migrateCmd struct{}
@@ -390,28 +390,32 @@ type exit struct{ code int }
 // arguments, environment and streams.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	var grammar commands
+	width := helpWidth(getenv, stdout)
 	parser, err := kong.New(&grammar, kong.Name("plinth"),
 		kong.Description("Plinth: a multi-tenant REST backend for AI-built websites. Logs go to stderr; commands that print a resource print one JSON object on stdout."),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exit{code}) }),
-		kong.ConfigureHelp(kong.HelpOptions{Compact: true}))
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, WrapUpperBound: width}))
 	if err != nil {
 		return err
 	}
 	if len(args) == 0 {
-		usage(stderr, parser)
+		usage(stderr, parser, width)
 		return errors.New("no command given: see the commands above, or run plinth help")
+	}
+	if args[0] == "--version" {
+		args = []string{"version"} // one command prints it, so both print the same
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		words := slices.DeleteFunc(slices.Clone(args[1:]), func(a string) bool { return a == "-h" || a == "--help" })
 		if args[0] != "help" || len(words) == 0 {
-			usage(stdout, parser)
+			usage(stdout, parser, width)
 			return nil
 		}
 		args = append(words, "--help") // plinth help key create: its flags
 	}
 	if name, ok := known(parser.Model.Node, args); !ok {
-		usage(stderr, parser)
+		usage(stderr, parser, width)
 		return fmt.Errorf("unknown command %q: see the commands above", name)
 	}
 	defer func() {
@@ -470,27 +474,29 @@ func known(app *kong.Node, args []string) (string, bool) {
 }
 
 // usage prints the commands with their required flags and the
-// environment variables, all from their declarations.
-func usage(w io.Writer, parser *kong.Kong) {
+// environment variables, all from their declarations, wrapped to width.
+func usage(w io.Writer, parser *kong.Kong, width int) {
 	fmt.Fprintln(w, "usage: plinth <command> [flags]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var rows [][2]string
 	for _, n := range parser.Model.Leaves(true) {
-		fmt.Fprintf(tw, "  %s\t%s\n", n.Summary(), n.Help)
+		rows = append(rows, [2]string{n.Summary(), n.Help})
 	}
-	tw.Flush()
+	columns(w, width, rows)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run plinth <command> --help for a command's flags and what they mean.")
+	for _, line := range wrap("Run plinth <command> --help for a command's flags and what they mean; plinth --version prints the version.", width) {
+		fmt.Fprintln(w, line)
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "environment (every variable is optional):")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	rows = rows[:0]
 	for _, v := range config.Vars {
 		def := v.Default
 		if def != "" {
 			def = " (default " + def + ")"
 		}
-		fmt.Fprintf(tw, "  %s\t%s%s\n", v.Name, v.Help, def)
+		rows = append(rows, [2]string{v.Name, v.Help + def})
 	}
-	tw.Flush()
+	columns(w, width, rows)
 }

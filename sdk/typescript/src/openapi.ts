@@ -5568,9 +5568,12 @@ export interface components {
             tone?: string;
         };
         Health: {
+            /** @description The server's build, as `plinth version` prints it: git describe's at build time, e.g. v1.4.0 or v1.4.0-3-gabc1234. */
+            build: string;
             /** @enum {string} */
             status: "ok" | "unavailable";
             uptime_s: number;
+            /** @description The API's version (this document's info.version). */
             version: string;
         };
         Image: {
