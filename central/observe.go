@@ -2,9 +2,11 @@ package central
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -14,11 +16,13 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/plinth-dev/plinth/central/inproc"
 	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/metrics"
 	"github.com/plinth-dev/plinth/provisioning"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/credits"
+	"github.com/plinth-dev/plinth/tenant/jobs"
 	"github.com/plinth-dev/plinth/tenant/outbox"
 )
 
@@ -58,7 +62,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			route = rc.RoutePattern()
 		}
 		s.Metrics.Request(route, r.Method, status, took)
-		s.logger.LogAttrs(ctx, slog.LevelInfo, "request",
+		attrs := []slog.Attr{
 			slog.String("request_id", w.Header().Get("X-Request-Id")),
 			slog.String("method", r.Method),
 			slog.String("route", route),
@@ -66,7 +70,12 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			slog.Int("bytes", ww.BytesWritten()),
 			slog.Float64("duration_ms", float64(took.Microseconds())/1000),
 			slog.String("project_id", rec.projectID),
-			slog.String("key_id", rec.keyID))
+			slog.String("key_id", rec.keyID),
+		}
+		if tool := inproc.LabelOf(ctx); tool != "" {
+			attrs = append(attrs, slog.String("tool", tool))
+		}
+		s.logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 	})
 }
 
@@ -201,6 +210,8 @@ func (s *Server) schemasBehind(ctx context.Context) (int64, error) {
 func (s *Server) registerMetrics(queues []string) {
 	m := s.Metrics
 	m.WatchPool("central", s.Pool)
+	m.Up("database_up", "1 when the central database answered the scrape's ping (within 2 s), else 0; the figures read from it are missing from a scrape while it is 0.",
+		s.Pool.Ping)
 	states := []string{"available", "scheduled", "retryable", "running"}
 	m.Gauges("river_jobs", "River jobs waiting or running, by queue and state (available, scheduled, retryable, running).",
 		[]string{"queue", "state"}, func(ctx context.Context) ([]metrics.Sample, error) {
@@ -287,7 +298,7 @@ func (s *Server) jobOutcomes(ctx context.Context, events <-chan *river.Event, po
 				took = e.JobStats.RunDuration
 			}
 			if e.Job != nil {
-				s.Metrics.Job(e.Job.Kind, outcomes[e.Kind], took)
+				s.Metrics.Job(jobKind(e.Job), outcomes[e.Kind], took)
 				if e.Kind == river.EventKindJobSnoozed && e.Job.Queue == outbox.Queue {
 					s.wakers.For(pool).Written(e.Job.ScheduledAt) // the snooze is written now: wake it if already due
 				}
@@ -295,3 +306,23 @@ func (s *Server) jobOutcomes(ctx context.Context, events <-chan *river.Event, po
 		}
 	}
 }
+
+// jobKind is the label of a job in the job metrics: its River kind, or
+// for the API's jobs (River kind plinth.job, whatever they do) the job's
+// type (blog_post.generate, image.generate...). Types are the server's
+// own names, a few dozen at most, so they make few series.
+func jobKind(j *rivertype.JobRow) string {
+	if j.Kind != (jobs.Args{}).Kind() {
+		return j.Kind
+	}
+	var a struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(j.EncodedArgs, &a) != nil || !jobTypeName.MatchString(a.Type) {
+		return j.Kind
+	}
+	return a.Type
+}
+
+// jobTypeName is the shape of a job type.
+var jobTypeName = regexp.MustCompile(`^[a-z][a-z0-9_.]{0,63}$`)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,9 +18,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/central/apitest"
 	"github.com/plinth-dev/plinth/central/apitest/webhooktest"
+	"github.com/plinth-dev/plinth/internal/queue"
 )
 
 // scrape fetches /metrics of base with an optional bearer token.
@@ -371,4 +377,181 @@ func TestAccessLog(t *testing.T) {
 	if all := logs.String(); strings.Contains(all, p.Key) || strings.Contains(all, marker) {
 		t.Fatalf("the log holds the key or a body:\n%s", all)
 	}
+}
+
+// TestMixedRunCounted: after a run of content writes, an AI job and an
+// MCP tool call, the credits counter of /metrics equals the project's
+// ledger, operation by operation (deferred charges, jobs' charges and
+// the routes MCP tools run all reach it); the job is counted under its
+// type, not River's one kind of the API's jobs; and the route the tool
+// ran has an access-log line of its own naming the tool and the project.
+func TestMixedRunCounted(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	var logs lockedBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	ctx := context.Background()
+	srv, err := central.NewServer(ctx, env.Config, env.DB.Pool, logger,
+		central.Options{Workers: true, Queue: queue.Options{TestOnly: true, FetchPoll: 100 * time.Millisecond}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(ctx))
+	hs := httptest.NewServer(srv.Handler)
+	t.Cleanup(func() {
+		hs.Close()
+		_ = srv.Stop(context.Background())
+	})
+	send := func(method, path, body string, header map[string]string) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(method, hs.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+p.Key)
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, b
+	}
+
+	for i := range 3 {
+		st, b := send("PUT", fmt.Sprintf("/v1/content/mixed.k%d", i), `{"value":"v"}`, nil)
+		require.Equal(t, 200, st, "%s", b)
+	}
+	st, b := send("POST", "/v1/blog-posts", `{"type":"ai","topic":"Green tea","target_languages":["fr"]}`, nil)
+	require.Equal(t, 202, st, "%s", b)
+	var job struct{ ID string }
+	require.NoError(t, json.Unmarshal(b, &job))
+	require.Equal(t, "completed", env.WaitJob(t, p.Key, job.ID)["status"])
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"set_content","arguments":{"key":"mixed.mcp","value":"from a tool"}}}`
+	st, b = send("POST", "/v1/mcp", call, map[string]string{"Accept": "application/json, text/event-stream"})
+	require.Equal(t, 200, st, "%s", b)
+	require.NotContains(t, string(b), `"isError":true`)
+
+	// The ledger, by operation, in credits.
+	ledger := map[string]float64{}
+	rows, err := env.DB.Pool.Query(ctx, `SELECT op, sum(amount) FROM `+pgx.Identifier{p.Schema, "credit_ledger"}.Sanitize()+` GROUP BY op`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var op string
+		var n int64
+		require.NoError(t, rows.Scan(&op, &n))
+		ledger[op] = float64(n) / 100
+	}
+	require.NoError(t, rows.Err())
+	require.Contains(t, ledger, "content_update")
+	require.Contains(t, ledger, "blog_post")
+
+	var counted map[string]float64
+	var jobs map[string]float64
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		counted = metricValues(t, srv.Metrics.Registry, "plinth_credits_charged_total", "op")
+		jobs = metricValues(t, srv.Metrics.Registry, "plinth_jobs_total", "kind")
+		// River reports the job's outcome a moment after its row says so.
+		if jobs["blog_post.generate"] == 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.Equal(t, ledger, counted, "the credits counter against the ledger")
+	require.Equal(t, float64(1), jobs["blog_post.generate"], "jobs by kind: %v", jobs)
+	require.Zero(t, jobs["plinth.job"], "jobs by kind: %v", jobs)
+
+	var tool map[string]any
+	for _, l := range logs.lines(t, "request") {
+		if l["tool"] != nil {
+			require.Nil(t, tool, "two lines name a tool:\n%s", logs.String())
+			tool = l
+		}
+	}
+	require.NotNil(t, tool, "no access-log line names the tool:\n%s", logs.String())
+	require.Equal(t, "set_content", tool["tool"])
+	require.Equal(t, "PUT", tool["method"])
+	require.Equal(t, "/v1/content/{key}", tool["route"])
+	require.Equal(t, float64(200), tool["status"])
+	require.Equal(t, p.ID, tool["project_id"])
+	require.NotEmpty(t, tool["request_id"])
+}
+
+// TestMetricsDatabaseDown: while the central database refuses
+// connections, /metrics still answers 200 with the process's series and
+// plinth_database_up 0 (the figures read from the database left out),
+// promtool-clean; once it is back, plinth_database_up is 1 again.
+func TestMetricsDatabaseDown(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	p := env.NewProject("build")
+	env.Do("GET", "/v1/projects/me", p.Key, nil).Expect(t, 200)
+	ops := httptest.NewServer(env.Server.OpsHandler())
+	defer ops.Close()
+	st, body := scrape(t, ops.URL, "")
+	require.Equal(t, 200, st, body)
+	require.Empty(t, missingLines(body, []string{"plinth_database_up 1", "plinth_projects 1"}), body)
+
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(env.DB.URL)
+	require.NoError(t, err)
+	cfg.Database = "postgres" // a database cannot refuse connections to itself
+	admin, err := pgx.ConnectConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { admin.Close(ctx) }) // after the cleanup below, which uses it
+	db := pgx.Identifier{env.DB.Name}.Sanitize()
+	setAllowed := func(allow bool) {
+		_, err := admin.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s ALLOW_CONNECTIONS %t`, db, allow))
+		require.NoError(t, err)
+	}
+	setAllowed(false)
+	t.Cleanup(func() { setAllowed(true) }) // before the database is dropped
+	_, err = admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, env.DB.Name)
+	require.NoError(t, err)
+
+	st, body = scrape(t, ops.URL, "")
+	require.Equal(t, 200, st, body)
+	require.Empty(t, missingLines(body, []string{
+		"plinth_database_up 0",
+		`plinth_http_requests_total{method="GET",route="/v1/projects/me",status="200"} 1`,
+		`plinth_db_pool_max_conns{pool="central"}`,
+		"go_goroutines ",
+	}), body)
+	require.NotContains(t, body, "plinth_projects ", "a figure read from the database during the outage")
+	promtool(t, body)
+
+	setAllowed(true)
+	st, body = scrape(t, ops.URL, "")
+	require.Equal(t, 200, st, body)
+	require.Empty(t, missingLines(body, []string{"plinth_database_up 1", "plinth_projects 1"}), body)
+}
+
+// metricValues reads the counter or gauge family name of reg, by the
+// value of its label.
+func metricValues(t *testing.T, reg *prometheus.Registry, name, label string) map[string]float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var v string
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label {
+					v = l.GetValue()
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				out[v] += m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				out[v] += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
 }

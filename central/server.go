@@ -246,9 +246,14 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 	s.opsRoutes(root)
 	r := httpapi.NewRouter()
 	// The MCP tools run the API's routes in the process, through r
-	// (central/inproc); the request that carried the call was identified,
-	// logged and rate-limited once.
-	agent, err := mcp.New(mcp.Deps{API: httpapi.Base(cfg.ErrorBase, logger, 11<<20)(r), OpenAPI: OpenAPIJSON, Docs: docs.FS, Logger: logger})
+	// (central/inproc); the request that carried the call was identified
+	// and rate-limited once. Each route a tool runs is logged and
+	// measured as a request of its own, named by the tool, by a router
+	// like root (observe reads the route pattern its mux records).
+	tools := httpapi.NewRouter()
+	tools.Use(s.observe, httpapi.Base(cfg.ErrorBase, logger, 11<<20))
+	tools.Mount("/", r)
+	agent, err := mcp.New(mcp.Deps{API: tools, OpenAPI: OpenAPIJSON, Docs: docs.FS, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

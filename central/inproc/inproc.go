@@ -54,6 +54,17 @@ type Parent struct {
 	// Charged says the rate limiter charged the parent: the sub-request
 	// passes the limiter without being charged again.
 	Charged bool
+	// Label names what made the sub-request (an MCP tool) for the access
+	// log, which logs a detached sub-request as a request of its own.
+	Label string
+}
+
+type labelKey struct{}
+
+// LabelOf is the Label of the parent a sub-request was made for, or "".
+func LabelOf(ctx context.Context) string {
+	l, _ := ctx.Value(labelKey{}).(string)
+	return l
 }
 
 // Of returns r as a parent: its context, headers and address, with no
@@ -130,6 +141,9 @@ func (c *Caller) request(p Parent, req Request) (*http.Request, func(), error) {
 	}
 	if p.Charged {
 		ctx = ratelimit.Charged(ctx)
+	}
+	if p.Label != "" {
+		ctx = context.WithValue(ctx, labelKey{}, p.Label)
 	}
 	body := req.Body
 	if body == nil {

@@ -433,6 +433,7 @@ func (s *Server) handler(t *tool) sdk.ToolHandler {
 		if refused != "" {
 			return toolError(refused), nil
 		}
+		parent.Label = req.Params.Name // the access log names the tool of each route it runs
 		c := &call{s: s, t: t, parent: parent}
 		status, body, err := c.run(ctx, a)
 		if err != nil {

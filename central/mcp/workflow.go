@@ -165,6 +165,7 @@ func (s *Server) workflowHandler(wt workflowTool, check *jsonschema.Schema) sdk.
 		if body != nil {
 			raw, _ = json.Marshal(body)
 		}
+		parent.Label = req.Params.Name
 		c := &call{s: s, t: &tool{}, parent: parent}
 		status, res, err := c.serve(ctx, method, path+sub, q, raw, nil)
 		if err != nil {

@@ -145,10 +145,38 @@ func (m *Metrics) RateLimited(limit string) {
 	m.rateLimited.WithLabelValues(limit).Inc()
 }
 
+// Up registers the gauge name, 1 when check succeeds at a scrape (within
+// 2 s) and 0 when it fails: the database's reachability, which tells an
+// operator why the figures read from it (Gauges) are missing from a
+// scrape while the process's own series are still there.
+func (m *Metrics) Up(name, help string, check func(ctx context.Context) error) {
+	m.Registry.MustRegister(upCollector{desc: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", name), help, nil, nil), check: check})
+}
+
+type upCollector struct {
+	desc  *prometheus.Desc
+	check func(ctx context.Context) error
+}
+
+func (c upCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c upCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	up := 1.0
+	if err := c.check(ctx); err != nil {
+		up = 0
+	}
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, up)
+}
+
 // Gauges registers a collector that runs read at every scrape (bounded by
 // a timeout) and reports what it returns as gauges of name with labels:
 // figures the database holds, such as queue depth or the project count.
-// A failed read reports nothing for the scrape rather than a stale value.
+// A failed read reports nothing for the scrape rather than a stale value,
+// and the scrape still succeeds: during a database outage Prometheus
+// keeps every series of the process (requests, pools, Go runtime), and
+// an Up gauge says why the others are gone.
 func (m *Metrics) Gauges(name, help string, labels []string, read func(ctx context.Context) ([]Sample, error)) {
 	m.GaugeSet([]Gauge{{Name: name, Help: help, Labels: labels}}, func(ctx context.Context) ([][]Sample, error) {
 		s, err := read(ctx)
@@ -194,10 +222,13 @@ func (c *queryCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	samples, err := c.read(ctx)
-	if err == nil && len(samples) != len(c.descs) {
-		err = fmt.Errorf("metrics: %d lists of samples for %d gauges", len(samples), len(c.descs))
-	}
 	if err != nil {
+		// Not an invalid metric: promhttp would answer the whole scrape
+		// 500, and Prometheus would lose every series of the process.
+		return
+	}
+	if len(samples) != len(c.descs) { // a mistake of the code, not of the database: loud
+		err = fmt.Errorf("metrics: %d lists of samples for %d gauges", len(samples), len(c.descs))
 		for _, d := range c.descs {
 			ch <- prometheus.NewInvalidMetric(d, err)
 		}

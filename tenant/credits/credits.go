@@ -119,7 +119,7 @@ func Charge(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int
 		return nil
 	}
 	if !IsAI(op) {
-		c, kept := tenant.FinisherOf(tx, nil, func() *charges { return &charges{s: s} })
+		c, kept := tenant.FinisherOf(tx, nil, func() *charges { return &charges{s: s, obs: observerOf(ctx)} })
 		c.ops, c.costs, c.refs = append(c.ops, op), append(c.costs, cost), append(c.refs, ref)
 		if !kept {
 			return tenant.Finish(ctx, tx, c)
@@ -150,6 +150,7 @@ func Charge(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int
 // together by Finish.
 type charges struct {
 	s     *tenant.Scope
+	obs   Observer // the context's of the transaction's first charge; nil: none
 	ops   []string
 	costs []int64
 	refs  []string
@@ -223,6 +224,11 @@ func (c *charges) Queue(b *pgx.Batch) {
 	b.Queue(chargeSQL, p, period, Allowance(c.s.Project), c.s.Test(), c.ops, c.costs, c.refs).QueryRow(func(row pgx.Row) error {
 		var made bool
 		err := row.Scan(&made)
+		if err == nil && c.obs != nil {
+			for i, op := range c.ops {
+				c.obs(op, c.costs[i])
+			}
+		}
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != shortCode {
 			return err
@@ -267,7 +273,7 @@ func debit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int6
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}
-	if obs, ok := ctx.Value(observerKey{}).(Observer); ok {
+	if obs := observerOf(ctx); obs != nil {
 		obs(op, cost*int64(len(refs)))
 	}
 	return nil
@@ -279,6 +285,12 @@ func debit(ctx context.Context, tx pgx.Tx, s *tenant.Scope, op string, cost int6
 type Observer func(op string, hundredths int64)
 
 type observerKey struct{}
+
+// observerOf is the Observer ctx carries, or nil.
+func observerOf(ctx context.Context) Observer {
+	obs, _ := ctx.Value(observerKey{}).(Observer)
+	return obs
+}
 
 // WithObserver returns ctx whose charges are reported to obs. The server
 // puts its metrics in the context of every request and job this way, so
