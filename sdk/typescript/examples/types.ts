@@ -1,7 +1,7 @@
 // A type-level test: `tsc -p examples` (run by npm test) fails when a free-form
 // body field is typed as anything but its real shape, or when a body the
 // document refuses type-checks (each @ts-expect-error must find an error).
-import type { PlinthClient, PlinthPublicClient, Schemas, WebhookEvent } from "@plinth/sdk";
+import type { ListPath, Paths, PlinthClient, PlinthPublicClient, Schemas, WebhookEvent } from "@plinth/sdk";
 
 type Equals<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 type JSONObject = { [key: string]: unknown };
@@ -69,3 +69,36 @@ export function total(event: WebhookEvent): number | undefined {
   // @ts-expect-error not every event is an order
   return event.data.total;
 }
+
+// paginate yields the items of the path's list, typed by the document;
+// it takes the paths that answer a page of a list, and no other.
+export async function paginated(client: PlinthClient, pub: PlinthPublicClient): Promise<string[]> {
+  const titles: string[] = [];
+  for await (const post of client.paginate("/v1/blog-posts", { params: { query: { lang: "en", limit: 50 } } })) {
+    const item: Equals<typeof post, Schemas["BlogPost"]> = true;
+    void item;
+    titles.push(post.title);
+  }
+  for await (const product of pub.paginate("/v1/public/products", { params: { query: { featured: true } } })) {
+    const item: Equals<typeof product, Schemas["Product"]> = true;
+    void item;
+  }
+  for await (const job of client.paginate("/v1/jobs")) {
+    const item: Equals<typeof job, Schemas["Job"]> = true;
+    void item;
+  }
+  // @ts-expect-error /v1/content/bulk's data is a map of values, not a list
+  client.paginate("/v1/content/bulk");
+  // @ts-expect-error /v1/projects/me is one object, not a list
+  client.paginate("/v1/projects/me");
+  // @ts-expect-error the query is the list's: status is one of the post statuses
+  client.paginate("/v1/blog-posts", { params: { query: { status: "gone" } } });
+  // @ts-expect-error the public client has no key: its lists are /v1/public/* only
+  pub.paginate("/v1/blog-posts");
+  return titles;
+}
+
+export const listPaths: [
+  Equals<"/v1/blog-posts" extends ListPath<Paths> ? true : false, true>,
+  Equals<"/v1/public/forms/contact" extends ListPath<Paths> ? true : false, false>,
+] = [true, true];

@@ -1,5 +1,6 @@
 import createFetchClient, { type Client } from "openapi-fetch";
 import type { paths } from "./openapi.js";
+import { withPaginate, type Paginator } from "./paginate.js";
 import { retryingFetch, type FetchLike } from "./retry.js";
 
 /** The paths of the API, as openapi-typescript generated them from the OpenAPI document. */
@@ -10,11 +11,11 @@ export type PublicPaths = {
   [P in keyof paths as P extends `/v1/public/${string}` ? P : never]: paths[P];
 };
 
-/** A client of the whole API, authenticated with a project's secret API key. */
-export type PlinthClient = Client<Paths>;
+/** A client of the whole API, authenticated with a project's secret API key: openapi-fetch's methods and paginate. */
+export type PlinthClient = Client<Paths> & Paginator<Paths>;
 
 /** A client of /v1/public/* only: it holds no key, so it is safe in a browser. */
-export type PlinthPublicClient = Client<PublicPaths>;
+export type PlinthPublicClient = Client<PublicPaths> & Paginator<PublicPaths>;
 
 /** Options of createClient. */
 export interface ClientOptions {
@@ -45,17 +46,19 @@ export interface PublicClientOptions {
  * server-side use: every request carries the key as a bearer token, is
  * retried by the contract's rule (429, 500, 502, 503 and network errors;
  * Retry-After honoured) and, when it writes, carries an Idempotency-Key
- * kept across its retries.
+ * kept across its retries. paginate iterates over a list's every item.
  */
 export function createClient(options: ClientOptions): PlinthClient {
   if (!options.apiKey) {
     throw new TypeError("createClient: apiKey is required (use createPublicClient for the keyless /v1/public/* surface)");
   }
-  return createFetchClient<Paths>({
-    baseUrl: host(options.baseUrl),
-    headers: { Authorization: `Bearer ${options.apiKey}` },
-    fetch: retryingFetch(options.fetch ?? defaultFetch, options.retries),
-  });
+  return withPaginate(
+    createFetchClient<Paths>({
+      baseUrl: host(options.baseUrl),
+      headers: { Authorization: `Bearer ${options.apiKey}` },
+      fetch: retryingFetch(options.fetch ?? defaultFetch, options.retries),
+    }),
+  );
 }
 
 /**
@@ -68,11 +71,13 @@ export function createPublicClient(options: PublicClientOptions): PlinthPublicCl
   if (!options.projectId) {
     throw new TypeError("createPublicClient: projectId is required");
   }
-  return createFetchClient<PublicPaths>({
-    baseUrl: host(options.baseUrl),
-    headers: { "X-Service-Project-Key": options.projectId },
-    fetch: retryingFetch(options.fetch ?? defaultFetch, options.retries),
-  });
+  return withPaginate(
+    createFetchClient<PublicPaths>({
+      baseUrl: host(options.baseUrl),
+      headers: { "X-Service-Project-Key": options.projectId },
+      fetch: retryingFetch(options.fetch ?? defaultFetch, options.retries),
+    }),
+  );
 }
 
 // Looked up at each call, not when the client is made, so a fetch installed

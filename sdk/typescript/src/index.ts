@@ -4,6 +4,7 @@
 
 export { createClient, createPublicClient } from "./client.js";
 export type { ClientOptions, Paths, PlinthClient, PlinthPublicClient, PublicClientOptions, PublicPaths } from "./client.js";
+export type { ListItem, ListPath, PaginateOptions, Paginator } from "./paginate.js";
 export { isProblem, ProblemError } from "./problem.js";
 export type { Problem } from "./problem.js";
 export { streamJob, waitForJob } from "./jobs.js";

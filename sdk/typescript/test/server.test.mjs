@@ -210,6 +210,79 @@ describe("jobs", () => {
   });
 });
 
+describe("paginate", () => {
+  // Seven posts under a tag of their own, so that the list holds them alone.
+  let tagId;
+  let created; // their ids, oldest first
+  before(async () => {
+    const client = createClient({ baseUrl: plinth.baseUrl, apiKey: plinth.apiKey });
+    const tag = await client.POST("/v1/tags", { body: { name: `Paged ${Date.now()}` } });
+    assert.equal(tag.response.status, 201, JSON.stringify(tag.error));
+    tagId = String(tag.data.id);
+    created = [];
+    for (let i = 1; i <= 7; i++) {
+      const post = await client.POST("/v1/blog-posts", { body: { title: `Paged post ${i}`, content: "<p>Page me</p>", language_code: "en", tag_ids: [tag.data.id] } });
+      assert.equal(post.response.status, 201, JSON.stringify(post.error));
+      created.push(post.data.id);
+    }
+  });
+
+  test("yields every item of a list once, in its order, across pages", async () => {
+    const rec = recorder();
+    const client = createClient({ baseUrl: plinth.baseUrl, apiKey: plinth.apiKey, fetch: rec.fetch });
+    const seen = [];
+    for await (const post of client.paginate("/v1/blog-posts", { params: { query: { tag: tagId, limit: 3, lang: "en" } } })) {
+      assert.equal(post.lang, "en");
+      seen.push(post.id);
+    }
+    assert.deepEqual(seen, created.toReversed(), "newest first, each once");
+    // Pages of 3, 3 and 1, each asked for with the previous one's cursor.
+    assert.deepEqual(rec.calls.map((c) => c.status), [200, 200, 200]);
+    const queries = rec.calls.map((c) => new URL(c.url).searchParams);
+    for (const q of queries) {
+      assert.equal(q.get("tag"), tagId);
+      assert.equal(q.get("limit"), "3");
+    }
+    assert.equal(queries[0].get("cursor"), null);
+    assert.ok(queries[1].get("cursor"));
+    assert.notEqual(queries[2].get("cursor"), queries[1].get("cursor"));
+  });
+
+  test("leaving the loop early asks for no further page", async () => {
+    const rec = recorder();
+    const client = createClient({ baseUrl: plinth.baseUrl, apiKey: plinth.apiKey, fetch: rec.fetch });
+    const seen = [];
+    for await (const post of client.paginate("/v1/blog-posts", { params: { query: { tag: tagId, limit: 3 } } })) {
+      seen.push(post.id);
+      if (seen.length === 2) {
+        break;
+      }
+    }
+    assert.deepEqual(seen, created.toReversed().slice(0, 2));
+    assert.equal(rec.calls.length, 1);
+  });
+
+  test("a refusal throws ProblemError, on the first page or a later one", async () => {
+    const client = createClient({ baseUrl: plinth.baseUrl, apiKey: plinth.apiKey });
+    await assert.rejects(client.paginate("/v1/blog-posts", { params: { query: { cursor: "not-a-cursor-this-api-issued" } } }).next(), (err) => {
+      assert.ok(err instanceof ProblemError);
+      assert.equal(err.status, 422);
+      assert.equal(err.problem.code, "validation_failed");
+      return true;
+    });
+    // The second page's answer is a 403, as if the key lost its scope between pages.
+    const rec = recorder((request, response, i) => (i === 1 ? Response.json({ type: "about:blank", title: "Forbidden", status: 403, code: "forbidden", detail: "this key lacks blog:read" }, { status: 403, headers: { "Content-Type": "application/problem+json" } }) : response));
+    const revoked = createClient({ baseUrl: plinth.baseUrl, apiKey: plinth.apiKey, fetch: rec.fetch });
+    const seen = [];
+    await assert.rejects(async () => {
+      for await (const post of revoked.paginate("/v1/blog-posts", { params: { query: { tag: tagId, limit: 3 } } })) {
+        seen.push(post.id);
+      }
+    }, (err) => err instanceof ProblemError && err.status === 403 && err.problem.code === "forbidden");
+    assert.equal(seen.length, 3, "the first page's items came before the refusal");
+  });
+});
+
 describe("webhooks", () => {
   test("a real signed delivery verifies; altered, it does not", async () => {
     const received = [];
