@@ -8,16 +8,41 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # compiled again. Test results are never cached (-count=1).
 export GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -trimpath)
 
-.PHONY: help build run test test-go test-sdk lint bench bench-scale bench-http bench-move bench-drain fmt
+.PHONY: help build run release test test-go test-sdk lint bench bench-scale bench-http bench-move bench-drain fmt
+
+# The version plinth version and GET /v1/health (build) report: the
+# nearest tag, the commits since it and -dirty for uncommitted changes,
+# or the commit where no tag is reachable (make release VERSION=v1.2.3
+# names it). Outside a git checkout it is empty, and the binary falls
+# back to the version Go recorded.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
+endif
+LDFLAGS := -X main.version=$(VERSION)
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-build: ## build bin/plinth
-	$(GO) build -o $(BIN) ./cmd/plinth
+build: ## build bin/plinth, its version from git describe
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/plinth
 
 run: build ## start the server with embedded defaults (private Postgres, offline AI, demo key printed)
 	./$(BIN) serve
+
+# Static binaries (no cgo: they run on any Linux, distroless images
+# included) without symbol tables, named plinth-VERSION-OS-ARCH, and
+# their SHA256SUMS; under bin/, which git ignores (docs/production.md).
+RELEASE_DIR ?= bin/release
+RELEASE_PLATFORMS := linux/amd64 linux/arm64 darwin/arm64
+RELEASE_BINS := $(foreach p,$(RELEASE_PLATFORMS),plinth-$(VERSION)-$(subst /,-,$(p)))
+release: ## build static binaries for linux/amd64, linux/arm64 and darwin/arm64 and their SHA256SUMS into bin/release (VERSION=, RELEASE_DIR=)
+	@test -n "$(VERSION)" || { echo 'VERSION is empty (not a git checkout): make release VERSION=v1.2.3'; exit 1; }
+	mkdir -p $(RELEASE_DIR)
+	for p in $(RELEASE_PLATFORMS); do \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' \
+			-o $(RELEASE_DIR)/plinth-$(VERSION)-$${p%/*}-$${p#*/} ./cmd/plinth || exit 1; \
+	done
+	cd $(RELEASE_DIR) && sha256sum $(RELEASE_BINS) > SHA256SUMS
 
 test: test-go test-sdk ## run every test: the Go tests, then the TypeScript SDK's
 
