@@ -33,9 +33,9 @@ run: build ## start the server with embedded defaults (private Postgres, offline
 # included) without symbol tables, named plinth-VERSION-OS-ARCH, and
 # their SHA256SUMS; under bin/, which git ignores (docs/production.md).
 RELEASE_DIR ?= bin/release
-RELEASE_PLATFORMS := linux/amd64 linux/arm64 darwin/arm64
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/arm64
 RELEASE_BINS := $(foreach p,$(RELEASE_PLATFORMS),plinth-$(VERSION)-$(subst /,-,$(p)))
-release: ## build static binaries for linux/amd64, linux/arm64 and darwin/arm64 and their SHA256SUMS into bin/release (VERSION=, RELEASE_DIR=)
+release: ## build static binaries for linux/amd64, linux/arm64 and darwin/arm64 and their SHA256SUMS into bin/release (VERSION=, RELEASE_DIR=, RELEASE_PLATFORMS=)
 	@test -n "$(VERSION)" || { echo 'VERSION is empty (not a git checkout): make release VERSION=v1.2.3'; exit 1; }
 	mkdir -p $(RELEASE_DIR)
 	for p in $(RELEASE_PLATFORMS); do \
