@@ -9,6 +9,8 @@ import (
 // AdminOpenAPI describes the admin API (/admin/api) under its own tag.
 func AdminOpenAPI(d *openapi.Doc) {
 	const tag = "admin"
+	d.Tag(tag, "The platform operator's API under /admin/api, with admin tokens (pln_admin_…) minted by `plinth admin-token create`: "+
+		"workspaces (tenants) and their users, projects (plans, credits, suspension), shards and moves, exports and imports.")
 	intM := func(min int) openapi.M { return openapi.M{"type": "integer", "minimum": min} }
 	nullableInt := func(desc string) openapi.M {
 		return openapi.With(openapi.Nullable(openapi.M{"type": "integer"}), openapi.M{"description": desc})

@@ -36,6 +36,13 @@ func ServeOpenAPI(w http.ResponseWriter, _ *http.Request) {
 // OpenAPI describes the control plane's routes: the system routes, the
 // dashboard (JWT) and the key's own project and keys.
 func OpenAPI(d *openapi.Doc) {
+	d.Tag("system", "The service's liveness and version, and this document: no key needed.")
+	d.Tag("dashboard", "The dashboard's API under /central/api: a user signs in with email and password for a 12-hour token (JWT), "+
+		"then manages the workspace's projects and their keys, and works on a project through the /v1 routes mirrored here.")
+	d.Tag("project", "The key's own project: its settings, its credit usage and its API keys.")
+	d.Tag("public", "The public surface a site's pages call from the browser, with no key: the project is named by X-Service-Project-Key "+
+		"or ?project_id=. Reads give published content (drafts with a preview token) and are cacheable (ETag); answers are readable "+
+		"from any origin unless the project lists its allowed_origins.")
 	var plans []any
 	for _, p := range tenant.PlanNames {
 		plans = append(plans, p)
@@ -51,10 +58,17 @@ func OpenAPI(d *openapi.Doc) {
 		"id": openapi.Prefixed("key_"), "name": openapi.Str(), "prefix": openapi.M{"type": "string", "enum": []any{"pln_live_", "pln_test_"}},
 		"masked": openapi.Str(), "scopes": openapi.Arr(openapi.Str()), "last_used_at": openapi.Nullable(openapi.Timestamp()), "created_at": openapi.Timestamp(),
 	}
-	key := d.Schema("APIKey", openapi.Obj(keyFields, "id", "name", "prefix", "masked", "scopes", "last_used_at", "created_at"))
-	keyWithSecret := d.Schema("APIKeyWithSecret", openapi.Obj(openapi.With(keyFields,
-		openapi.M{"secret": openapi.M{"type": "string", "pattern": "^pln_(live|test)_[0-9A-Za-z]{32}$"}}),
-		"id", "name", "prefix", "masked", "secret", "scopes", "last_used_at", "created_at"))
+	keyRequired := []string{"id", "name", "prefix", "masked", "scopes", "last_used_at", "created_at"}
+	d.Schema("APIKey", openapi.Obj(keyFields, keyRequired...))
+	secret := openapi.M{"type": "string", "pattern": "^pln_(live|test)_[0-9A-Za-z]{32}$"}
+	keyWithSecret := d.Schema("APIKeyWithSecret", openapi.Obj(openapi.With(keyFields, openapi.M{"secret": secret}), append(slices.Clone(keyRequired), "secret")...))
+	// What POST /v1/projects/me/api-keys answers: the key with its secret,
+	// or without it in a replay of the Idempotency-Key. Nothing else in
+	// the answer tells the two apart (no property a discriminator could
+	// name), so it is one object whose secret is optional rather than a
+	// union a client could not decode to the right member.
+	keyIssued := d.Schema("APIKeyIssued", openapi.Obj(openapi.With(keyFields, openapi.M{"secret": openapi.With(secret, openapi.M{
+		"description": "The key's secret, in the first answer only: a replay of the Idempotency-Key answers without it."})}), keyRequired...))
 	tenant := d.Schema("Tenant", openapi.Obj(openapi.M{"id": openapi.M{"type": "integer"}, "name": openapi.Str(), "domain": openapi.Str()}, "id", "name", "domain"))
 	user := d.Schema("User", openapi.Obj(openapi.M{"id": openapi.M{"type": "integer"}, "name": openapi.Str(), "email": openapi.Str(), "created_at": openapi.Timestamp()},
 		"id", "name", "email", "created_at"))
@@ -70,9 +84,12 @@ func OpenAPI(d *openapi.Doc) {
 			{Status: 503, Desc: "The database is unreachable.", Content: health,
 				Headers: openapi.M{"Retry-After": openapi.M{"required": true, "schema": openapi.M{"type": "integer"}}}}}})
 	d.Add("GET", "/v1/openapi.json", openapi.Op{ID: "getOpenAPI", Summary: "This OpenAPI 3.1 description", Tag: "system", Auth: openapi.None,
+		Desc: "This document, the same for every caller and needing no key; a client may keep it 5 minutes (Cache-Control: public, max-age=300).",
 		OK: []openapi.Resp{{Status: 200, Desc: "The document.", Content: openapi.JSON(d.Schema("OpenAPIDocument", openapi.With(openapi.Obj(openapi.M{
 			"openapi": openapi.Str(),
-			"info": openapi.Obj(openapi.M{"title": openapi.Str(), "version": openapi.Str(), "summary": openapi.Str(), "description": openapi.Str()},
+			"info": openapi.Obj(openapi.M{"title": openapi.Str(), "version": openapi.Str(), "summary": openapi.Str(), "description": openapi.Str(),
+				"license": openapi.Obj(openapi.M{"name": openapi.Str(), "identifier": openapi.Str()}, "name"),
+				"contact": openapi.Obj(openapi.M{"name": openapi.Str(), "url": openapi.Str()})},
 				"title", "version"),
 			"servers":  openapi.Arr(openapi.Obj(openapi.M{"url": openapi.Str(), "description": openapi.Str()}, "url")),
 			"tags":     openapi.Arr(openapi.Obj(openapi.M{"name": openapi.Str(), "description": openapi.Str()}, "name")),
@@ -102,6 +119,7 @@ func OpenAPI(d *openapi.Doc) {
 			openapi.Obj(openapi.M{"token": openapi.Str(), "tenant": tenant, "user": user}, "token", "tenant", "user")))}},
 		Errs: []int{422, 429}})
 	d.Add("GET", "/central/api/me", openapi.Op{ID: "dashboardMe", Summary: "The signed-in user and workspace", Tag: "dashboard", Auth: openapi.JWT,
+		Desc: "The user and the workspace of the token, and the plans the user may give a new project.",
 		OK: []openapi.Resp{{Status: 200, Desc: "The session.", Content: openapi.JSON(d.Schema("Session",
 			openapi.Obj(openapi.M{"tenant": tenant, "user": user, "project_plans": openapi.With(openapi.M{"type": "array", "minItems": 1, "items": plan},
 				openapi.M{"description": "The plans this user may give a new project (PLINTH_DASHBOARD_PLANS), the default first."})},
@@ -111,6 +129,7 @@ func OpenAPI(d *openapi.Doc) {
 			"Other sessions of the user go on; a password change or reset ends all of them.",
 		OK: []openapi.Resp{{Status: 204, Desc: "Signed out."}}})
 	d.Add("GET", "/central/api/projects", openapi.Op{ID: "dashboardListProjects", Summary: "Projects of the workspace", Tag: "dashboard", Auth: openapi.JWT,
+		Desc:  "Every project of the token's workspace, whatever its status.",
 		Query: openapi.PageParams(), Errs: []int{422},
 		OK: []openapi.Resp{{Status: 200, Desc: "Newest first, with their status (those being deleted included).", Content: openapi.JSON(d.List("DashboardProject"))}}})
 	d.Add("POST", "/central/api/projects", openapi.Op{ID: "dashboardCreateProject", Summary: "Create and provision a project", Tag: "dashboard", Auth: openapi.JWT,
@@ -140,6 +159,8 @@ func OpenAPI(d *openapi.Doc) {
 		OK:    []openapi.Resp{{Status: 200, Desc: "The usage report.", Content: openapi.JSON(openapi.Ref("Usage"))}}})
 	d.Add("GET", "/central/api/projects/{id}/api-keys", openapi.Op{ID: "dashboardListKeys", Summary: "Keys of a project", Tag: "dashboard", Auth: openapi.JWT,
 		Params: projectID, Errs: []int{404},
+		Desc: "The project's active keys, newest first, masked: a secret is shown once, when its key is minted (none once the project is " +
+			"being deleted: its keys were revoked with it). Another workspace's project is 404, like an unknown one.",
 		OK: []openapi.Resp{{Status: 200, Desc: "Masked keys, never secret.", Content: openapi.JSON(d.List("APIKey"))}}})
 	d.Add("POST", "/central/api/projects/{id}/api-keys", openapi.Op{ID: "dashboardCreateKey", Summary: "Mint a key", Tag: "dashboard", Auth: openapi.JWT,
 		Params: projectID, Desc: "Scopes default to the dashboard's default set. The secret is shown once. " +
@@ -227,7 +248,7 @@ func OpenAPI(d *openapi.Doc) {
 		Idempotent: true,
 		Body:       openapi.JSON(d.Schema("CreateKeyRequest", keyBody("name", "scopes"))),
 		OK: []openapi.Resp{{Status: 201, Desc: "The key with its secret (a replay of an Idempotency-Key answers without it).",
-			Content: openapi.JSON(d.Schema("APIKeyIssued", openapi.M{"oneOf": []any{keyWithSecret, key}}))}},
+			Content: openapi.JSON(keyIssued)}},
 		Errs: []int{422}})
 	d.Add("DELETE", "/v1/api-keys/{key_id}", openapi.Op{ID: "revokeKey", Summary: "Revoke a key", Tag: "project", Scope: "project:admin",
 		Idempotent: true, Errs: []int{404},

@@ -53,7 +53,8 @@ func TestOpenAPIDocumentLint(t *testing.T) {
 
 // TestOpenAPICreateBodies: each create body of POST /v1/blog-posts and
 // POST /v1/social-posts matches exactly one member of its oneOf (what a
-// generated client's union relies on), and a mix of both matches none.
+// generated client's union relies on): a manual body with or without its
+// type, an AI one; a mix of both, or an unknown type, matches none.
 func TestOpenAPICreateBodies(t *testing.T) {
 	t.Parallel()
 	c, err := apitest.DefaultContract()
@@ -68,6 +69,8 @@ func TestOpenAPICreateBodies(t *testing.T) {
 		{"/v1/blog-posts", `{"type":"ai","title":"Hello"}`, false},
 		{"/v1/blog-posts", `{"topic":"Tea"}`, false},
 		{"/v1/blog-posts", `{"type":"ai","topic":"Tea","title":"Hello"}`, false},
+		{"/v1/blog-posts", `{"type":"manual"}`, false},
+		{"/v1/blog-posts", `{"type":"other","title":"Hello"}`, false},
 		{"/v1/social-posts", `{"title":"Launch","platforms":["twitter"]}`, true},
 		{"/v1/social-posts", `{"type":"ai","topic":"Launch","platforms":["linkedin"],"images":1}`, true},
 		{"/v1/social-posts", `{"type":"manual","topic":"Launch","platforms":["twitter"]}`, false},

@@ -646,6 +646,7 @@ func toolError(msg string) *sdk.CallToolResult {
 
 // OpenAPI describes POST /v1/mcp and the GET that answers 405.
 func OpenAPI(d *openapi.Doc) {
+	d.Tag("mcp", "The project's Model Context Protocol server: the API's routes as tools an AI agent calls with the key, and the documentation as resources.")
 	d.Add("GET", "/v1/mcp", openapi.Op{ID: "mcpStream", Summary: "Model Context Protocol: no GET stream", Tag: "mcp",
 		Desc: "The server is stateless and offers no stream opened by GET: 405 with `Allow: POST` and code `bad_request`, " +
 			"as the Streamable HTTP transport asks; MCP clients then carry on with POST alone.",

@@ -65,14 +65,20 @@ type Resp struct {
 type Doc struct {
 	paths, responses, schemas M
 	tags                      []any
+	tagText                   map[string]string // Tag's descriptions by name
 }
 
 // Build returns the document of the parts' operations and schemas. A
 // route or a schema name may be added once across all parts.
 func Build(parts ...func(*Doc)) M {
-	d := &Doc{paths: M{}, responses: M{}, schemas: M{"Problem": problemSchema()}}
+	d := &Doc{paths: M{}, responses: M{}, schemas: M{"Problem": problemSchema()}, tagText: map[string]string{}}
 	for _, part := range parts {
 		part(d)
+	}
+	for _, t := range d.tags {
+		if s := d.tagText[t.(M)["name"].(string)]; s != "" {
+			t.(M)["description"] = s
+		}
 	}
 	return M{
 		"openapi": "3.1.0",
@@ -80,6 +86,11 @@ func Build(parts ...func(*Doc)) M {
 			"title":   "Plinth API",
 			"version": Version,
 			"summary": "Multi-tenant REST backend for AI-built websites.",
+			// The license of the published descriptions of the API: this
+			// document and the TypeScript SDK generated from it
+			// (sdk/typescript/package.json).
+			"license": M{"name": "MIT", "identifier": "MIT"},
+			"contact": M{"name": "Plinth", "url": "https://github.com/plinth-dev/plinth"},
 			"description": "Every /v1 request is authenticated with a project API key (`Authorization: Bearer pln_live_…`), " +
 				"except /v1/health, /v1/openapi.json and the public read surface /v1/public/* (project from the " +
 				"X-Service-Project-Key header or ?project_id=). The dashboard endpoints under /central/api use a JWT from " +
@@ -116,6 +127,15 @@ func (d *Doc) Schema(name string, s M) M {
 	}
 	d.schemas[name] = s
 	return Ref(name)
+}
+
+// Tag describes the tag name, which operations name in Op.Tag. A tag is
+// described once, by the part that owns it, however many parts use it.
+func (d *Doc) Tag(name, desc string) {
+	if _, dup := d.tagText[name]; dup {
+		panic("openapi: tag " + name + " described twice")
+	}
+	d.tagText[name] = desc
 }
 
 // Has reports whether the schema name is defined (parts that share a
@@ -285,8 +305,11 @@ func (d *Doc) preflight(path string, o Op, params []any) M {
 	for _, s := range []int{400, 404, 429, 500} {
 		responses[strconv.Itoa(s)] = M{"$ref": "#/components/responses/" + d.problem(true, s)}
 	}
+	desc := "The CORS preflight a browser sends before calling " + path + " from a page of another origin. It needs no credentials " +
+		"and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers " +
+		strings.Join(PublicRequestHeaders, ", ") + "."
 	return M{"operationId": "preflight" + strings.ToUpper(o.ID[:1]) + o.ID[1:], "summary": "CORS preflight", "tags": []any{o.Tag},
-		"security": []any{}, "parameters": ps, "responses": responses}
+		"description": desc, "security": []any{}, "parameters": ps, "responses": responses}
 }
 
 // PublicRequestHeaders are the request headers a page may send to the

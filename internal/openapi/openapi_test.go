@@ -15,23 +15,29 @@ type M = openapi.M
 
 // widgets and gadgets are two parts as a pillar writes them.
 func widgets(d *openapi.Doc) {
+	d.Tag("widgets", "Widgets and gadgets.")
 	widget := d.Schema("Widget", openapi.Obj(M{"id": openapi.Prefixed("wid_"), "name": openapi.Str(),
 		"labels": openapi.MapOf(openapi.Str()), "created_at": openapi.Timestamp()}, "id", "name", "labels", "created_at"))
 	d.Add("GET", "/v1/widgets", openapi.Op{ID: "listWidgets", Summary: "Widgets", Tag: "widgets", Scope: "widgets:read",
 		Query: openapi.PageParams(), Errs: []int{422},
 		OK: []openapi.Resp{{Status: 200, Desc: "The widgets.", Content: openapi.JSON(d.List("Widget"))}}})
 	d.Add("POST", "/v1/widgets/{id}/rename", openapi.Op{ID: "renameWidget", Summary: "Rename", Tag: "widgets", Idempotent: true,
+		Desc: "Renames the widget.",
 		Body: openapi.JSON(d.Schema("RenameWidgetRequest", openapi.Obj(M{"name": openapi.Str()}, "name"))),
 		OK:   []openapi.Resp{{Status: 200, Desc: "The widget.", Content: openapi.JSON(widget)}}})
 }
 
 func gadgets(d *openapi.Doc) {
+	d.Tag("public", "The public surface.")
 	d.Add("GET", "/v1/public/widgets", openapi.Op{ID: "listPublicWidgets", Summary: "Widgets (public)", Tag: "public", Auth: openapi.Public,
-		OK: []openapi.Resp{{Status: 200, Desc: "The widgets.", Content: openapi.JSON(d.List("Widget"))}}})
+		Desc: "The widgets, without a key.",
+		OK:   []openapi.Resp{{Status: 200, Desc: "The widgets.", Content: openapi.JSON(d.List("Widget"))}}})
 	d.Add("GET", "/central/api/gadgets", openapi.Op{ID: "listGadgets", Summary: "Gadgets", Tag: "widgets", Auth: openapi.JWT,
-		OK: []openapi.Resp{{Status: 204, Desc: "None."}}})
+		Desc: "The gadgets.",
+		OK:   []openapi.Resp{{Status: 204, Desc: "None."}}})
 	d.Add("GET", "/central/api/gadget-count", openapi.Op{ID: "countGadgets", Summary: "Gadget count", Tag: "widgets", Auth: openapi.None,
-		OK: []openapi.Resp{{Status: 204, Desc: "None."}}})
+		Desc: "How many gadgets.",
+		OK:   []openapi.Resp{{Status: 204, Desc: "None."}}})
 }
 
 // roundTrip is doc as a client reads it.
@@ -62,7 +68,9 @@ func TestDocumentAssemblesParts(t *testing.T) {
 
 	require.Equal(t, "3.1.0", doc["openapi"])
 	require.Equal(t, openapi.Version, at(t, doc, "info", "version"))
-	require.Equal(t, []any{M{"name": "widgets"}, M{"name": "public"}}, doc["tags"], "in the order of first use")
+	require.Equal(t, []any{M{"name": "widgets", "description": "Widgets and gadgets."}, M{"name": "public", "description": "The public surface."}},
+		doc["tags"], "in the order of first use, with their descriptions")
+	require.Equal(t, M{"name": "MIT", "identifier": "MIT"}, at(t, doc, "info", "license"))
 	require.Equal(t, []string{"GET /central/api/gadget-count", "GET /central/api/gadgets", "GET /v1/public/widgets", "GET /v1/widgets", "OPTIONS /v1/public/widgets", "POST /v1/widgets/{id}/rename"},
 		openapi.Operations(doc), "a public path gets its CORS preflight")
 
@@ -94,6 +102,7 @@ func TestDocumentAssemblesParts(t *testing.T) {
 	pre := at(t, doc, "paths", "/v1/public/widgets", "options").(M)
 	require.Equal(t, "preflightListPublicWidgets", pre["operationId"])
 	require.Equal(t, []any{}, pre["security"])
+	require.Contains(t, pre["description"], "CORS preflight", "a preflight is described like any operation")
 	require.ElementsMatch(t, []string{"204", "400", "404", "429", "500"}, keys(pre["responses"].(M)))
 	require.Contains(t, at(t, pre, "responses", "204", "headers"), "Access-Control-Allow-Headers")
 	require.Contains(t, at(t, pre, "responses", "204", "headers"), "X-RateLimit-Remaining", "a preflight is counted")
@@ -137,27 +146,66 @@ func TestDocumentNamesAreAddedOnce(t *testing.T) {
 	require.PanicsWithValue(t, "openapi: schema Problem defined twice", func() {
 		openapi.Build(func(d *openapi.Doc) { d.Schema("Problem", openapi.Obj(M{})) })
 	})
+	require.PanicsWithValue(t, "openapi: tag widgets described twice", func() {
+		openapi.Build(widgets, func(d *openapi.Doc) { d.Tag("widgets", "Again.") })
+	})
 }
 
 // TestDocumentLint: each rule reports where it is broken.
 func TestDocumentLint(t *testing.T) {
 	t.Parallel()
 	bad := func(d *openapi.Doc) {
+		d.Tag("t", "Tagged.")
 		d.Schema("Orphan", openapi.Obj(M{"x": openapi.Str()}))
 		d.Schema("Loose", openapi.Obj(M{"props": M{"type": "object"}, "maybe": M{"type": []any{"object", "null"}}}))
-		d.Add("POST", "/v1/inline", openapi.Op{ID: "inline", Body: openapi.JSON(openapi.Obj(M{"a": openapi.Str()})),
+		d.Add("POST", "/v1/inline", openapi.Op{ID: "inline", Tag: "t", Desc: "d", Body: openapi.JSON(openapi.Obj(M{"a": openapi.Str()})),
 			OK: []openapi.Resp{{Status: 200, Desc: "ok", Content: openapi.JSON(M{"oneOf": []any{openapi.Ref("Loose"), openapi.Obj(M{})}})}}})
-		d.Add("POST", "/v1/typo", openapi.Op{ID: "typo", Body: openapi.JSON(openapi.Ref("Nope")),
+		d.Add("POST", "/v1/typo", openapi.Op{ID: "typo", Tag: "t", Desc: "d", Body: openapi.JSON(openapi.Ref("Nope")),
 			OK: []openapi.Resp{{Status: 200, Desc: "ok", Content: openapi.JSON(M{"oneOf": []any{openapi.Ref("Loose"), M{"type": "null"}}})}}})
+		// Unions of objects: one with no discriminator, one whose mapping
+		// misses a member, one whose member lacks its value.
+		cat := d.Schema("Cat", openapi.Obj(M{"kind": M{"type": "string", "enum": []any{"cat"}}}, "kind"))
+		dog := d.Schema("Dog", openapi.Obj(M{"kind": M{"type": "string", "enum": []any{"hound"}}}, "kind"))
+		d.Add("GET", "/v1/pets", openapi.Op{ID: "pets", Tag: "t", Desc: "d",
+			OK: []openapi.Resp{{Status: 200, Desc: "ok", Content: openapi.JSON(d.Schema("Pet", M{"oneOf": []any{cat, dog}}))}}})
+		d.Add("GET", "/v1/pet", openapi.Op{ID: "pet", Tag: "t", Desc: "d", OK: []openapi.Resp{{Status: 200, Desc: "ok",
+			Content: openapi.JSON(d.Schema("Pet2", M{"oneOf": []any{cat, dog}, "discriminator": M{"propertyName": "kind", "mapping": M{"cat": cat["$ref"]}}}))}}})
+		d.Add("GET", "/v1/pet3", openapi.Op{ID: "pet3", Tag: "t", Desc: "d", OK: []openapi.Resp{{Status: 200, Desc: "ok",
+			Content: openapi.JSON(d.Schema("Pet3", openapi.OneOf("kind", openapi.Variant{Value: "cat", Schema: cat}, openapi.Variant{Value: "dog", Schema: dog})))}}})
+		// A required property with a default, inline and through a $ref.
+		size := d.Schema("Size", M{"type": "integer", "default": 3})
+		d.Add("POST", "/v1/sized", openapi.Op{ID: "sized", Tag: "t", Desc: "d",
+			Body: openapi.JSON(d.Schema("SizedRequest", openapi.Obj(M{"n": M{"type": "integer", "default": 1}, "size": size,
+				"items": openapi.Arr(openapi.Obj(M{"m": M{"type": "integer", "default": 2}}, "m"))}, "n", "size"))),
+			OK: []openapi.Resp{{Status: 204, Desc: "ok"}}})
+		// No description, no tag description.
+		d.Add("GET", "/v1/bare", openapi.Op{ID: "bare", Tag: "u", OK: []openapi.Resp{{Status: 204, Desc: "ok"}}})
 	}
 	require.Equal(t, []string{
+		"#/components/schemas/Dog: does not declare kind as \"dog\", the value the discriminator maps to it",
 		"#/components/schemas/Loose/properties/maybe: an object with neither properties nor additionalProperties",
 		"#/components/schemas/Loose/properties/props: an object with neither properties nor additionalProperties",
 		"#/components/schemas/Nope: a $ref to nothing",
 		"#/components/schemas/Orphan: no $ref names it",
+		"#/components/schemas/Pet/oneOf: a union of objects without a discriminator and its mapping",
+		"#/components/schemas/Pet2/oneOf: the discriminator's mapping does not name #/components/schemas/Dog",
+		"#/components/schemas/SizedRequest/properties/items/items/properties/m: required, yet it has a default",
+		"#/components/schemas/SizedRequest/properties/n: required, yet it has a default",
+		"#/components/schemas/SizedRequest/properties/size: required, yet it has a default",
 		"#/paths/~1v1~1inline/post/responses/200/content/application~1json/schema/oneOf/1: an object member of a union that is not a $ref",
+		"GET /v1/bare: no description",
 		"POST /v1/inline: request body application/json is not a $ref of a named schema",
+		"tag u: no description",
 	}, openapi.Lint(openapi.Build(bad)))
+}
+
+// TestDocumentOneOf: a discriminated union maps each value to its member.
+func TestDocumentOneOf(t *testing.T) {
+	t.Parallel()
+	a, b := openapi.Ref("A"), openapi.Ref("B")
+	require.Equal(t, M{"oneOf": []any{a, b}, "discriminator": M{"propertyName": "type",
+		"mapping": M{"a": "#/components/schemas/A", "b": "#/components/schemas/B"}}},
+		openapi.OneOf("type", openapi.Variant{Value: "a", Schema: a}, openapi.Variant{Value: "b", Schema: b}))
 }
 
 // TestDocumentSchemaHelpers: the schema helpers spell what the document needs.
@@ -177,6 +225,7 @@ func TestDocumentSchemaHelpers(t *testing.T) {
 	require.Equal(t, M{"type": "object", "additionalProperties": M{"type": "string"}}, openapi.MapOf(openapi.Str()))
 	require.Equal(t, true, openapi.AnyObject("x")["additionalProperties"])
 	require.Equal(t, "^key_[0-9A-Za-z]{24}$", openapi.Prefixed("key_")["pattern"])
+	require.Equal(t, []any{}, openapi.Absent("Left out.")["enum"], "no value is allowed")
 }
 
 func keys(m M) []string {

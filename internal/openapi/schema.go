@@ -72,3 +72,32 @@ func PageParams() []M {
 		{"name": "cursor", "in": "query", "description": "Opaque; next_cursor of the previous page.", "schema": Str()},
 	}
 }
+
+// Variant is a member of a discriminated union: the value its
+// discriminating property takes, and the $ref of its named schema.
+type Variant struct {
+	Value  string
+	Schema M
+}
+
+// OneOf is the union of variants told apart by the value of their
+// property prop: a oneOf with a discriminator mapping each value to its
+// schema, so that a generated client decodes each answer or body to its
+// own type (oapi-codegen's ValueByDiscriminator, a TypeScript union
+// narrowed by prop). Each variant declares prop with its value.
+func OneOf(prop string, variants ...Variant) M {
+	members := make([]any, len(variants))
+	mapping := M{}
+	for i, v := range variants {
+		members[i] = v.Schema
+		mapping[v.Value] = v.Schema["$ref"]
+	}
+	return M{"oneOf": members, "discriminator": M{"propertyName": prop, "mapping": mapping}}
+}
+
+// Absent is a property an object must leave out: no value is allowed (an
+// empty enum). Declaring it lets the object sit in a union beside members
+// discriminated by that property (see OneOf) and keep the union
+// discriminated for TypeScript: openapi-typescript types it as never, so
+// a value that names the property narrows to the members that have it.
+func Absent(desc string) M { return M{"type": "string", "enum": []any{}, "description": desc} }

@@ -7,6 +7,7 @@ import "github.com/plinth-dev/plinth/internal/openapi"
 // booking:write otherwise, booking:admin for the settings) and on the
 // public surface. No booking route costs credits.
 func OpenAPI(d *openapi.Doc) {
+	d.Tag("booking", "Bookable services, the weekly hours and settings of the calendar, and bookings with their confirmation and cancellation.")
 	openAPISchemas(d)
 	service, settings, booking := openapi.Ref("BookingService"), openapi.Ref("BookingSettings"), openapi.Ref("Booking")
 	serviceID := openapi.M{"id": intIDSchema()}

@@ -11,6 +11,7 @@ import (
 // OpenAPI describes the routes of the pillar (catalogue, orders, checkout,
 // the connected payment account) and the processor's webhook.
 func OpenAPI(d *openapi.Doc) {
+	d.Tag("commerce", "The shop: products with variants and categories, orders, checkout sessions, refunds and the payment processor's onboarding and webhooks.")
 	const noCredits = "No credits are charged."
 	openAPISchemas(d)
 	category, product, variant, order := openapi.Ref("ProductCategory"), openapi.Ref("Product"), openapi.Ref("ProductVariant"), openapi.Ref("Order")

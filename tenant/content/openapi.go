@@ -72,6 +72,8 @@ func fileSchema() openapi.M {
 
 // OpenAPI describes the routes of the pillar and its schemas.
 func OpenAPI(d *openapi.Doc) {
+	d.Tag("content", "The site's content: keys, pages, components, galleries, the brand and images, their translations, drafts, versions, "+
+		"previews, publishing and releases.")
 	openAPIKeys(d)
 	openAPIComponents(d)
 	openAPIPages(d)
@@ -324,6 +326,13 @@ func openAPIImages(d *openapi.Doc) {
 		"created_at": openapi.Timestamp(),
 	}, "key", "url", "alt", "width", "height", "content_type", "size_bytes", "source", "created_at"))
 	keyParam := openapi.M{"key": keySchema()}
+	// A side the server defaults when it is absent. Its default sits in a
+	// named schema, not on the properties: openapi-typescript types a
+	// property that carries a default itself as always present (true of
+	// an answer, not of a request), which would make the SDK demand width
+	// and height that a body may leave out.
+	side := d.Schema("ImageSide", openapi.M{"type": "integer", "minimum": minImageSide, "maximum": maxImageSide, "default": defaultImageSide,
+		"description": fmt.Sprintf("Pixels of a generated image's side, from %d to %d; %d when absent.", minImageSide, maxImageSide, defaultImageSide)})
 	d.Add("GET", "/v1/images", openapi.Op{ID: "listImages", Summary: "Images, newest first", Tag: "content", Scope: "images:read",
 		Query: append(openapi.PageParams(), openapi.M{"name": "source", "in": "query", "schema": openapi.M{"type": "string", "enum": []any{"upload", "url", "ai"}}}),
 		Errs:  []int{422},
@@ -336,9 +345,8 @@ func openAPIImages(d *openapi.Doc) {
 			"`image.generated` (the Image) is emitted when it completes.",
 		Body: openapi.M{
 			"application/json": d.Schema("GenerateImageRequest", openapi.Obj(openapi.M{
-				"prompt": openapi.M{"type": "string", "minLength": 1, "maxLength": 4000, "pattern": `\S`},
-				"width":  openapi.M{"type": "integer", "minimum": 64, "maximum": 2048, "default": 1024},
-				"height": openapi.M{"type": "integer", "minimum": 64, "maximum": 2048, "default": 1024},
+				"prompt": openapi.M{"type": "string", "minLength": 1, "maxLength": maxPromptLen, "pattern": `\S`},
+				"width":  side, "height": side,
 			}, "prompt")),
 			"multipart/form-data": d.Schema("UploadImageRequest", openapi.Obj(openapi.M{
 				"file": fileSchema(),
@@ -453,20 +461,23 @@ func openAPIPublic(d *openapi.Doc) {
 		Headers: []openapi.M{ifNoneMatchHeader()}, Errs: []int{422},
 		OK: publicAnswers("The pages.", d.List("PageLink"))})
 	d.Add("GET", "/v1/public/components/{slug}", openapi.Op{ID: "getPublicComponent", Summary: "A component (public)", Tag: "public", Auth: openapi.Public,
-		Desc:   "As GET /v1/components/{slug}, without a key.",
-		Params: openapi.M{"slug": slugSchema()}, Headers: []openapi.M{ifNoneMatchHeader()}, Errs: []int{422},
-		Query: []openapi.M{langQuery("As GET /v1/components/{slug}: the props in this language, following its fallback chain.")},
+		Desc:   "As GET /v1/components/{slug}, without a key. With a preview token that covers the component, its draft view.",
+		Params: openapi.M{"slug": slugSchema()}, Headers: []openapi.M{ifNoneMatchHeader(), previewHeader()}, Errs: []int{401, 422},
+		Query: []openapi.M{langQuery("As GET /v1/components/{slug}: the props in this language, following its fallback chain."), previewQuery()},
 		OK:    publicAnswers("The component.", openapi.Ref("Component"))})
 	d.Add("GET", "/v1/public/brand", openapi.Op{ID: "getPublicBrand", Summary: "The brand (public)", Tag: "public", Auth: openapi.Public,
 		Desc: "What a site shows of the brand context: name, tagline, description, colours, fonts and logo. " +
-			"The voice and audience are briefs for writing and stay behind a key (GET /v1/brand).",
-		Headers: []openapi.M{ifNoneMatchHeader()},
+			"The voice and audience are briefs for writing and stay behind a key (GET /v1/brand). " +
+			"With a preview token that covers the brand, its draft view.",
+		Query: []openapi.M{previewQuery()}, Headers: []openapi.M{ifNoneMatchHeader(), previewHeader()}, Errs: []int{401},
 		OK: publicAnswers("The brand.", d.Schema("PublicBrand", openapi.Obj(openapi.M{
 			"name": openapi.Str(), "tagline": openapi.Str(), "description": openapi.Str(),
 			"colors": openapi.MapOf(openapi.Str()), "fonts": openapi.MapOf(openapi.Str()),
 			"logo_url": openapi.Nullable(openapi.Str()), "updated_at": openapi.Timestamp(),
 		}, "name", "tagline", "description", "colors", "fonts", "logo_url", "updated_at")))})
 	d.Add("GET", "/v1/public/galleries/{slug}", openapi.Op{ID: "getPublicGallery", Summary: "A gallery (public)", Tag: "public", Auth: openapi.Public,
-		Params: openapi.M{"slug": slugSchema()}, Headers: []openapi.M{ifNoneMatchHeader()},
-		OK: publicAnswers("The gallery, wrapped.", openapi.Ref("GalleryEnvelope"))})
+		Desc:   "As GET /v1/galleries/{slug}, without a key. With a preview token that covers the gallery, its draft view.",
+		Params: openapi.M{"slug": slugSchema()}, Query: []openapi.M{previewQuery()}, Headers: []openapi.M{ifNoneMatchHeader(), previewHeader()},
+		Errs: []int{401},
+		OK:   publicAnswers("The gallery, wrapped.", openapi.Ref("GalleryEnvelope"))})
 }

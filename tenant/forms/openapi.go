@@ -8,6 +8,7 @@ import (
 // OpenAPI describes the routes of the pillar: the public newsletter and
 // contact forms (no key) and the submissions behind a key.
 func OpenAPI(d *openapi.Doc) {
+	d.Tag("forms", "Newsletter subscriptions and contact-form messages: submitted from the site with no key, listed and deleted with one.")
 	kind := d.Schema("FormType", openapi.M{"type": "string", "enum": []any{TypeNewsletter, TypeContact}})
 	// Unions of single types rather than a type list: generators (oapi-codegen)
 	// cannot map a list of types to one Go type.

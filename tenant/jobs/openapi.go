@@ -9,6 +9,8 @@ import (
 // OpenAPI describes the routes of the pillar and the Job resource, which
 // the pillars that start jobs answer with (202).
 func OpenAPI(d *openapi.Doc) {
+	d.Tag("jobs", "Long-running work such as AI generation and translation: a job's status, progress and result, its steps as Server-Sent Events, "+
+		"and its cancellation.")
 	status := d.Schema("JobStatus", openapi.M{"type": "string", "enum": []any{StatusPending, StatusProcessing, StatusCompleted, StatusFailed, StatusCancelled}})
 	job := openapi.JSON(d.Schema("Job", openapi.Obj(openapi.M{
 		"id": openapi.Prefixed("job_"), "type": openapi.Str(), "status": status,

@@ -9,6 +9,8 @@ import (
 // OpenAPI describes the routes of the pillar and its schemas. The bounds
 // are those of plans.go and website.go.
 func OpenAPI(d *openapi.Doc) {
+	d.Tag("content-plans", "Content plans: a list of blog posts on a topic proposed by AI (job content_plan.generate), each written on demand.")
+	d.Tag("websites", "A whole website written by AI from a brief (job website.generate): pages, components, brand and content keys.")
 	sitemapOpenAPI(d)
 	lang := openapi.M{"type": "string", "pattern": `^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$`, "description": "A language code such as en or pt-BR."}
 	text := func(max int) openapi.M {

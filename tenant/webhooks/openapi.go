@@ -8,19 +8,22 @@ import (
 // OpenAPI describes the routes of the pillar: the endpoints that receive
 // a project's events and their deliveries.
 func OpenAPI(d *openapi.Doc) {
+	d.Tag("webhooks", "Endpoints that receive the project's events, signed with their secret, and the record of each delivery, which can be sent again.")
 	endpointFields := openapi.M{
 		"id": openapi.Str(), "url": openapi.Str(), "events": openapi.Arr(openapi.Str()), "is_active": openapi.M{"type": "boolean"},
 		"created_at": openapi.Timestamp(), "last_delivery_status": openapi.Str(),
 	}
 	required := []string{"id", "url", "events", "is_active", "created_at", "last_delivery_status"}
 	endpoint := d.Schema("WebhookEndpoint", openapi.Obj(endpointFields, required...))
+	secret := openapi.M{"type": "string", "minLength": 1}
+	d.Schema("WebhookEndpointWithSecret", openapi.Obj(openapi.With(endpointFields, openapi.M{"signing_secret": secret}), append(required, "signing_secret")...))
 	// A secret is shown once: a replay of the create or the rotation
-	// (Idempotency-Key) answers without it.
-	issued := openapi.JSON(d.Schema("WebhookEndpointIssued", openapi.M{"oneOf": []any{
-		d.Schema("WebhookEndpointWithSecret", openapi.Obj(openapi.With(endpointFields, openapi.M{"signing_secret": openapi.M{"type": "string", "minLength": 1}}),
-			append(required, "signing_secret")...)),
-		endpoint,
-	}}))
+	// (Idempotency-Key) answers without it. Nothing else in the answer
+	// tells the two apart (no property a discriminator could name), so it
+	// is one object whose signing_secret is optional rather than a union a
+	// client could not decode to the right member.
+	issued := openapi.JSON(d.Schema("WebhookEndpointIssued", openapi.Obj(openapi.With(endpointFields, openapi.M{"signing_secret": openapi.With(secret,
+		openapi.M{"description": "The signing secret, in the first answer only: a replay of the Idempotency-Key answers without it."})}), required...)))
 	status := d.Schema("WebhookDeliveryStatus", openapi.M{"type": "string", "enum": []any{"pending", "succeeded", "failed"}})
 	delivery := openapi.JSON(d.Schema("WebhookDelivery", openapi.Obj(openapi.M{
 		"id": openapi.Prefixed("whd_"), "event_id": openapi.Prefixed("evt_"), "event_type": openapi.Str(),

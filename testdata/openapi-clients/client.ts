@@ -12,6 +12,7 @@ type Schemas = components["schemas"];
 
 declare const process: { argv: string[]; exitCode?: number };
 
+// A manual body may leave its type out (blog) or name it (social).
 const blogManual: Schemas["CreateBlogPostRequest"] = {
   title: "Hello", status: "draft", tag_ids: [1, 2], featured_image: "https://img.example/a.png",
 };
@@ -19,7 +20,7 @@ const blogAI: Schemas["CreateBlogPostRequest"] = {
   type: "ai", topic: "Green tea", target_languages: ["fr", "de"], keywords: ["tea"],
 };
 const socialManual: Schemas["CreateSocialPostRequest"] = {
-  title: "Launch", content: "We are live", platforms: ["twitter", "linkedin"], scheduled_at: "2030-01-01T09:00:00Z",
+  type: "manual", title: "Launch", content: "We are live", platforms: ["twitter", "linkedin"], scheduled_at: "2030-01-01T09:00:00Z",
 };
 const socialAI: Schemas["CreateSocialPostRequest"] = {
   type: "ai", topic: "Launch day", platforms: ["instagram"], images: 2, tone: "warm",
@@ -39,6 +40,24 @@ const socialMixed: Schemas["CreateSocialPostRequest"] = { type: "ai", topic: "La
 const socialPlatform: Schemas["CreateSocialPostRequest"] = { title: "Launch", platforms: ["myspace"] };
 void [blogMixed, blogAITitled, blogUntyped, socialMixed, socialPlatform];
 
+// The unions narrow on their discriminator, with no cast: each branch sees
+// its own member's fields (a body without type is manual).
+function subject(body: Schemas["CreateBlogPostRequest"] | Schemas["CreateSocialPostRequest"]): string {
+  switch (body.type) {
+    case "manual":
+    case undefined:
+      return body.title;
+    case "ai":
+      return body.topic;
+  }
+}
+if (subject(blogManual) !== "Hello" || subject(socialManual) !== "Launch" || subject(blogAI) !== "Green tea") {
+  throw new Error("the unions do not narrow on type");
+}
+
+// A field with a default may be left out.
+const image: Schemas["GenerateImageRequest"] = { prompt: "A lighthouse at dawn" };
+
 async function main(baseUrl: string): Promise<void> {
   const client = createClient<paths>({ baseUrl, headers: { Authorization: "Bearer pln_live_00000000000000000000000000000000" } });
   const key = (name: string) => ({ header: { "Idempotency-Key": name } });
@@ -50,6 +69,13 @@ async function main(baseUrl: string): Promise<void> {
     ["social-unschedule", () => client.PATCH("/v1/social-posts/{id}", {
       params: { ...key("social-unschedule"), path: { id: 7 } }, body: { scheduled_at: null },
     })],
+    ["blog-clear", () => client.PATCH("/v1/blog-posts/{ref}", {
+      params: { ...key("blog-clear"), path: { ref: "7" } }, body: { category_id: null, featured_image: null },
+    })],
+    ["product-clear", () => client.PATCH("/v1/products/{id}", {
+      params: { ...key("product-clear"), path: { id: 3 } }, body: { compare_at_price: null, weight: null, category_id: null },
+    })],
+    ["image", () => client.POST("/v1/images", { params: key("image"), body: image })],
     ["content-batch", () => client.PUT("/v1/content", {
       params: key("content-batch"),
       body: { updates: [{ key: "home.title", value: "Welcome" }, { key: "home.title", value: "Bienvenue", lang: "fr" }] },

@@ -569,7 +569,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The signed-in user and workspace */
+        /**
+         * The signed-in user and workspace
+         * @description The user and the workspace of the token, and the plans the user may give a new project.
+         */
         get: operations["dashboardMe"];
         put?: never;
         post?: never;
@@ -586,7 +589,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Projects of the workspace */
+        /**
+         * Projects of the workspace
+         * @description Every project of the token's workspace, whatever its status.
+         */
         get: operations["dashboardListProjects"];
         put?: never;
         /**
@@ -627,7 +633,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Keys of a project */
+        /**
+         * Keys of a project
+         * @description The project's active keys, newest first, masked: a secret is shown once, when its key is minted (none once the project is being deleted: its keys were revoked with it). Another workspace's project is 404, like an unknown one.
+         */
         get: operations["dashboardListKeys"];
         put?: never;
         /**
@@ -3024,7 +3033,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This OpenAPI 3.1 description */
+        /**
+         * This OpenAPI 3.1 description
+         * @description This document, the same for every caller and needing no key; a client may keep it 5 minutes (Cache-Control: public, max-age=300).
+         */
         get: operations["getOpenAPI"];
         put?: never;
         post?: never;
@@ -3685,7 +3697,10 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/blog-posts from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightListPublicBlogPosts"];
         head?: never;
         patch?: never;
@@ -3706,7 +3721,10 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/blog-posts/{slug} from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightGetPublicBlogPost"];
         head?: never;
         patch?: never;
@@ -3727,7 +3745,10 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/booking/availability from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightGetPublicBookingAvailability"];
         head?: never;
         patch?: never;
@@ -3748,7 +3769,10 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/booking/services from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightListPublicBookingServices"];
         head?: never;
         patch?: never;
@@ -3769,7 +3793,10 @@ export interface paths {
          */
         post: operations["createPublicBooking"];
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/bookings from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightCreatePublicBooking"];
         head?: never;
         patch?: never;
@@ -3784,13 +3811,16 @@ export interface paths {
         };
         /**
          * The brand (public)
-         * @description What a site shows of the brand context: name, tagline, description, colours, fonts and logo. The voice and audience are briefs for writing and stay behind a key (GET /v1/brand).
+         * @description What a site shows of the brand context: name, tagline, description, colours, fonts and logo. The voice and audience are briefs for writing and stay behind a key (GET /v1/brand). With a preview token that covers the brand, its draft view.
          */
         get: operations["getPublicBrand"];
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/brand from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightGetPublicBrand"];
         head?: never;
         patch?: never;
@@ -3805,13 +3835,16 @@ export interface paths {
         };
         /**
          * A component (public)
-         * @description As GET /v1/components/{slug}, without a key.
+         * @description As GET /v1/components/{slug}, without a key. With a preview token that covers the component, its draft view.
          */
         get: operations["getPublicComponent"];
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/components/{slug} from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightGetPublicComponent"];
         head?: never;
         patch?: never;
@@ -3832,7 +3865,10 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/content/bulk from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightGetPublicContentBulk"];
         head?: never;
         patch?: never;
@@ -3853,7 +3889,10 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/content/{key} from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightGetPublicContentKey"];
         head?: never;
         patch?: never;
@@ -3874,7 +3913,10 @@ export interface paths {
          */
         post: operations["submitContact"];
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/forms/contact from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightSubmitContact"];
         head?: never;
         patch?: never;
@@ -3895,7 +3937,10 @@ export interface paths {
          */
         post: operations["subscribeNewsletter"];
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/forms/newsletter from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightSubscribeNewsletter"];
         head?: never;
         patch?: never;
@@ -3908,12 +3953,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A gallery (public) */
+        /**
+         * A gallery (public)
+         * @description As GET /v1/galleries/{slug}, without a key. With a preview token that covers the gallery, its draft view.
+         */
         get: operations["getPublicGallery"];
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/galleries/{slug} from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightGetPublicGallery"];
         head?: never;
         patch?: never;
@@ -3934,7 +3985,10 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/media/{project}/{key} from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightGetMedia"];
         head?: never;
         patch?: never;
@@ -3955,7 +4009,10 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/pages from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightListPublicPages"];
         head?: never;
         patch?: never;
@@ -3976,7 +4033,10 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/pages/{slug} from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightGetPublicPage"];
         head?: never;
         patch?: never;
@@ -3997,7 +4057,10 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/product-categories from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightListPublicProductCategories"];
         head?: never;
         patch?: never;
@@ -4018,7 +4081,10 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/products from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightListPublicProducts"];
         head?: never;
         patch?: never;
@@ -4039,7 +4105,10 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/products/{id_or_slug} from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightGetPublicProduct"];
         head?: never;
         patch?: never;
@@ -4060,7 +4129,10 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        /** CORS preflight */
+        /**
+         * CORS preflight
+         * @description The CORS preflight a browser sends before calling /v1/public/sitemap.xml from a page of another origin. It needs no credentials and is counted by the per-IP limit like the call itself; it allows GET, HEAD and POST with the headers X-Service-Project-Key, Content-Type, If-None-Match, Idempotency-Key, X-Request-Id, X-Preview-Token.
+         */
         options: operations["preflightGetSitemap"];
         head?: never;
         patch?: never;
@@ -4550,7 +4622,26 @@ export interface components {
             prefix: "pln_live_" | "pln_test_";
             scopes: string[];
         };
-        APIKeyIssued: components["schemas"]["APIKeyWithSecret"] | components["schemas"]["APIKey"];
+        APIKeyIssued: {
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            id: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            last_used_at: string | null;
+            masked: string;
+            name: string;
+            /** @enum {string} */
+            prefix: "pln_live_" | "pln_test_";
+            scopes: string[];
+            /** @description The key's secret, in the first answer only: a replay of the Idempotency-Key answers without it. */
+            secret?: string;
+        };
         APIKeyList: {
             data: components["schemas"]["APIKey"][];
             has_more: boolean;
@@ -5059,7 +5150,10 @@ export interface components {
             target_languages?: string[];
             tone?: string;
             topic: string;
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "ai";
         };
         /** A post written by the caller */
@@ -5094,12 +5188,55 @@ export interface components {
             tag_ids?: number[];
             title: string;
             /**
-             * @description The default.
+             * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
-            type?: "manual";
+            type: "manual";
         };
-        CreateBlogPostRequest: components["schemas"]["CreateBlogPostManual"] | components["schemas"]["CreateBlogPostAI"];
+        /** @description A body that names its type (manual or ai), or a manual one that leaves it out. */
+        CreateBlogPostRequest: components["schemas"]["CreateBlogPostTyped"] | components["schemas"]["CreateBlogPostUntyped"];
+        /** @description A create body that names its type. */
+        CreateBlogPostTyped: components["schemas"]["CreateBlogPostManual"] | components["schemas"]["CreateBlogPostAI"];
+        /**
+         * A post written by the caller, type left out
+         * @description A manual post whose body leaves type out, manual being the default.
+         */
+        CreateBlogPostUntyped: {
+            /** @description An existing category (else 422). */
+            category_id?: number;
+            /** @description HTML; sanitised (no script, style, iframe, form or on* attributes). */
+            content?: string;
+            excerpt?: string;
+            /**
+             * Format: uri
+             * @description An http or https URL.
+             */
+            featured_image?: string;
+            /** @description The post's own language; default the project's default_language. */
+            language_code?: string;
+            meta_description?: string;
+            meta_title?: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, in the future; only with status scheduled (or none).
+             */
+            scheduled_at?: string;
+            /** @description Default: derived from the title (-2, -3, … on collision). A taken slug is 409. */
+            slug?: string;
+            /**
+             * @description Default draft, or scheduled with scheduled_at.
+             * @enum {string}
+             */
+            status?: "draft" | "published" | "scheduled";
+            /** @description Ids of existing tags (else 422); replaces the post's tags. A repeated id counts once. */
+            tag_ids?: number[];
+            title: string;
+            /**
+             * @description Left out: a body that names its type is a CreateBlogPostTyped.
+             * @enum {string}
+             */
+            type?: never;
+        };
         CreateBlogTermRequest: {
             name: string;
             /** @description Default: derived from the name (-2, -3, … on collision). A taken slug is 409. */
@@ -5298,7 +5435,10 @@ export interface components {
             scheduled_at?: string;
             tone?: string;
             topic: string;
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "ai";
             /** @description Videos to generate (+40 credits each). */
             videos?: number;
@@ -5317,12 +5457,34 @@ export interface components {
             scheduled_at?: string;
             title: string;
             /**
-             * @description The default.
+             * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
-            type?: "manual";
+            type: "manual";
         };
-        CreateSocialPostRequest: components["schemas"]["CreateSocialPostManual"] | components["schemas"]["CreateSocialPostAI"];
+        /** @description A body that names its type (manual or ai), or a manual one that leaves it out. */
+        CreateSocialPostRequest: components["schemas"]["CreateSocialPostTyped"] | components["schemas"]["CreateSocialPostUntyped"];
+        /** @description A create body that names its type. */
+        CreateSocialPostTyped: components["schemas"]["CreateSocialPostManual"] | components["schemas"]["CreateSocialPostAI"];
+        /** @description A manual post whose body leaves type out, manual being the default. */
+        CreateSocialPostUntyped: {
+            /** @description Accounts of this project. */
+            account_ids?: string[];
+            content?: string;
+            media?: string[];
+            platforms?: components["schemas"]["SocialPlatform"][];
+            /**
+             * Format: date-time
+             * @description RFC 3339, in the future: the post is scheduled.
+             */
+            scheduled_at?: string;
+            title: string;
+            /**
+             * @description Left out: a body that names its type is a CreateSocialPostTyped.
+             * @enum {string}
+             */
+            type?: never;
+        };
         CreateWebhookEndpointRequest: {
             /** @description Topics of the contract, e.g. content.changed. */
             events: string[];
@@ -5550,11 +5712,9 @@ export interface components {
             tone?: string;
         };
         GenerateImageRequest: {
-            /** @default 1024 */
-            height: number;
+            height?: components["schemas"]["ImageSide"];
             prompt: string;
-            /** @default 1024 */
-            width: number;
+            width?: components["schemas"]["ImageSide"];
         };
         GenerateWebsiteRequest: {
             brief: string;
@@ -5598,6 +5758,11 @@ export interface components {
             has_more: boolean;
             next_cursor: string | null;
         };
+        /**
+         * @description Pixels of a generated image's side, from 64 to 2048; 1024 when absent.
+         * @default 1024
+         */
+        ImageSide: number;
         ImportProjectRequest: {
             file: string;
             name?: string;
@@ -5757,7 +5922,15 @@ export interface components {
                 };
             };
             info: {
+                contact?: {
+                    name?: string;
+                    url?: string;
+                };
                 description?: string;
+                license?: {
+                    identifier?: string;
+                    name: string;
+                };
                 summary?: string;
                 title: string;
                 version: string;
@@ -6820,7 +6993,20 @@ export interface components {
             last_delivery_status: string;
             url: string;
         };
-        WebhookEndpointIssued: components["schemas"]["WebhookEndpointWithSecret"] | components["schemas"]["WebhookEndpoint"];
+        WebhookEndpointIssued: {
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            events: string[];
+            id: string;
+            is_active: boolean;
+            last_delivery_status: string;
+            /** @description The signing secret, in the first answer only: a replay of the Idempotency-Key answers without it. */
+            signing_secret?: string;
+            url: string;
+        };
         WebhookEndpointList: {
             data: components["schemas"]["WebhookEndpoint"][];
             has_more: boolean;
@@ -15869,12 +16055,16 @@ export interface operations {
     getPublicBrand: {
         parameters: {
             query?: {
+                /** @description A preview token (as X-Preview-Token). */
+                preview?: string;
                 /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
                 project_id?: string;
             };
             header?: {
                 /** @description An ETag of an earlier answer; 304 when it is still current. */
                 "If-None-Match"?: string;
+                /** @description A preview link's token: the drafts it covers are served (never cached); 401 when it is unknown, expired or revoked. */
+                "X-Preview-Token"?: string;
                 /** @description The project id (prj_…); or use ?project_id=. */
                 "X-Service-Project-Key"?: string;
             };
@@ -15924,6 +16114,7 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
             404: components["responses"]["Problem404"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
@@ -15979,12 +16170,16 @@ export interface operations {
             query?: {
                 /** @description As GET /v1/components/{slug}: the props in this language, following its fallback chain. */
                 lang?: string;
+                /** @description A preview token (as X-Preview-Token). */
+                preview?: string;
                 /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
                 project_id?: string;
             };
             header?: {
                 /** @description An ETag of an earlier answer; 304 when it is still current. */
                 "If-None-Match"?: string;
+                /** @description A preview link's token: the drafts it covers are served (never cached); 401 when it is unknown, expired or revoked. */
+                "X-Preview-Token"?: string;
                 /** @description The project id (prj_…); or use ?project_id=. */
                 "X-Service-Project-Key"?: string;
             };
@@ -16036,6 +16231,7 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
             404: components["responses"]["Problem404"];
             422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
@@ -16514,12 +16710,16 @@ export interface operations {
     getPublicGallery: {
         parameters: {
             query?: {
+                /** @description A preview token (as X-Preview-Token). */
+                preview?: string;
                 /** @description The project id (prj_…), when X-Service-Project-Key is not sent. */
                 project_id?: string;
             };
             header?: {
                 /** @description An ETag of an earlier answer; 304 when it is still current. */
                 "If-None-Match"?: string;
+                /** @description A preview link's token: the drafts it covers are served (never cached); 401 when it is unknown, expired or revoked. */
+                "X-Preview-Token"?: string;
                 /** @description The project id (prj_…); or use ?project_id=. */
                 "X-Service-Project-Key"?: string;
             };
@@ -16571,6 +16771,7 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
             404: components["responses"]["Problem404"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];

@@ -47,23 +47,36 @@ func run(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
+	// A manual blog post leaves its type out; the other bodies name it (the
+	// discriminator of the Typed unions, which From… writes).
 	var blogManual, blogAI plinth.CreateBlogPostRequest
-	if err := blogManual.FromCreateBlogPostManual(plinth.CreateBlogPostManual{Title: "Hello", Status: ptr(plinth.CreateBlogPostManualStatusDraft),
+	if err := blogManual.FromCreateBlogPostUntyped(plinth.CreateBlogPostUntyped{Title: "Hello", Status: ptr(plinth.CreateBlogPostUntypedStatusDraft),
 		TagIds: &[]int{1, 2}, FeaturedImage: ptr("https://img.example/a.png")}); err != nil {
 		return err
 	}
-	if err := blogAI.FromCreateBlogPostAI(plinth.CreateBlogPostAI{Type: plinth.CreateBlogPostAITypeAi, Topic: "Green tea",
+	var blogTyped plinth.CreateBlogPostTyped
+	if err := blogTyped.FromCreateBlogPostAI(plinth.CreateBlogPostAI{Type: plinth.CreateBlogPostAITypeAi, Topic: "Green tea",
 		TargetLanguages: &[]string{"fr", "de"}, Keywords: &[]string{"tea"}}); err != nil {
 		return err
 	}
+	if err := blogAI.FromCreateBlogPostTyped(blogTyped); err != nil {
+		return err
+	}
 	var socialManual, socialAI plinth.CreateSocialPostRequest
-	if err := socialManual.FromCreateSocialPostManual(plinth.CreateSocialPostManual{Title: "Launch", Content: ptr("We are live"),
-		Platforms:   &[]plinth.SocialPlatform{plinth.SocialPlatformTwitter, plinth.SocialPlatformLinkedin},
+	var manualTyped, aiTyped plinth.CreateSocialPostTyped
+	if err := manualTyped.FromCreateSocialPostManual(plinth.CreateSocialPostManual{Type: plinth.CreateSocialPostManualTypeManual, Title: "Launch",
+		Content: ptr("We are live"), Platforms: &[]plinth.SocialPlatform{plinth.SocialPlatformTwitter, plinth.SocialPlatformLinkedin},
 		ScheduledAt: ptr(time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC))}); err != nil {
 		return err
 	}
-	if err := socialAI.FromCreateSocialPostAI(plinth.CreateSocialPostAI{Type: plinth.CreateSocialPostAITypeAi, Topic: "Launch day",
+	if err := socialManual.FromCreateSocialPostTyped(manualTyped); err != nil {
+		return err
+	}
+	if err := aiTyped.FromCreateSocialPostAI(plinth.CreateSocialPostAI{Type: plinth.CreateSocialPostAITypeAi, Topic: "Launch day",
 		Platforms: &[]plinth.SocialPlatform{plinth.SocialPlatformInstagram}, Images: ptr(2), Tone: ptr("warm")}); err != nil {
+		return err
+	}
+	if err := socialAI.FromCreateSocialPostTyped(aiTyped); err != nil {
 		return err
 	}
 	var budget, topics plinth.FormFieldValue
@@ -100,6 +113,17 @@ func run(ctx context.Context, url string) error {
 		{"social-unschedule", func(ctx context.Context, key *string) (*http.Response, error) {
 			return c.UpdateSocialPost(ctx, 7, &plinth.UpdateSocialPostParams{IdempotencyKey: key},
 				plinth.UpdateSocialPostRequest{ScheduledAt: nullable.NewNullNullable[time.Time]()})
+		}},
+		{"blog-clear", func(ctx context.Context, key *string) (*http.Response, error) {
+			return c.UpdateBlogPost(ctx, "7", &plinth.UpdateBlogPostParams{IdempotencyKey: key},
+				plinth.UpdateBlogPostRequest{CategoryId: nullable.NewNullNullable[int](), FeaturedImage: nullable.NewNullNullable[string]()})
+		}},
+		{"product-clear", func(ctx context.Context, key *string) (*http.Response, error) {
+			return c.UpdateProduct(ctx, 3, &plinth.UpdateProductParams{IdempotencyKey: key}, plinth.UpdateProductRequest{
+				CompareAtPrice: nullable.NewNullNullable[int](), Weight: nullable.NewNullNullable[float64](), CategoryId: nullable.NewNullNullable[int]()})
+		}},
+		{"image", func(ctx context.Context, key *string) (*http.Response, error) {
+			return c.CreateImage(ctx, &plinth.CreateImageParams{IdempotencyKey: key}, plinth.GenerateImageRequest{Prompt: "A lighthouse at dawn"})
 		}},
 		{"content-batch", func(ctx context.Context, key *string) (*http.Response, error) {
 			return c.PutContentBatch(ctx, &plinth.PutContentBatchParams{IdempotencyKey: key}, plinth.PutContentBatchRequest{Updates: []plinth.ContentUpdate{
