@@ -199,7 +199,8 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		Retry: cfg.WebhookRetry, RootCAs: opts.RootCAs, Logger: logger, Attempted: s.Metrics.WebhookAttempt, Wakers: s.wakers}, hookSecrets))
 
 	// The pillars.
-	jobsSvc := jobs.New(jobs.Deps{Pool: pool, Queue: s.River, Logger: logger})
+	// The jobs hub also wakes webhook listeners' streams (plinth listen).
+	jobsSvc := jobs.New(jobs.Deps{Pool: pool, Queue: s.River, Logger: logger, Channels: []string{outbox.ListenChannel}})
 	s.Jobs, s.JobEvents = jobsSvc.Runner(), jobsSvc.Hub()
 	contentSvc := content.New(content.Deps{AI: s.AI, Media: s.Media, Queue: s.River, Events: s.Outbox, Jobs: s.Jobs,
 		MediaURL: cfg.MediaURL, Fetch: content.GuardedFetch(cfg.Dev, opts.RootCAs)})
@@ -226,7 +227,7 @@ func NewServer(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logge
 		booking.New(booking.Deps{Events: s.Outbox}),
 		sites.New(sites.Deps{AI: s.AI, Queue: s.River, Content: contentSvc, Blog: blogSvc, Jobs: s.Jobs}),
 		forms.New(),
-		webhooks.New(webhooks.Deps{Outbox: s.Outbox, Secrets: hookSecrets, Dev: cfg.Dev}),
+		webhooks.New(webhooks.Deps{Outbox: s.Outbox, Secrets: hookSecrets, Dev: cfg.Dev, Hub: jobsSvc.Hub()}),
 	}
 	for _, p := range pillars {
 		p.Workers(workers)

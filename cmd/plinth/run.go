@@ -73,6 +73,7 @@ type commands struct {
 		Topup creditsTopupCmd `cmd:"" help:"Add top-up credits to a project; prints {project_id, added, balance}."`
 	} `cmd:"" help:"Credits."`
 	MCP     mcpCmd     `cmd:"" name:"mcp" help:"Serve MCP on stdin/stdout for a local agent, forwarding to the server at PLINTH_URL with PLINTH_API_KEY (docs/mcp.md)."`
+	Listen  listenCmd  `cmd:"" help:"Forward the project's webhook events, signed as real deliveries, from the server at PLINTH_URL (PLINTH_API_KEY) to a receiver on this machine; Ctrl-C deletes the listener."`
 	Version versionCmd `cmd:"" help:"Print the version of this binary (as plinth --version does), the build GET /v1/health reports."`
 	Help    helpCmd    `cmd:"" help:"List the commands and the environment variables."`
 }

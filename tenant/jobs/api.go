@@ -30,6 +30,9 @@ type Deps struct {
 	// connections (and proxies) open (default 15s).
 	Heartbeat time.Duration
 	Logger    *slog.Logger
+	// Channels are further NOTIFY channels the hub listens to on its
+	// connection, for the streams of other pillars (outbox.ListenChannel).
+	Channels []string
 }
 
 // MaxStreamsPerProject is how many job streams one project may hold open
@@ -42,25 +45,32 @@ const MaxStreamsPerProject = 20
 // slot frees when a stream of the project ends, which no one can predict.
 const streamRetryAfter = 5
 
-// streamSlots counts the open streams of each project.
-type streamSlots struct {
+// StreamSlots counts the open streams of each project on this process,
+// up to a bound, for the SSE routes that wake on the hub.
+type StreamSlots struct {
+	max  int
 	mu   sync.Mutex
 	open map[string]int
 }
 
-// take reserves a stream slot of project, false when all are taken.
-func (s *streamSlots) take(project string) bool {
+// NewStreamSlots returns slots for at most max streams per project.
+func NewStreamSlots(max int) *StreamSlots {
+	return &StreamSlots{max: max, open: map[string]int{}}
+}
+
+// Take reserves a stream slot of project, false when all are taken.
+func (s *StreamSlots) Take(project string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.open[project] >= MaxStreamsPerProject {
+	if s.open[project] >= s.max {
 		return false
 	}
 	s.open[project]++
 	return true
 }
 
-// give frees a slot take reserved.
-func (s *streamSlots) give(project string) {
+// Give frees a slot Take reserved.
+func (s *StreamSlots) Give(project string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.open[project]--; s.open[project] <= 0 {
@@ -76,13 +86,13 @@ type Service struct {
 	hub       *Hub
 	river     *queue.Client
 	heartbeat time.Duration
-	streams   streamSlots
+	streams   *StreamSlots
 }
 
 // New builds the pillar.
 func New(d Deps) *Service {
-	return &Service{runner: NewRunner(d.Logger), hub: NewHub(d.Pool, d.Logger), river: d.Queue,
-		heartbeat: or(d.Heartbeat, 15*time.Second), streams: streamSlots{open: map[string]int{}}}
+	return &Service{runner: NewRunner(d.Logger), hub: NewHub(d.Pool, d.Logger, d.Channels...), river: d.Queue,
+		heartbeat: or(d.Heartbeat, 15*time.Second), streams: NewStreamSlots(MaxStreamsPerProject)}
 }
 
 // Runner is where pillars register their job types.
@@ -190,10 +200,10 @@ func (a *Service) cancelJob(ctx context.Context, tx pgx.Tx, s *tenant.Scope, job
 // between it sends heartbeat comments and queries nothing.
 func (a *Service) stream(w http.ResponseWriter, r *http.Request, s *tenant.Scope) error {
 	ctx := r.Context()
-	if !a.streams.take(s.Project.ID) {
+	if !a.streams.Take(s.Project.ID) {
 		return httpapi.RateLimited(streamRetryAfter, fmt.Sprintf("this project already has %d job streams open; close one (a stream ends after done) and retry", MaxStreamsPerProject))
 	}
-	defer a.streams.give(s.Project.ID)
+	defer a.streams.Give(s.Project.ID)
 	jobID := chi.URLParam(r, "id")
 	wakeups, stop := a.hub.Subscribe(jobID) // before reading, so no event slips between
 	defer stop()

@@ -13,26 +13,33 @@ import (
 // job when any instance writes an event of it (save notifies Channel with
 // the job id). A wake-up carries no data: the stream reads the job's new
 // events from the database, so nothing is lost to a coalesced signal.
+// The same connection listens to the further channels the hub is built
+// with, whose payload is a key streams subscribe to as a job's id is (a
+// webhook listener's endpoint id on outbox.ListenChannel).
 type Hub struct {
-	pool   *pgxpool.Pool
-	logger *slog.Logger
+	pool     *pgxpool.Pool
+	logger   *slog.Logger
+	channels []string
 
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
 	done chan struct{}
 }
 
-// NewHub returns a hub over the shard pool; Run starts it.
-func NewHub(pool *pgxpool.Pool, logger *slog.Logger) *Hub {
-	return &Hub{pool: pool, logger: logger, subs: map[string]map[chan struct{}]struct{}{}, done: make(chan struct{})}
+// NewHub returns a hub over the shard pool listening to Channel and to
+// channels; Run starts it.
+func NewHub(pool *pgxpool.Pool, logger *slog.Logger, channels ...string) *Hub {
+	return &Hub{pool: pool, logger: logger, channels: append([]string{Channel}, channels...),
+		subs: map[string]map[chan struct{}]struct{}{}, done: make(chan struct{})}
 }
 
 // Done is closed when Run returns (the process is stopping): open streams
 // end then.
 func (h *Hub) Done() <-chan struct{} { return h.done }
 
-// Subscribe returns a channel that receives a value whenever the job may
-// have new events, and a func to stop.
+// Subscribe returns a channel that receives a value whenever the job (or
+// the key of another of the hub's channels) may have new events, and a
+// func to stop.
 func (h *Hub) Subscribe(jobID string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	h.mu.Lock()
@@ -107,10 +114,10 @@ func (h *Hub) listen(ctx context.Context, pool *pgxpool.Pool) error {
 		return err
 	}
 	defer conn.Release()
-	if err := listenJobs(ctx, conn.Conn()); err != nil {
+	if err := listenJobs(ctx, conn.Conn(), h.channels); err != nil {
 		return err
 	}
-	defer unlistenJobs(context.WithoutCancel(ctx), conn.Conn())
+	defer unlistenJobs(context.WithoutCancel(ctx), conn.Conn(), h.channels)
 	h.wakeAll()
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)

@@ -107,18 +107,27 @@ func lock(ctx context.Context, tx pgx.Tx, jobID string) (_ *row, err error) {
 	return scan(tx.QueryRow(ctx, `SELECT `+columns+` FROM jobs WHERE id = $1 FOR UPDATE`, jobID))
 }
 
-// listenJobs subscribes conn to the job notifications (Channel).
-func listenJobs(ctx context.Context, conn *pgx.Conn) (err error) {
+// listenJobs subscribes conn to the job notifications (Channel) and the
+// hub's other channels.
+func listenJobs(ctx context.Context, conn *pgx.Conn, channels []string) (err error) {
 	defer httpapi.Wrap(&err, "listenJobs")
-	_, err = conn.Exec(ctx, "LISTEN "+Channel)
-	return err
+	for _, ch := range channels {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // unlistenJobs ends listenJobs.
-func unlistenJobs(ctx context.Context, conn *pgx.Conn) (err error) {
+func unlistenJobs(ctx context.Context, conn *pgx.Conn, channels []string) (err error) {
 	defer httpapi.Wrap(&err, "unlistenJobs")
-	_, err = conn.Exec(ctx, "UNLISTEN "+Channel)
-	return err
+	for _, ch := range channels {
+		if _, err := conn.Exec(ctx, "UNLISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Filter narrows a list.

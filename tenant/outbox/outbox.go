@@ -103,8 +103,9 @@ func NewOutbox(c *queue.Client) *Outbox { return &Outbox{river: c} }
 // Emit records the event topic with data (the resource as its GET shows
 // it) inside tx, the caller's transaction on s: the envelope is frozen now,
 // and one delivery, with its River job, is created per active endpoint
-// subscribed to topic. Nothing is stored when no endpoint is subscribed.
-// Events of a test-key request are charged to the test credit pool.
+// subscribed to topic (a listener only while a stream holds it). Nothing
+// is stored when no endpoint is subscribed. Events of a test-key request
+// are charged to the test credit pool.
 //
 // In a transaction of tenant.Scope.Tx, the event is recorded at the end
 // of the transaction (tenant.FinisherOf). The subscribed endpoints are those
@@ -225,12 +226,17 @@ type emits struct {
 	bet, guarded bool
 }
 
-// endpointsSQL reads the active endpoints as a transaction begins. It
+// subscribed is the condition of an endpoint that receives events: it
+// is active and, when it is a listener, a stream holds it
+// (webhooks_unwanted, migration 1103, holds the same).
+const subscribed = `is_active AND (mode = 'http' OR listening_until > now())`
+
+// endpointsSQL reads the subscribed endpoints as a transaction begins. It
 // takes no lock (every transaction of a project runs it, and row locks
 // many transactions share are multixacts): it only tells whether an
 // endpoint wants an event; when one does, the end of the transaction
 // reads them again, locked (Queue).
-const endpointsSQL = `SELECT id, events FROM webhook_endpoints WHERE is_active`
+const endpointsSQL = `SELECT id, events FROM webhook_endpoints WHERE ` + subscribed
 
 func readSubscribers(rows pgx.Rows) ([]subscriber, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (subscriber, error) {
@@ -319,7 +325,7 @@ func (e *emits) Queue(b *pgx.Batch) {
 	if e.Sealed() {
 		return
 	}
-	b.Queue(`SELECT id, events FROM webhook_endpoints WHERE is_active AND events && $1 ORDER BY id FOR KEY SHARE`, e.topics()).
+	b.Queue(`SELECT id, events FROM webhook_endpoints WHERE `+subscribed+` AND events && $1 ORDER BY id FOR KEY SHARE`, e.topics()).
 		Query(func(rows pgx.Rows) error {
 			var err error
 			e.endpoints, err = readSubscribers(rows)

@@ -22,7 +22,6 @@ import (
 	"github.com/plinth-dev/plinth/internal/ssrf"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/credits"
-	"github.com/plinth-dev/plinth/tenant/webhooks/signature"
 )
 
 const (
@@ -152,6 +151,9 @@ type attempt struct {
 	secrets []string
 	snooze  time.Duration // instead of sending: snooze this long (0: done)
 	skip    bool          // nothing to send
+	// forwarded: handed to a listener (and recorded) by begin: nothing
+	// to send from here
+	forwarded bool
 }
 
 // outcome is the result of one attempt.
@@ -197,6 +199,9 @@ func (w *Worker) work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	at, err := w.starts.do(ctx, sc, a)
 	if err != nil {
 		return stopped(ctx, err)
+	}
+	if at.forwarded && w.cfg.Attempted != nil {
+		w.cfg.Attempted(OutcomeForwarded, 0)
 	}
 	if at.skip {
 		w.pacer.done(a.EndpointID, a.DeliveryID)
@@ -347,6 +352,12 @@ func (w *Worker) txSem(pool *pgxpool.Pool) chan struct{} {
 // end here. An attempt whose outcome was lost (the process stopped while
 // it was in flight) is resumed without a new charge: receivers dedupe by
 // X-Service-Delivery.
+//
+// An attempt to a listener (mode listen) ends here too: nothing is sent
+// from the worker. Once paid it is handed to the listener (forward: its
+// number in the endpoint's stream, and the stream's wake-up) and recorded
+// succeeded, with no status code, in the same transaction; the stream
+// signs it with the endpoint's secrets (Headers) when it hands it on.
 func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, as []DeliverArgs) ([]attempt, error) {
 	ids := make([]string, len(as))
 	eps := make([]string, len(as))
@@ -366,7 +377,8 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, as []De
 				AND (cur.next_attempt_at IS NULL OR cur.next_attempt_at <= clock_timestamp() + interval '50 ms')
 			RETURNING d.id, d.attempts)
 		SELECT cur.id, cur.status, cur.attempts, cur.in_flight, start.attempts, cur.next_attempt_at - clock_timestamp(),
-			e.type, e.payload, e.test, ep.url, ep.is_active, ep.secret, ep.previous_secret, COALESCE(ep.previous_until > now(), false)
+			e.type, e.payload, e.test, COALESCE(ep.url, ''), ep.mode = 'listen', ep.is_active, ep.secret, ep.previous_secret,
+			COALESCE(ep.previous_until > now(), false)
 		FROM cur LEFT JOIN start ON start.id = cur.id
 			JOIN webhook_events e ON e.id = cur.event_id JOIN webhook_endpoints ep ON ep.id = cur.endpoint_id`, ids, eps)
 	if err != nil {
@@ -379,6 +391,7 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, as []De
 		started            *int
 		dueIn              *time.Duration
 		typ, payload, url  string
+		listen             bool
 		test, active       bool
 		secret, prevSecret []byte
 		prevValid          bool
@@ -388,7 +401,7 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, as []De
 		var id string
 		var f found
 		if err := rows.Scan(&id, &f.status, &f.attempts, &f.resuming, &f.started, &f.dueIn, &f.typ, &f.payload, &f.test,
-			&f.url, &f.active, &f.secret, &f.prevSecret, &f.prevValid); err != nil {
+			&f.url, &f.listen, &f.active, &f.secret, &f.prevSecret, &f.prevValid); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -399,9 +412,10 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, as []De
 	}
 
 	out := make([]attempt, len(as))
-	var ends []rec            // deliveries that end or wait here
-	var live, test []int      // started attempts to charge, by pool
-	seen := map[string]bool{} // a delivery is started once per batch
+	var ends []rec                   // deliveries that end or wait here
+	var live, test []int             // started attempts to charge, by pool
+	listens := make([]bool, len(as)) // attempts to a listener
+	seen := map[string]bool{}        // a delivery is started once per batch
 	for i, a := range as {
 		f := byID[a.DeliveryID]
 		switch {
@@ -421,7 +435,7 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, as []De
 			continue
 		}
 		seen[a.DeliveryID] = true
-		cur, err := w.secrets.Open(a.EndpointID, f.secret)
+		secrets, err := w.secrets.Signing(a.EndpointID, f.secret, f.prevSecret, f.prevValid)
 		if err != nil {
 			// The server secret changed since the endpoint's secret was sealed:
 			// no attempt can be signed until the secret is rotated.
@@ -431,13 +445,8 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, as []De
 			ends = append(ends, rec{delivery: a.DeliveryID, endpoint: a.EndpointID, n: f.attempts, status: statusFailed, err: ReasonSecret})
 			continue
 		}
-		at := attempt{n: f.attempts, url: f.url, typ: f.typ, payload: []byte(f.payload), secrets: []string{cur}}
-		if f.prevValid && f.prevSecret != nil {
-			if prev, err := w.secrets.Open(a.EndpointID, f.prevSecret); err == nil {
-				at.secrets = append(at.secrets, prev)
-			}
-		}
-		out[i] = at
+		out[i] = attempt{n: f.attempts, url: f.url, typ: f.typ, payload: []byte(f.payload), secrets: secrets}
+		listens[i] = f.listen
 		if f.resuming {
 			continue
 		}
@@ -484,6 +493,20 @@ func (w *Worker) begin(ctx context.Context, tx pgx.Tx, sc *tenant.Scope, as []De
 			}
 		}
 	}
+
+	// The paid attempts to listeners are handed to them.
+	var fwd []forwarded
+	for i := range as {
+		if !listens[i] || out[i].skip {
+			continue
+		}
+		fwd = append(fwd, forwarded{delivery: as[i].DeliveryID, endpoint: as[i].EndpointID})
+		ends = append(ends, rec{delivery: as[i].DeliveryID, endpoint: as[i].EndpointID, n: out[i].n, status: statusSucceeded})
+		out[i] = attempt{skip: true, forwarded: true}
+	}
+	if err := forward(ctx, tx, fwd); err != nil {
+		return nil, err
+	}
 	return out, write(ctx, tx, ends)
 }
 
@@ -508,11 +531,7 @@ func (w *Worker) post(ctx context.Context, deliveryID string, at attempt) outcom
 	if err != nil {
 		return outcome{reason: ReasonInvalidURL, detail: err}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", UserAgent)
-	req.Header.Set(HeaderEvent, at.typ)
-	req.Header.Set(HeaderDelivery, deliveryID)
-	req.Header.Set(signature.Header, signature.Sign(time.Now(), at.payload, at.secrets...))
+	req.Header = Headers(deliveryID, at.typ, at.payload, time.Now(), at.secrets...)
 	res, err := w.client.Do(req)
 	if err != nil {
 		return outcome{reason: transportReason(err), detail: err}

@@ -10,11 +10,11 @@ import (
 	"github.com/plinth-dev/plinth/tenant"
 )
 
-const endpointColumns = `id, url, events, is_active, created_at, last_delivery_status`
+const endpointColumns = `id, url, mode, events, is_active, created_at, last_delivery_status`
 
 func scanEndpoint(row pgx.Row) (Endpoint, error) {
 	var e Endpoint
-	err := row.Scan(&e.ID, &e.URL, &e.Events, &e.IsActive, &e.CreatedAt, &e.LastDeliveryStatus)
+	err := row.Scan(&e.ID, &e.URL, &e.Mode, &e.Events, &e.IsActive, &e.CreatedAt, &e.LastDeliveryStatus)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, httpapi.ErrNotFound
 	}
@@ -22,11 +22,12 @@ func scanEndpoint(row pgx.Row) (Endpoint, error) {
 	return e, err
 }
 
-// insertEndpoint stores a new endpoint with its sealed signing secret.
-func insertEndpoint(ctx context.Context, tx pgx.Tx, id, url string, events []string, active bool, sealedSecret []byte) (_ Endpoint, err error) {
+// insertEndpoint stores a new endpoint of mode with its sealed signing
+// secret; url is nil for a listener.
+func insertEndpoint(ctx context.Context, tx pgx.Tx, id, mode string, url *string, events []string, active bool, sealedSecret []byte) (_ Endpoint, err error) {
 	defer httpapi.Wrap(&err, "insertEndpoint(%s)", id)
-	return scanEndpoint(tx.QueryRow(ctx, `INSERT INTO webhook_endpoints (id, url, events, is_active, secret)
-		VALUES ($1, $2, $3, $4, $5) RETURNING `+endpointColumns, id, url, events, active, sealedSecret))
+	return scanEndpoint(tx.QueryRow(ctx, `INSERT INTO webhook_endpoints (id, mode, url, events, is_active, secret)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+endpointColumns, id, mode, url, events, active, sealedSecret))
 }
 
 // listEndpoints returns up to limit endpoints older than the endpoint id

@@ -1,6 +1,7 @@
 // Package webhooks serves /v1/webhook-endpoints: the endpoints a project's
 // events are delivered to, their signing secrets, their deliveries and
-// redelivery. Delivery itself is tenant/outbox.
+// redelivery, and the stream of a listener (plinth listen). Delivery
+// itself is tenant/outbox.
 package webhooks
 
 import (
@@ -17,6 +18,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/ssrf"
 	"github.com/plinth-dev/plinth/tenant"
 	"github.com/plinth-dev/plinth/tenant/idempotency"
+	"github.com/plinth-dev/plinth/tenant/jobs"
 	"github.com/plinth-dev/plinth/tenant/outbox"
 )
 
@@ -32,47 +34,66 @@ type Deps struct {
 	Secrets *outbox.Secrets
 	// Dev allows http:// and loopback URLs (PLINTH_DEV=1).
 	Dev bool
+	// Hub wakes a listener's streams when a delivery is handed to it on
+	// any instance: the jobs hub, listening to outbox.ListenChannel.
+	Hub *jobs.Hub
 }
 
 // Service is the webhooks pillar: the endpoints a project subscribes and
 // their deliveries (tenant/outbox delivers them).
 type Service struct {
 	tenant.Base
-	outbox  *outbox.Outbox
-	secrets *outbox.Secrets
-	dev     bool
+	outbox    *outbox.Outbox
+	secrets   *outbox.Secrets
+	dev       bool
+	hub       *jobs.Hub
+	listeners *jobs.StreamSlots
 }
 
 // New builds the pillar.
 func New(d Deps) *Service {
-	return &Service{outbox: d.Outbox, secrets: d.Secrets, dev: d.Dev}
+	return &Service{outbox: d.Outbox, secrets: d.Secrets, dev: d.Dev, hub: d.Hub, listeners: jobs.NewStreamSlots(MaxListenStreamsPerProject)}
 }
 
 // Routes mounts /webhook-endpoints: webhooks:read for GET, webhooks:write
-// else.
+// else, and for a listener's stream, a GET that hands out signed bodies.
 func (h *Service) Routes(r chi.Router) {
 	r.Route("/webhook-endpoints", func(r chi.Router) {
-		r.Use(tenant.ReadWrite("webhooks"))
-		r.Get("/", tenant.Handle(h.list))
-		r.Post("/", tenant.Handle(h.create))
-		r.Get("/{id}", tenant.Handle(h.get))
-		r.Patch("/{id}", tenant.Handle(h.update))
-		r.Delete("/{id}", tenant.Handle(h.delete))
-		r.Post("/{id}/rotate-secret", tenant.Handle(h.rotate))
-		r.Get("/{id}/deliveries", tenant.Handle(h.deliveries))
-		r.Post("/{id}/deliveries/{delivery_id}/redeliver", tenant.Handle(h.redeliver))
+		r.With(tenant.RequireScope("webhooks:write")).Get("/{id}/listen", tenant.Handle(h.listen))
+		r.Group(func(r chi.Router) {
+			r.Use(tenant.ReadWrite("webhooks"))
+			r.Get("/", tenant.Handle(h.list))
+			r.Post("/", tenant.Handle(h.create))
+			r.Get("/{id}", tenant.Handle(h.get))
+			r.Patch("/{id}", tenant.Handle(h.update))
+			r.Delete("/{id}", tenant.Handle(h.delete))
+			r.Post("/{id}/rotate-secret", tenant.Handle(h.rotate))
+			r.Get("/{id}/deliveries", tenant.Handle(h.deliveries))
+			r.Post("/{id}/deliveries/{delivery_id}/redeliver", tenant.Handle(h.redeliver))
+		})
 	})
 }
 
-// Endpoint is the webhook endpoint resource.
+// Endpoint is the webhook endpoint resource. A listener (Mode listen) has
+// no URL: its deliveries go to the stream plinth listen holds.
 type Endpoint struct {
 	ID                 string    `json:"id"`
-	URL                string    `json:"url"`
+	URL                *string   `json:"url"`
+	Mode               string    `json:"mode"`
 	Events             []string  `json:"events"`
 	IsActive           bool      `json:"is_active"`
 	SigningSecret      string    `json:"signing_secret,omitempty"`
 	CreatedAt          time.Time `json:"created_at"`
 	LastDeliveryStatus string    `json:"last_delivery_status"`
+}
+
+// Target names where the endpoint's deliveries go, for people: its URL,
+// or the listener.
+func (e Endpoint) Target() string {
+	if e.URL == nil {
+		return "listener (plinth listen)"
+	}
+	return *e.URL
 }
 
 // Delivery is the delivery record resource.
@@ -98,7 +119,9 @@ func endpointID(r *http.Request, param string) (string, error) {
 }
 
 type createRequest struct {
-	URL      string   `json:"url" required:"true"`
+	// URL is required of an http endpoint and absent from a listener.
+	URL      *string  `json:"url"`
+	Mode     *string  `json:"mode"`
 	Events   []string `json:"events" required:"true"`
 	IsActive *bool    `json:"is_active"`
 }
@@ -152,7 +175,21 @@ func (h *Service) create(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 		return err
 	}
 	var v httpapi.Validator
-	h.checkURL(r.Context(), &v, req.URL)
+	mode := outbox.ModeHTTP
+	if req.Mode != nil {
+		mode = *req.Mode
+	}
+	switch mode {
+	case outbox.ModeHTTP:
+		if req.URL == nil {
+			return httpapi.BadRequest(`missing required field "url" (an endpoint of mode http needs one)`)
+		}
+		h.checkURL(r.Context(), &v, *req.URL)
+	case outbox.ModeListen:
+		v.Check(req.URL == nil, "url", "must be absent: a listen endpoint has no URL (plinth listen forwards its deliveries)")
+	default:
+		v.Check(false, "mode", "must be http or listen")
+	}
 	events := checkEvents(&v, req.Events)
 	if err := v.Err(); err != nil {
 		return err
@@ -162,7 +199,7 @@ func (h *Service) create(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 	secret := outbox.NewSigningSecret()
 	sealed := h.secrets.Seal(eid, secret)
 	e, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Endpoint, error) {
-		return insertEndpoint(r.Context(), tx, eid, req.URL, events, active, sealed)
+		return insertEndpoint(r.Context(), tx, eid, mode, req.URL, events, active, sealed)
 	})
 	if err != nil {
 		return err
@@ -213,6 +250,15 @@ func (h *Service) update(w http.ResponseWriter, r *http.Request, s *tenant.Scope
 		return err
 	}
 	e, err := tenant.TxV(r.Context(), s, func(tx pgx.Tx) (Endpoint, error) {
+		if req.URL != nil {
+			cur, err := getEndpoint(r.Context(), tx, eid)
+			if err != nil {
+				return Endpoint{}, err
+			}
+			if cur.Mode == outbox.ModeListen {
+				return Endpoint{}, httpapi.Invalid("url", "a listen endpoint has no URL: create an endpoint of mode http for one")
+			}
+		}
 		return updateEndpoint(r.Context(), tx, eid, req.URL, events, req.IsActive)
 	})
 	if err != nil {

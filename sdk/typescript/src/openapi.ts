@@ -4556,6 +4556,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhook-endpoints/{id}/listen": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Server-Sent Events of a listen endpoint
+         * @description The stream `plinth listen` holds. While it is open the listen endpoint receives events: the stream holds it 2m0s at a time, renewed every 1m0s, and ends the hold when its client goes. Each delivery to it is an event `delivery` {id, topic, headers, body}: the headers (X-Service-Event, X-Service-Delivery, X-Service-Signature signed as the event is sent, Content-Type, User-Agent) and the exact body a delivery to an http endpoint carries; its SSE id is its number in the endpoint's sequence (resume after one with Last-Event-ID). An event `error` {code, message} ends the stream (not_found: the endpoint was deleted). Comments keep it alive. 409 conflict for an endpoint of mode http; a project holds at most 10 listener streams open per instance: one more is 429 rate_limited with Retry-After.
+         *
+         *     Scope: `webhooks:write`.
+         */
+        get: operations["listenWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhook-endpoints/{id}/rotate-secret": {
         parameters: {
             query?: never;
@@ -5489,8 +5511,10 @@ export interface components {
             /** @description Topics of the contract, e.g. content.changed. */
             events: string[];
             is_active?: boolean;
-            /** @description https:// (http:// and loopback with PLINTH_DEV=1) */
-            url: string;
+            /** @description Default http. */
+            mode?: components["schemas"]["WebhookEndpointMode"];
+            /** @description Required of mode http: https:// (http:// and loopback with PLINTH_DEV=1). Absent for mode listen. */
+            url?: string;
         };
         CustomerInput: {
             /** @description An email address (or empty). */
@@ -6991,7 +7015,9 @@ export interface components {
             id: string;
             is_active: boolean;
             last_delivery_status: string;
-            url: string;
+            mode: components["schemas"]["WebhookEndpointMode"];
+            /** @description The receiver's URL; null for a listen endpoint. */
+            url: string | null;
         };
         WebhookEndpointIssued: {
             /**
@@ -7003,15 +7029,22 @@ export interface components {
             id: string;
             is_active: boolean;
             last_delivery_status: string;
+            mode: components["schemas"]["WebhookEndpointMode"];
             /** @description The signing secret, in the first answer only: a replay of the Idempotency-Key answers without it. */
             signing_secret?: string;
-            url: string;
+            /** @description The receiver's URL; null for a listen endpoint. */
+            url: string | null;
         };
         WebhookEndpointList: {
             data: components["schemas"]["WebhookEndpoint"][];
             has_more: boolean;
             next_cursor: string | null;
         };
+        /**
+         * @description `http`: events are POSTed to `url`. `listen`: no URL; events go to the endpoint's stream (`GET /v1/webhook-endpoints/{id}/listen`, which `plinth listen` holds and forwards to a local receiver), only while a stream holds it.
+         * @enum {string}
+         */
+        WebhookEndpointMode: "http" | "listen";
         WebhookEndpointWithSecret: {
             /**
              * Format: date-time
@@ -7022,8 +7055,10 @@ export interface components {
             id: string;
             is_active: boolean;
             last_delivery_status: string;
+            mode: components["schemas"]["WebhookEndpointMode"];
             signing_secret: string;
-            url: string;
+            /** @description The receiver's URL; null for a listen endpoint. */
+            url: string | null;
         };
     };
     responses: {
@@ -18659,6 +18694,44 @@ export interface operations {
             404: components["responses"]["Problem404"];
             409: components["responses"]["Problem409"];
             422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    listenWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream. */
+            200: {
+                headers: {
+                    "Cache-Control"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];

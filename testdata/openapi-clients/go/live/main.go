@@ -257,7 +257,7 @@ func webhookSecret(ctx context.Context, c *plinth.ClientWithResponses) error {
 	var id string
 	for i, want := range []bool{true, false} {
 		res, err := c.CreateWebhookEndpointWithResponse(ctx, &plinth.CreateWebhookEndpointParams{IdempotencyKey: ptr("live-endpoint")},
-			plinth.CreateWebhookEndpointRequest{Url: "https://hooks.example/in", Events: []string{"content.changed"}})
+			plinth.CreateWebhookEndpointRequest{Url: ptr("https://hooks.example/in"), Events: []string{"content.changed"}})
 		if err != nil {
 			return err
 		}

@@ -162,7 +162,7 @@ func run(ctx context.Context, url string) error {
 		}},
 		{"webhook", func(ctx context.Context, key *string) (*http.Response, error) {
 			return c.CreateWebhookEndpoint(ctx, &plinth.CreateWebhookEndpointParams{IdempotencyKey: key},
-				plinth.CreateWebhookEndpointRequest{Url: "https://hooks.example/in", Events: []string{"content.changed"}})
+				plinth.CreateWebhookEndpointRequest{Url: ptr("https://hooks.example/in"), Events: []string{"content.changed"}})
 		}},
 		{"key", func(ctx context.Context, key *string) (*http.Response, error) {
 			return c.CreateKey(ctx, &plinth.CreateKeyParams{IdempotencyKey: key}, plinth.CreateKeyRequest{Name: "ci", Scopes: []string{"content:read"}})
