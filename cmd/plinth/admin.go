@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ type adminTokenCreateCmd struct {
 	Name      string `required:"" help:"Token name, to tell tokens apart."`
 	Scopes    string `required:"" help:"Comma-separated scopes: tenants:read|write, users:read|write, projects:read|write|admin, credits:write, exports:read|write, shards:read|admin, resource:* or *."`
 	ExpiresIn string `name:"expires-in" help:"Lifetime, after which the token is refused: days (90d) or a Go duration (12h); unset: until revoked."`
+	databaseOnly
 }
 
 func (c *adminTokenCreateCmd) Run(e *env) error {
@@ -58,7 +60,9 @@ func lifetime(s string) (time.Duration, error) {
 	return d, nil
 }
 
-type adminTokenListCmd struct{}
+type adminTokenListCmd struct {
+	databaseOnly
+}
 
 func (adminTokenListCmd) Run(e *env) error {
 	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
@@ -69,6 +73,7 @@ func (adminTokenListCmd) Run(e *env) error {
 
 type adminTokenRevokeCmd struct {
 	ID string `required:"" help:"Token id (adm_…)."`
+	databaseOnly
 }
 
 func (c *adminTokenRevokeCmd) Run(e *env) error {
@@ -102,11 +107,24 @@ func (f pageFlags) page() (httpapi.Page, error) {
 	return p, nil
 }
 
+// idPage is page for the lists ordered by id, whose cursor is the id of
+// the last row shown (after).
+func (f pageFlags) idPage() (p httpapi.Page, after int64, err error) {
+	if p, err = f.page(); err != nil {
+		return p, 0, err
+	}
+	if after, err = httpapi.CursorID(p.Cursor); err != nil {
+		return p, 0, fmt.Errorf("--cursor: not a cursor this command printed")
+	}
+	return p, after, nil
+}
+
 type projectListCmd struct {
 	pageFlags
 	Tenant int64  `help:"Only this workspace's projects."`
 	Plan   string `help:"Only projects on this plan."`
 	Status string `enum:",active,suspended,deleting" default:"" help:"Only projects in this status: active, suspended or deleting."`
+	remoteFlags
 }
 
 func (c *projectListCmd) Run(e *env) error {
@@ -123,14 +141,36 @@ func (c *projectListCmd) Run(e *env) error {
 	})
 }
 
+func (c *projectListCmd) Remote(e *env, api *adminClient) error {
+	if _, err := c.page(); err != nil {
+		return err
+	}
+	var tenant string
+	if c.Tenant != 0 {
+		tenant = strconv.FormatInt(c.Tenant, 10)
+	}
+	var l httpapi.List[central.AdminProject]
+	if err := api.do(e.ctx, "GET", "/projects"+pageQuery(c.pageFlags, url.Values{"tenant_id": {tenant}, "plan": {c.Plan}, "status": {c.Status}}), nil, &l); err != nil {
+		return err
+	}
+	return e.printJSON(l)
+}
+
 type projectGetCmd struct {
 	Project string `required:"" help:"Project id (prj_…)."`
+	remoteFlags
 }
 
 func (c *projectGetCmd) Run(e *env) error {
 	return e.adminProject(c.Project, func(ctx context.Context, cen *central.Central) (*tenant.Project, error) {
 		return cen.Project(ctx, c.Project)
 	})
+}
+
+// Remote prints the project without the usage the admin API adds to it,
+// as the database mode does.
+func (c *projectGetCmd) Remote(e *env, api *adminClient) error {
+	return e.remoteProject(api, c.Project, "GET", "", nil)
 }
 
 type projectSetCmd struct {
@@ -140,6 +180,7 @@ type projectSetCmd struct {
 	RateRPM     string `name:"rate-rpm" help:"Enterprise: the project's own requests per minute; none clears it."`
 	RateBurst   string `name:"rate-burst" help:"Enterprise: the project's own burst; none clears it."`
 	PlanCredits string `name:"plan-credits" help:"Enterprise: the project's own credits per period; none clears it."`
+	remoteFlags
 }
 
 // optFlag reads a limit flag: "" leaves it, "none" clears it.
@@ -158,23 +199,30 @@ func optFlag[T int | int64](name, v string) (central.Opt[T], error) {
 	return central.Opt[T]{Set: true, Value: &t}, nil
 }
 
+// update is the change the flags ask for.
+func (c *projectSetCmd) update() (central.ProjectUpdate, error) {
+	var u central.ProjectUpdate
+	if c.Name != "" {
+		u.Name = &c.Name
+	}
+	if c.Plan != "" {
+		u.Plan = &c.Plan
+	}
+	var err error
+	if u.RateRPM, err = optFlag[int]("rate-rpm", c.RateRPM); err != nil {
+		return u, err
+	}
+	if u.RateBurst, err = optFlag[int]("rate-burst", c.RateBurst); err != nil {
+		return u, err
+	}
+	u.PlanCredits, err = optFlag[int64]("plan-credits", c.PlanCredits)
+	return u, err
+}
+
 func (c *projectSetCmd) Run(e *env) error {
 	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
-		var u central.ProjectUpdate
-		if c.Name != "" {
-			u.Name = &c.Name
-		}
-		if c.Plan != "" {
-			u.Plan = &c.Plan
-		}
-		var err error
-		if u.RateRPM, err = optFlag[int]("rate-rpm", c.RateRPM); err != nil {
-			return nil, err
-		}
-		if u.RateBurst, err = optFlag[int]("rate-burst", c.RateBurst); err != nil {
-			return nil, err
-		}
-		if u.PlanCredits, err = optFlag[int64]("plan-credits", c.PlanCredits); err != nil {
+		u, err := c.update()
+		if err != nil {
 			return nil, err
 		}
 		p, err := cen.UpdateProject(ctx, c.Project, u)
@@ -185,9 +233,36 @@ func (c *projectSetCmd) Run(e *env) error {
 	})
 }
 
+// Remote sends the change as the PATCH body: an absent field is kept, a
+// null limit cleared.
+func (c *projectSetCmd) Remote(e *env, api *adminClient) error {
+	u, err := c.update()
+	if err != nil {
+		return err
+	}
+	body := map[string]any{}
+	if u.Name != nil {
+		body["name"] = *u.Name
+	}
+	if u.Plan != nil {
+		body["plan"] = *u.Plan
+	}
+	if u.RateRPM.Set {
+		body["rate_rpm"] = u.RateRPM.Value
+	}
+	if u.RateBurst.Set {
+		body["rate_burst"] = u.RateBurst.Value
+	}
+	if u.PlanCredits.Set {
+		body["plan_credits"] = u.PlanCredits.Value
+	}
+	return e.remoteProject(api, c.Project, "PATCH", "", body)
+}
+
 type projectSuspendCmd struct {
 	Project string `required:"" help:"Project id (prj_…)."`
 	Reason  string `required:"" help:"Why, shown to admins (status_reason)."`
+	remoteFlags
 }
 
 func (c *projectSuspendCmd) Run(e *env) error {
@@ -196,8 +271,13 @@ func (c *projectSuspendCmd) Run(e *env) error {
 	})
 }
 
+func (c *projectSuspendCmd) Remote(e *env, api *adminClient) error {
+	return e.remoteProject(api, c.Project, "POST", "/suspend", central.AdminSuspendRequest{Reason: c.Reason})
+}
+
 type projectResumeCmd struct {
 	Project string `required:"" help:"Project id (prj_…)."`
+	remoteFlags
 }
 
 func (c *projectResumeCmd) Run(e *env) error {
@@ -206,10 +286,15 @@ func (c *projectResumeCmd) Run(e *env) error {
 	})
 }
 
+func (c *projectResumeCmd) Remote(e *env, api *adminClient) error {
+	return e.remoteProject(api, c.Project, "POST", "/resume", nil)
+}
+
 type projectDeleteCmd struct {
 	Project string `required:"" help:"Project id (prj_…)."`
 	Now     bool   `help:"Drop the data at once instead of after PLINTH_DELETE_GRACE (a worker runs the drop)."`
 	Export  bool   `help:"Export the project to the archive store first (a worker runs it; the drop waits for it); the export's id is printed."`
+	remoteFlags
 }
 
 func (c *projectDeleteCmd) Run(e *env) error {
@@ -222,19 +307,25 @@ func (c *projectDeleteCmd) Run(e *env) error {
 	})
 }
 
+func (c *projectDeleteCmd) Remote(e *env, api *adminClient) error {
+	q := url.Values{"now": {strconv.FormatBool(c.Now)}, "export": {strconv.FormatBool(c.Export)}}
+	var d central.DeletedProject
+	if err := api.do(e.ctx, "DELETE", "/projects/"+url.PathEscape(c.Project)+"?"+q.Encode(), nil, &d); err != nil {
+		return fmt.Errorf("project %q: %w", c.Project, err)
+	}
+	return e.printJSON(d)
+}
+
 type tenantListCmd struct {
 	pageFlags
+	remoteFlags
 }
 
 func (c *tenantListCmd) Run(e *env) error {
 	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
-		pg, err := c.page()
+		pg, after, err := c.idPage()
 		if err != nil {
 			return nil, err
-		}
-		after, err := httpapi.CursorID(pg.Cursor)
-		if err != nil {
-			return nil, fmt.Errorf("--cursor: not a cursor this command printed")
 		}
 		rows, err := cen.AdminTenants(ctx, after, pg.Limit+1)
 		if err != nil {
@@ -244,8 +335,20 @@ func (c *tenantListCmd) Run(e *env) error {
 	})
 }
 
+func (c *tenantListCmd) Remote(e *env, api *adminClient) error {
+	if _, _, err := c.idPage(); err != nil {
+		return err
+	}
+	var l httpapi.List[central.AdminTenant]
+	if err := api.do(e.ctx, "GET", "/tenants"+pageQuery(c.pageFlags, nil), nil, &l); err != nil {
+		return err
+	}
+	return e.printJSON(l)
+}
+
 type tenantGetCmd struct {
 	ID int64 `required:"" help:"Workspace id."`
+	remoteFlags
 }
 
 func (c *tenantGetCmd) Run(e *env) error {
@@ -258,20 +361,25 @@ func (c *tenantGetCmd) Run(e *env) error {
 	})
 }
 
+func (c *tenantGetCmd) Remote(e *env, api *adminClient) error {
+	var t central.AdminTenant
+	if err := api.do(e.ctx, "GET", fmt.Sprintf("/tenants/%d", c.ID), nil, &t); err != nil {
+		return fmt.Errorf("tenant %d: %w", c.ID, err)
+	}
+	return e.printJSON(t)
+}
+
 type userListCmd struct {
 	pageFlags
 	Tenant int64 `required:"" help:"Workspace id."`
+	remoteFlags
 }
 
 func (c *userListCmd) Run(e *env) error {
 	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
-		pg, err := c.page()
+		pg, after, err := c.idPage()
 		if err != nil {
 			return nil, err
-		}
-		after, err := httpapi.CursorID(pg.Cursor)
-		if err != nil {
-			return nil, fmt.Errorf("--cursor: not a cursor this command printed")
 		}
 		rows, err := cen.Users(ctx, c.Tenant, after, pg.Limit+1)
 		if err != nil {
@@ -281,9 +389,21 @@ func (c *userListCmd) Run(e *env) error {
 	})
 }
 
+func (c *userListCmd) Remote(e *env, api *adminClient) error {
+	if _, _, err := c.idPage(); err != nil {
+		return err
+	}
+	var l httpapi.List[central.User]
+	if err := api.do(e.ctx, "GET", fmt.Sprintf("/tenants/%d/users", c.Tenant)+pageQuery(c.pageFlags, nil), nil, &l); err != nil {
+		return fmt.Errorf("tenant %d: %w", c.Tenant, err)
+	}
+	return e.printJSON(l)
+}
+
 type userRemoveCmd struct {
 	Tenant int64 `required:"" help:"Workspace id."`
 	User   int64 `required:"" help:"User id."`
+	remoteFlags
 }
 
 func (c *userRemoveCmd) Run(e *env) error {
@@ -295,10 +415,18 @@ func (c *userRemoveCmd) Run(e *env) error {
 	})
 }
 
+func (c *userRemoveCmd) Remote(e *env, api *adminClient) error {
+	if err := api.do(e.ctx, "DELETE", fmt.Sprintf("/tenants/%d/users/%d", c.Tenant, c.User), nil, nil); err != nil {
+		return err
+	}
+	return e.printJSON(map[string]any{"tenant_id": c.Tenant, "user_id": c.User, "removed": true})
+}
+
 type userResetPasswordCmd struct {
 	Tenant   int64  `required:"" help:"Workspace id."`
 	User     int64  `required:"" help:"User id."`
 	Password string `help:"The new password (at least 8 characters); unset: one is generated and printed."`
+	remoteFlags
 }
 
 func (c *userResetPasswordCmd) Run(e *env) error {
@@ -311,6 +439,18 @@ func (c *userResetPasswordCmd) Run(e *env) error {
 	})
 }
 
+// Remote asks for the password the flag gives, or a generated one.
+func (c *userResetPasswordCmd) Remote(e *env, api *adminClient) error {
+	var r struct {
+		Password string `json:"password"`
+	}
+	err := api.do(e.ctx, "POST", fmt.Sprintf("/tenants/%d/users/%d/reset-password", c.Tenant, c.User), central.AdminResetPasswordRequest{Password: c.Password}, &r)
+	if err != nil {
+		return err
+	}
+	return e.printJSON(map[string]any{"user_id": c.User, "password": r.Password})
+}
+
 // adminProject runs one change or read of project id and prints the
 // project as the admin API shows it.
 func (e *env) adminProject(id string, fn func(context.Context, *central.Central) (*tenant.Project, error)) error {
@@ -321,4 +461,16 @@ func (e *env) adminProject(id string, fn func(context.Context, *central.Central)
 		}
 		return central.ToAdminProject(p), nil
 	})
+}
+
+// remoteProject sends method to the project's path plus sub and prints
+// the project answered as the database mode prints it: without the
+// usage GET adds.
+func (e *env) remoteProject(api *adminClient, id, method, sub string, body any) error {
+	var p central.AdminProject
+	if err := api.do(e.ctx, method, "/projects/"+url.PathEscape(id)+sub, body, &p); err != nil {
+		return fmt.Errorf("project %q: %w", id, err)
+	}
+	p.Usage = nil
+	return e.printJSON(p)
 }

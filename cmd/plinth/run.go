@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/plinth-dev/plinth/central"
 	"github.com/plinth-dev/plinth/internal/config"
+	"github.com/plinth-dev/plinth/internal/httpapi"
 	"github.com/plinth-dev/plinth/internal/logging"
 )
 
@@ -123,6 +125,7 @@ type serveCmd struct {
 	NoMigrate bool `help:"Skip the migrations (when plinth migrate ran before)."`
 	NoWorkers bool `help:"Serve the API only; run the workers elsewhere (plinth worker)."`
 	Shards    *int `help:"Start N private clusters beside the private one (.plinth/pg-shard1...) and add them as shards shard1...shardN (default PLINTH_SHARDS; only without DATABASE_URL)."`
+	databaseOnly
 }
 
 func (c *serveCmd) Run(e *env) error {
@@ -162,6 +165,7 @@ func tuneGC(getenv func(string) string) {
 type workerCmd struct {
 	NoMigrate bool `help:"Skip the migrations (when plinth migrate ran before)."`
 	NoWorkers bool `hidden:"" help:"Ignored: a worker always works (accepted as serve accepts it)."`
+	databaseOnly
 }
 
 func (c *workerCmd) Run(e *env) error {
@@ -174,7 +178,9 @@ func (c *workerCmd) Run(e *env) error {
 	return central.Serve(e.ctx, cfg, central.ServeOptions{Migrate: !c.NoMigrate, Workers: true, Build: buildVersion()}, logger, e.stdout)
 }
 
-type migrateCmd struct{}
+type migrateCmd struct {
+	databaseOnly
+}
 
 func (migrateCmd) Run(e *env) error {
 	cfg, logger, err := e.config()
@@ -233,6 +239,7 @@ type tenantCreateCmd struct {
 	Domain        string `required:"" help:"Workspace domain (stored lower-case)."`
 	OwnerEmail    string `required:"" help:"Email of the owner, who logs in to the dashboard."`
 	OwnerPassword string `required:"" help:"Password of the owner (at least 8 characters)."`
+	remoteFlags
 }
 
 func (c *tenantCreateCmd) Run(e *env) error {
@@ -245,17 +252,45 @@ func (c *tenantCreateCmd) Run(e *env) error {
 	})
 }
 
+// Remote creates the workspace, then reads its one user, the owner
+// (scopes tenants:write and users:read).
+func (c *tenantCreateCmd) Remote(e *env, api *adminClient) error {
+	var t central.AdminTenant
+	err := api.do(e.ctx, "POST", "/tenants", central.AdminCreateTenantRequest{Name: c.Name, Domain: c.Domain, OwnerEmail: c.OwnerEmail, OwnerPassword: c.OwnerPassword}, &t)
+	if err != nil {
+		return err
+	}
+	var users httpapi.List[central.User]
+	if err := api.do(e.ctx, "GET", fmt.Sprintf("/tenants/%d/users?limit=1", t.ID), nil, &users); err != nil {
+		return fmt.Errorf("tenant %d was created; reading its owner: %w", t.ID, err)
+	}
+	if len(users.Data) == 0 {
+		return fmt.Errorf("tenant %d was created without its owner", t.ID)
+	}
+	return e.printJSON(map[string]any{"id": t.ID, "name": t.Name, "domain": t.Domain, "owner": users.Data[0]})
+}
+
 type userAddCmd struct {
 	Tenant   int64  `required:"" help:"Workspace id (tenant create prints it)."`
 	Email    string `required:"" help:"The user's email; one email may belong to several workspaces."`
 	Password string `required:"" help:"The user's password in this workspace (at least 8 characters)."`
 	Name     string `help:"Display name."`
+	remoteFlags
 }
 
 func (c *userAddCmd) Run(e *env) error {
 	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
 		return cen.AddUser(ctx, c.Tenant, c.Name, c.Email, c.Password)
 	})
+}
+
+func (c *userAddCmd) Remote(e *env, api *adminClient) error {
+	var u central.User
+	err := api.do(e.ctx, "POST", fmt.Sprintf("/tenants/%d/users", c.Tenant), central.AdminAddUserRequest{Email: c.Email, Password: c.Password, Name: c.Name}, &u)
+	if err != nil {
+		return err
+	}
+	return e.printJSON(u)
 }
 
 type projectCreateCmd struct {
@@ -267,6 +302,7 @@ type projectCreateCmd struct {
 	Timezone        string `default:"UTC" help:"IANA time zone of the project (bookings, schedules)."`
 	Industry        string `help:"Free-form industry, used by the AI prompts."`
 	Shard           string `help:"Place it on this shard (an active one); unset: the active shard with the most room."`
+	remoteFlags
 }
 
 func (c *projectCreateCmd) Run(e *env) error {
@@ -280,9 +316,22 @@ func (c *projectCreateCmd) Run(e *env) error {
 	})
 }
 
+// Remote prints the project as the database mode does: the admin API's
+// answer without what only the operator sees.
+func (c *projectCreateCmd) Remote(e *env, api *adminClient) error {
+	var p central.AdminProject
+	err := api.do(e.ctx, "POST", "/projects", central.AdminCreateProjectRequest{TenantID: c.Tenant, Name: c.Name, Plan: c.Plan, DefaultLanguage: c.DefaultLanguage,
+		TargetLanguages: list(c.TargetLanguages), Timezone: c.Timezone, Industry: c.Industry, Shard: c.Shard}, &p)
+	if err != nil {
+		return err
+	}
+	return e.printJSON(p.ProjectJSON)
+}
+
 type projectPlanCmd struct {
 	Project string `required:"" help:"Project id (prj_…)."`
 	Plan    string `required:"" help:"New plan: free, hobby, build, scale or enterprise."`
+	remoteFlags
 }
 
 func (c *projectPlanCmd) Run(e *env) error {
@@ -295,11 +344,20 @@ func (c *projectPlanCmd) Run(e *env) error {
 	})
 }
 
+func (c *projectPlanCmd) Remote(e *env, api *adminClient) error {
+	var p central.AdminProject
+	if err := api.do(e.ctx, "PATCH", "/projects/"+url.PathEscape(c.Project), map[string]string{"plan": c.Plan}, &p); err != nil {
+		return fmt.Errorf("project %q: %w", c.Project, err)
+	}
+	return e.printJSON(p.ProjectJSON)
+}
+
 type keyCreateCmd struct {
 	Project string `required:"" help:"Project id (prj_…)."`
 	Name    string `default:"cli" help:"Key name, to tell keys apart."`
 	Scopes  string `default:"*" help:"Comma-separated scopes, e.g. 'content:read,blog:*'."`
 	Test    bool   `help:"Mint a test key (pln_test_…), whose work is never billed."`
+	databaseOnly
 }
 
 func (c *keyCreateCmd) Run(e *env) error {
@@ -314,6 +372,7 @@ func (c *keyCreateCmd) Run(e *env) error {
 type creditsTopupCmd struct {
 	Project string `required:"" help:"Project id (prj_…)."`
 	Amount  int64  `required:"" help:"Whole credits to add (at least 1)."`
+	remoteFlags
 }
 
 func (c *creditsTopupCmd) Run(e *env) error {
@@ -324,6 +383,18 @@ func (c *creditsTopupCmd) Run(e *env) error {
 		}
 		return map[string]any{"project_id": c.Project, "added": c.Amount, "balance": bal}, nil
 	})
+}
+
+func (c *creditsTopupCmd) Remote(e *env, api *adminClient) error {
+	var r struct {
+		ProjectID string `json:"project_id"`
+		Added     int64  `json:"added"`
+		Balance   int64  `json:"balance"`
+	}
+	if err := api.do(e.ctx, "POST", "/projects/"+url.PathEscape(c.Project)+"/credits", central.AdminCreditsRequest{Amount: c.Amount}, &r); err != nil {
+		return err
+	}
+	return e.printJSON(map[string]any{"project_id": r.ProjectID, "added": r.Added, "balance": r.Balance})
 }
 
 type versionCmd struct{}
@@ -440,7 +511,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	// Only plinth mcp reads input, the process's own: run keeps the
 	// signature every command's tests call it with.
-	return kctx.Run(&env{ctx: ctx, getenv: getenv, stdin: os.Stdin, stdout: stdout, stderr: stderr})
+	e := &env{ctx: ctx, getenv: getenv, stdin: os.Stdin, stdout: stdout, stderr: stderr}
+	if sel := kctx.Selected(); sel != nil && sel.Target.CanAddr() {
+		if remote, err := e.runRemote(sel.Path(), sel.Target.Addr().Interface()); remote {
+			return err // against the admin API (--url), or refused
+		}
+	}
+	return kctx.Run(e)
 }
 
 // known reports whether args start with a command (a leaf of the

@@ -2,8 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -20,14 +21,15 @@ type shardAddCmd struct {
 	Name     string `required:"" help:"Shard name: 1 to 31 lowercase letters, digits or _, starting with a letter."`
 	URL      string `required:"" name:"url" help:"The server's connection URL, postgres://user:password@host:port/database (stored sealed; never printed)."`
 	Capacity *int   `help:"Projects the shard is meant to hold (default 10000): a new project goes to the active shard with the most room."`
+	tokenFlag
 }
 
 func (c *shardAddCmd) Run(e *env) error {
+	if err := c.checkCapacity(); err != nil {
+		return err
+	}
 	p := central.ShardParams{Name: c.Name, URL: c.URL}
 	if c.Capacity != nil {
-		if *c.Capacity < 1 {
-			return fmt.Errorf("--capacity: want a positive number of projects, got %d", *c.Capacity)
-		}
 		p.Capacity = *c.Capacity
 	}
 	return e.admin(func(ctx context.Context, cen *central.Central) (any, error) {
@@ -39,8 +41,29 @@ func (c *shardAddCmd) Run(e *env) error {
 	})
 }
 
+func (c *shardAddCmd) checkCapacity() error {
+	if c.Capacity != nil && *c.Capacity < 1 {
+		return fmt.Errorf("--capacity: want a positive number of projects, got %d", *c.Capacity)
+	}
+	return nil
+}
+
+// Remote sends the shard's URL to the server, which checks it from
+// where it runs (the URL is never printed either way).
+func (c *shardAddCmd) Remote(e *env, api *adminClient) error {
+	if err := c.checkCapacity(); err != nil {
+		return err
+	}
+	var s central.Shard
+	if err := api.do(e.ctx, "POST", "/shards", central.AdminAddShardRequest{Name: c.Name, URL: c.URL, Capacity: c.Capacity}, &s); err != nil {
+		return fmt.Errorf("shard %q: %w", c.Name, err)
+	}
+	return e.printJSON(s)
+}
+
 type shardListCmd struct {
 	JSON bool `name:"json" help:"Print {data: [shards]} as the admin API does, instead of a table."`
+	remoteFlags
 }
 
 func (c *shardListCmd) Run(e *env) error {
@@ -53,8 +76,23 @@ func (c *shardListCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	return c.print(e, shards)
+}
+
+func (c *shardListCmd) Remote(e *env, api *adminClient) error {
+	var l struct {
+		Data []central.Shard `json:"data"`
+	}
+	if err := api.do(e.ctx, "GET", "/shards", nil, &l); err != nil {
+		return err
+	}
+	return c.print(e, l.Data)
+}
+
+// print writes the shards as a table, or as the admin API's {data}.
+func (c *shardListCmd) print(e *env, shards []central.Shard) error {
 	if c.JSON {
-		return json.NewEncoder(e.stdout).Encode(map[string]any{"data": shards})
+		return e.printJSON(map[string]any{"data": shards})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATE\tPROJECTS\tCAPACITY\tWAL_LEVEL\tVERSION\tREACHABLE")
@@ -81,8 +119,9 @@ func dash(s string) string {
 
 type shardDrainCmd struct {
 	Name        string `required:"" help:"Shard name."`
-	Detach      bool   `help:"Queue the moves for the servers' workers (PLINTH_MOVE_CONCURRENCY each) and print the shard at once, instead of running them here to their end."`
-	Concurrency int    `default:"4" help:"How many moves run at once here (without --detach)."`
+	Detach      bool   `help:"Queue the moves for the servers' workers (PLINTH_MOVE_CONCURRENCY each) and print the shard at once, instead of running them here (with --url: following them) to their end."`
+	Concurrency *int   `help:"How many moves run at once here, without --detach (default 4); with --url the server's workers run them."`
+	remoteFlags
 }
 
 // Run makes the shard draining and queues a move for each project it
@@ -91,8 +130,12 @@ type shardDrainCmd struct {
 // waits for the one it took), printing a line on stderr as each ends
 // and a summary, then the shard. A drain with a failed move exits 1.
 func (c *shardDrainCmd) Run(e *env) error {
-	if c.Concurrency < 1 || c.Concurrency > 64 {
-		return fmt.Errorf("--concurrency: want 1 to 64 moves at once, got %d", c.Concurrency)
+	concurrency := 4
+	if c.Concurrency != nil {
+		concurrency = *c.Concurrency
+	}
+	if concurrency < 1 || concurrency > 64 {
+		return fmt.Errorf("--concurrency: want 1 to 64 moves at once, got %d", concurrency)
 	}
 	return e.adminDo(func(ctx context.Context, cen *central.Central) error {
 		start := time.Now()
@@ -100,18 +143,12 @@ func (c *shardDrainCmd) Run(e *env) error {
 		if err != nil {
 			return err // its detail names the shard
 		}
-		if s.Drain == nil || s.Drain.Finished {
-			fmt.Fprintf(e.stderr, "shard %s is draining: new projects go to other shards; it holds no project to move.\n", c.Name)
-			return json.NewEncoder(e.stdout).Encode(s)
+		if c.started(e, s) {
+			return e.printJSON(s)
 		}
 		d := s.Drain
-		if c.Detach {
-			fmt.Fprintf(e.stderr, "shard %s is draining: %s queued for the servers' workers (plinth shard list; GET /admin/api/shards/%s).\n",
-				c.Name, plural(d.Moves-d.Done-d.Failed-d.Cancelled, "move"), c.Name)
-			return json.NewEncoder(e.stdout).Encode(s)
-		}
 		ended := d.Done + d.Failed + d.Cancelled
-		s, err = cen.RunDrain(ctx, c.Name, c.Concurrency, func(m central.Move) {
+		s, err = cen.RunDrain(ctx, c.Name, concurrency, func(m central.Move) {
 			ended++
 			line := fmt.Sprintf("drain %s: %d/%d: project %s to %s: %s", c.Name, ended, d.Moves, m.ProjectID, m.To, m.Phase)
 			if m.Error != nil {
@@ -122,17 +159,82 @@ func (c *shardDrainCmd) Run(e *env) error {
 		if err != nil {
 			return fmt.Errorf("drain %s: %w", c.Name, err)
 		}
-		d = s.Drain
-		fmt.Fprintf(e.stderr, "drain %s: %d moved, %d failed, %d cancelled in %s; the shard holds %s.\n",
-			c.Name, d.Done, d.Failed, d.Cancelled, time.Since(start).Round(100*time.Millisecond), plural(s.Projects, "project"))
-		if err := json.NewEncoder(e.stdout).Encode(s); err != nil {
-			return err
-		}
-		if d.Failed > 0 || d.Cancelled > 0 {
-			return fmt.Errorf("drain %s: %s did not move (drain again to retry)", c.Name, plural(d.Failed+d.Cancelled, "project"))
-		}
-		return nil
+		return c.ended(e, s, start)
 	})
+}
+
+// started reports the drain just started, and whether the command ends
+// there: nothing to move, or --detach.
+func (c *shardDrainCmd) started(e *env, s central.Shard) bool {
+	if s.Drain == nil || s.Drain.Finished {
+		fmt.Fprintf(e.stderr, "shard %s is draining: new projects go to other shards; it holds no project to move.\n", c.Name)
+		return true
+	}
+	if d := s.Drain; c.Detach {
+		fmt.Fprintf(e.stderr, "shard %s is draining: %s queued for the servers' workers (plinth shard list; GET /admin/api/shards/%s).\n",
+			c.Name, plural(d.Moves-d.Done-d.Failed-d.Cancelled, "move"), c.Name)
+		return true
+	}
+	return false
+}
+
+// ended prints the summary of a finished drain and the shard; a project
+// that did not move is an error.
+func (c *shardDrainCmd) ended(e *env, s central.Shard, start time.Time) error {
+	d := s.Drain
+	fmt.Fprintf(e.stderr, "drain %s: %d moved, %d failed, %d cancelled in %s; the shard holds %s.\n",
+		c.Name, d.Done, d.Failed, d.Cancelled, time.Since(start).Round(100*time.Millisecond), plural(s.Projects, "project"))
+	if err := e.printJSON(s); err != nil {
+		return err
+	}
+	if d.Failed > 0 || d.Cancelled > 0 {
+		return fmt.Errorf("drain %s: %s did not move (drain again to retry)", c.Name, plural(d.Failed+d.Cancelled, "project"))
+	}
+	return nil
+}
+
+// Remote starts the drain on the server, whose workers run the moves,
+// and unless --detach follows it to its end: a line as moves end, one
+// per failure, then the summary and the shard, as the database mode.
+func (c *shardDrainCmd) Remote(e *env, api *adminClient) error {
+	if c.Concurrency != nil {
+		return errors.New("--concurrency: with --url the server's workers run the moves, PLINTH_MOVE_CONCURRENCY at a time each; leave it out")
+	}
+	start := time.Now()
+	path := "/shards/" + url.PathEscape(c.Name)
+	var s central.Shard
+	if err := api.do(e.ctx, "POST", path+"/drain", nil, &s); err != nil {
+		return err // its detail names the shard
+	}
+	if c.started(e, s) {
+		return e.printJSON(s)
+	}
+	ended := s.Drain.Done + s.Drain.Failed + s.Drain.Cancelled
+	told := map[string]bool{}
+	err := follow(e.ctx, func() (bool, error) {
+		if err := api.do(e.ctx, "GET", path, nil, &s); err != nil {
+			return false, err
+		}
+		d := s.Drain
+		if d == nil {
+			return false, fmt.Errorf("drain %s: the shard shows no drain", c.Name)
+		}
+		for _, f := range d.Failures {
+			if !told[f.MoveID] {
+				told[f.MoveID] = true
+				fmt.Fprintf(e.stderr, "drain %s: project %s: failed: %s\n", c.Name, f.ProjectID, f.Error)
+			}
+		}
+		if n := d.Done + d.Failed + d.Cancelled; n != ended {
+			ended = n
+			fmt.Fprintf(e.stderr, "drain %s: %d/%d ended: %d moved, %d failed, %d cancelled\n", c.Name, n, d.Moves, d.Done, d.Failed, d.Cancelled)
+		}
+		return d.Finished, nil
+	})
+	if err != nil {
+		return fmt.Errorf("drain %s: %w", c.Name, err)
+	}
+	return c.ended(e, s, start)
 }
 
 func plural(n int, word string) string {
@@ -144,6 +246,7 @@ func plural(n int, word string) string {
 
 type shardRetireCmd struct {
 	Name string `required:"" help:"Shard name."`
+	remoteFlags
 }
 
 func (c *shardRetireCmd) Run(e *env) error {
@@ -152,10 +255,19 @@ func (c *shardRetireCmd) Run(e *env) error {
 	})
 }
 
+func (c *shardRetireCmd) Remote(e *env, api *adminClient) error {
+	var s central.Shard
+	if err := api.do(e.ctx, "POST", "/shards/"+url.PathEscape(c.Name)+"/retire", nil, &s); err != nil {
+		return err
+	}
+	return e.printJSON(s)
+}
+
 type projectMoveCmd struct {
 	Project string `required:"" help:"Project id (prj_…)."`
 	To      string `required:"" help:"The shard to move the project to (plinth shard list)."`
-	Detach  bool   `help:"Queue the move for a server's worker and print it at once, instead of running it here to its end."`
+	Detach  bool   `help:"Queue the move for a server's worker and print it at once, instead of running it here (with --url: following it) to its end."`
+	remoteFlags
 }
 
 // Run starts the move and, unless --detach, runs it in this process
@@ -179,12 +291,43 @@ func (c *projectMoveCmd) Run(e *env) error {
 				return err
 			}
 		}
-		if err := json.NewEncoder(e.stdout).Encode(m); err != nil {
-			return err
-		}
-		if m.Phase == central.MoveFailed || m.Phase == central.MoveCancelled {
-			return fmt.Errorf("move %s %s", m.ID, m.Phase)
-		}
-		return nil
+		return e.moved(m)
 	})
+}
+
+// moved prints the move; one that failed or was cancelled is an error.
+func (e *env) moved(m central.Move) error {
+	if err := e.printJSON(m); err != nil {
+		return err
+	}
+	if m.Phase == central.MoveFailed || m.Phase == central.MoveCancelled {
+		return fmt.Errorf("move %s %s", m.ID, m.Phase)
+	}
+	return nil
+}
+
+// Remote starts the move on the server, whose worker runs it, and
+// unless --detach follows it to its end with a line per phase.
+func (c *projectMoveCmd) Remote(e *env, api *adminClient) error {
+	var m central.Move
+	if err := api.do(e.ctx, "POST", "/projects/"+url.PathEscape(c.Project)+"/move", central.AdminMoveRequest{Shard: c.To}, &m); err != nil {
+		return fmt.Errorf("project %q: %w", c.Project, err)
+	}
+	if !c.Detach {
+		phase := ""
+		err := follow(e.ctx, func() (bool, error) {
+			if err := api.do(e.ctx, "GET", "/moves/"+url.PathEscape(m.ID), nil, &m); err != nil {
+				return false, err
+			}
+			if m.Phase != phase {
+				phase = m.Phase
+				fmt.Fprintf(e.stderr, "move %s: %s (rows copied %d)\n", m.ID, m.Phase, m.RowsCopied)
+			}
+			return m.Phase == central.MoveDone || m.Phase == central.MoveFailed || m.Phase == central.MoveCancelled, nil
+		})
+		if err != nil {
+			return fmt.Errorf("move %s: %w", m.ID, err)
+		}
+	}
+	return e.moved(m)
 }
