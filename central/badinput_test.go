@@ -620,6 +620,9 @@ func (s *sweep) example(schema map[string]any, name string, full bool, depth int
 		return v
 	}
 	if enum, ok := schema["enum"].([]any); ok {
+		if len(enum) == 0 {
+			return "absent" // openapi.Absent: no value is right; a body that holds one must be refused
+		}
 		if name == "plan" {
 			return "enterprise" // the project keeps its plan (and its limits)
 		}
@@ -641,6 +644,9 @@ func (s *sweep) example(schema map[string]any, name string, full bool, depth int
 		props, _ := schema["properties"].(map[string]any)
 		required, _ := schema["required"].([]any)
 		for k, p := range props {
+			if enum, ok := s.resolve(p.(map[string]any))["enum"].([]any); ok && len(enum) == 0 {
+				continue // a member the object must not have (openapi.Absent)
+			}
 			if full || slices.Contains(required, any(k)) {
 				out[k] = s.example(p.(map[string]any), k, full, depth+1)
 			}
