@@ -306,14 +306,7 @@ func TestAccessLog(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
 	p := env.NewProject("build")
-	var logs lockedBuffer
-	logger := slog.New(slog.NewJSONHandler(&logs, nil))
-	srv, err := central.NewServer(context.Background(), env.Config, env.DB.Pool, logger, central.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler)
-	defer hs.Close()
+	_, hs, logs := loggedServer(t, env, central.Options{})
 
 	type sent struct {
 		method, path, key, body string
@@ -389,18 +382,9 @@ func TestMixedRunCounted(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
 	p := env.NewProject("build")
-	var logs lockedBuffer
-	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	ctx := context.Background()
-	srv, err := central.NewServer(ctx, env.Config, env.DB.Pool, logger,
-		central.Options{Workers: true, Queue: queue.Options{TestOnly: true, FetchPoll: 100 * time.Millisecond}})
-	require.NoError(t, err)
+	srv, hs, logs := loggedServer(t, env, central.Options{Workers: true, Queue: queue.Options{TestOnly: true, FetchPoll: 100 * time.Millisecond}})
 	require.NoError(t, srv.Start(ctx))
-	hs := httptest.NewServer(srv.Handler)
-	t.Cleanup(func() {
-		hs.Close()
-		_ = srv.Stop(context.Background())
-	})
 	send := func(method, path, body string, header map[string]string) (int, []byte) {
 		t.Helper()
 		req, err := http.NewRequest(method, hs.URL+path, strings.NewReader(body))
@@ -525,6 +509,22 @@ func TestMetricsDatabaseDown(t *testing.T) {
 	st, body = scrape(t, ops.URL, "")
 	require.Equal(t, 200, st, body)
 	require.Empty(t, missingLines(body, []string{"plinth_database_up 1", "plinth_projects 1"}), body)
+}
+
+// loggedServer is a server over env's database whose log lines (JSON)
+// the test reads, served by hs; both stop when the test ends. Start it
+// for its workers.
+func loggedServer(t *testing.T, env *apitest.Env, opts central.Options) (srv *central.Server, hs *httptest.Server, logs *lockedBuffer) {
+	t.Helper()
+	logs = &lockedBuffer{}
+	srv, err := central.NewServer(context.Background(), env.Config, env.DB.Pool, slog.New(slog.NewJSONHandler(logs, nil)), opts)
+	require.NoError(t, err)
+	hs = httptest.NewServer(srv.Handler)
+	t.Cleanup(func() {
+		hs.Close()
+		_ = srv.Stop(context.Background())
+	})
+	return srv, hs, logs
 }
 
 // metricValues reads the counter or gauge family name of reg, by the
