@@ -72,14 +72,14 @@ func TestOpenAPITypeScriptClient(t *testing.T) {
 	t.Parallel()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			unavailable(t, "%s is not installed (apt-get install nodejs npm)", tool)
+			apitest.Unavailable(t, "%s is not installed (apt-get install nodejs npm)", tool)
 		}
 	}
 	dir, err := filepath.Abs(clientsDir)
 	require.NoError(t, err)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
 		if out, err := command(t, dir, "npm", "ci", "--no-audit", "--no-fund").CombinedOutput(); err != nil {
-			unavailable(t, "npm ci in %s: %v\n%s", clientsDir, err, out)
+			apitest.Unavailable(t, "npm ci in %s: %v\n%s", clientsDir, err, out)
 		}
 	}
 	tmp := t.TempDir()
@@ -111,7 +111,7 @@ func TestOpenAPIGoClient(t *testing.T) {
 	t.Parallel()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		unavailable(t, "go is not on PATH")
+		apitest.Unavailable(t, "go is not on PATH")
 	}
 	src := filepath.Join(clientsDir, "go")
 	tmp := t.TempDir()
@@ -119,7 +119,7 @@ func TestOpenAPIGoClient(t *testing.T) {
 		copyFile(t, filepath.Join(src, f), filepath.Join(tmp, f))
 	}
 	if out, err := command(t, tmp, goBin, "mod", "download").CombinedOutput(); err != nil {
-		unavailable(t, "the modules of oapi-codegen and its runtime: %v\n%s", err, out)
+		apitest.Unavailable(t, "the modules of oapi-codegen and its runtime: %v\n%s", err, out)
 	}
 	document, err := filepath.Abs("openapi.json")
 	require.NoError(t, err)
@@ -188,16 +188,6 @@ func clientServer(t *testing.T) string {
 		}
 	})
 	return srv.URL
-}
-
-// unavailable stops a test whose tools are missing: a failure under
-// CI=true, where .ci/run installs them, else a skip.
-func unavailable(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
 }
 
 func skipShort(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/plinth-dev/plinth/central/apitest"
 )
 
 // lintDir holds the two OpenAPI linters the document must satisfy, pinned
@@ -30,7 +32,7 @@ const lintedDocument = "../../central/openapi.json"
 func TestOpenAPILinters(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("node"); err != nil {
-		unavailable(t, "node is not installed (apt-get install nodejs npm)")
+		apitest.Unavailable(t, "node is not installed (apt-get install nodejs npm)")
 	}
 	dir, err := filepath.Abs(lintDir)
 	require.NoError(t, err)
@@ -39,10 +41,10 @@ func TestOpenAPILinters(t *testing.T) {
 		// scripts: the only one (@scarf/scarf, a dependency of Redocly
 		// CLI) reports the installation to its vendor.
 		if _, err := exec.LookPath("npm"); err != nil {
-			unavailable(t, "npm is not installed (apt-get install npm)")
+			apitest.Unavailable(t, "npm is not installed (apt-get install npm)")
 		}
 		if out, err := command(t, dir, "npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts").CombinedOutput(); err != nil {
-			unavailable(t, "npm ci in %s: %v\n%s", lintDir, err, out)
+			apitest.Unavailable(t, "npm ci in %s: %v\n%s", lintDir, err, out)
 		}
 	}
 	bin := filepath.Join(dir, "node_modules", ".bin")

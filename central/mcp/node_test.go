@@ -2,7 +2,6 @@ package mcp_test
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -22,14 +21,7 @@ func TestNodeClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs node: not with -short")
 	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "mcp-client"))
-	require.NoError(t, err)
-	if _, err := exec.LookPath("node"); err != nil {
-		unavailable(t, "node is not installed (apt-get install nodejs)")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		unavailable(t, "the client's modules are not installed: npm ci --prefix testdata/mcp-client")
-	}
+	dir := apitest.MCPClient(t, filepath.Join("..", ".."))
 	env := apitest.New(t)
 	p := env.NewProject("build")
 	env.Do("PUT", "/v1/content/hero.title", p.Key, map[string]any{"value": "Hello from Go"}).Expect(t, 200)
@@ -81,14 +73,4 @@ func TestNodeClient(t *testing.T) {
 	require.Equal(t, "Set from Node", env.Do("GET", "/v1/content/node.title", p.Key, nil).Expect(t, 200).JSON(t)["value"])
 	require.True(t, got.Invalid.IsError)
 	require.Contains(t, got.Invalid.Text, "missing property 'value'")
-}
-
-// unavailable fails under CI=true, where .ci/run installs what the test
-// needs, and skips elsewhere.
-func unavailable(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
 }

@@ -27,20 +27,7 @@ func TestMCPCommandNodeClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs node: not with -short")
 	}
-	// Under CI=true, .ci/run has installed node and the client's modules:
-	// their absence is a failure there, a skip elsewhere.
-	unavailable := t.Skipf
-	if os.Getenv("CI") == "true" {
-		unavailable = t.Fatalf
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "mcp-client"))
-	require.NoError(t, err)
-	if _, err := exec.LookPath("node"); err != nil {
-		unavailable("node is not installed (apt-get install nodejs)")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		unavailable("the client's modules are not installed: npm ci --prefix testdata/mcp-client")
-	}
+	dir := apitest.MCPClient(t, filepath.Join("..", ".."))
 	srv := apitest.New(t, apitest.WithWorkers())
 	p := srv.NewProject("build")
 
@@ -52,7 +39,7 @@ func TestMCPCommandNodeClient(t *testing.T) {
 		"PLINTH_TEST_MAIN=1", "PLINTH_URL=" + srv.URL, "PLINTH_API_KEY=" + p.Key}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	require.NoError(t, err, "node stdio.mjs (stderr: the client's and plinth mcp's):\n%s", stderr.String())
 	require.NotContains(t, stderr.String(), "panic")
 	require.NotContains(t, stderr.String(), "DATA RACE")
